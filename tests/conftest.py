@@ -1,0 +1,27 @@
+"""Shared fixtures: every test starts from a seeded torch and empty Streamlit caches."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+import torch
+
+
+def pytest_collection_modifyitems(config, items):
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs CUDA (run on a GPU machine)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_state():
+    torch.manual_seed(0)
+    yield
+    st = sys.modules.get("streamlit")
+    if st is not None:  # only tests that imported streamlit have caches to clear
+        st.cache_data.clear()
+        st.cache_resource.clear()

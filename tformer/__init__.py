@@ -1,0 +1,38 @@
+"""tformer: see what every attention head of a Transformer encoder computes.
+
+``import tformer`` loads torch and numpy only; figure builders live in ``tformer.figures``
+(plotly) and the Streamlit glue in ``tformer.ui`` (imported by the app alone).
+"""
+
+from .attention import (
+    MultiHeadAttention,
+    attention_pattern,
+    attention_scores,
+    scaled_dot_product_attention,
+)
+from .config import EncoderConfig
+from .device import pick_device
+from .encoder import MLP, Encoder, EncoderBlock
+from .hooks import ActivationCache, HookedRootModule, HookPoint, act_name, capturing
+from .positional import pe_frequencies, pe_shift_matrix, sinusoidal_encoding
+
+__all__ = [
+    "ActivationCache",
+    "Encoder",
+    "EncoderBlock",
+    "EncoderConfig",
+    "HookPoint",
+    "HookedRootModule",
+    "MLP",
+    "MultiHeadAttention",
+    "act_name",
+    "attention_pattern",
+    "attention_scores",
+    "capturing",
+    "pe_frequencies",
+    "pe_shift_matrix",
+    "pick_device",
+    "scaled_dot_product_attention",
+    "sinusoidal_encoding",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,84 @@
+"""The encoder's shape, in one frozen dataclass that every module takes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+POS_ENCODINGS = ("sinusoidal", "learned", "none")
+ACTIVATIONS = ("relu", "gelu")
+NORMS = ("post", "pre")
+
+
+@dataclass(frozen=True)
+class EncoderConfig:
+    """Hyper-parameters of a Transformer encoder. Weights are a pure function of (config, seed).
+
+    Frozen so it hashes: Streamlit caches key on it directly.
+    """
+
+    vocab_size: int = 8192
+    max_len: int = 512
+    d_model: int = 64
+    n_heads: int = 4
+    n_layers: int = 2
+    d_ff: int | None = None  # None -> 4 * d_model, the paper's ratio (2048 / 512)
+    pos_encoding: str = "sinusoidal"
+    activation: str = "relu"  # the paper's FFN is max(0, xW1+b1)W2+b2; BERT uses gelu
+    norm: str = "post"  # "post" is the paper's LayerNorm(x + SubLayer(x)); "pre" is GPT-2's
+    dropout: float = 0.0  # 0 by default: this is a tool for looking, not for training
+    layer_norm_eps: float = 1e-5
+    type_vocab_size: int = 0  # BERT's segment embeddings; 0 disables them
+    embed_norm: bool = False  # BERT applies a LayerNorm right after the embeddings
+    causal: bool = False  # True: query_pos attends only to key_pos <= query_pos
+    seed: int = 0
+    n_outputs: int = 0  # > 0 adds the optional final Linear -> softmax
+
+    def __post_init__(self) -> None:
+        if self.d_ff is None:
+            object.__setattr__(self, "d_ff", 4 * self.d_model)
+        positive = ("vocab_size", "max_len", "d_model", "n_heads", "n_layers", "d_ff")
+        for name in positive:
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name}={value!r} must be a positive integer")
+        for name in ("type_vocab_size", "n_outputs", "seed"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{name}={value!r} must be a non-negative integer")
+        if self.d_model % self.n_heads:
+            raise ValueError(
+                f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}"
+            )
+        if self.pos_encoding not in POS_ENCODINGS:
+            raise ValueError(f"pos_encoding={self.pos_encoding!r} is not one of {POS_ENCODINGS}")
+        if self.pos_encoding == "sinusoidal" and self.d_model % 2:
+            raise ValueError(
+                f"d_model={self.d_model} must be even for sinusoidal positions (sin/cos pairs)"
+            )
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation={self.activation!r} is not one of {ACTIVATIONS}")
+        if self.norm not in NORMS:
+            raise ValueError(f"norm={self.norm!r} is not one of {NORMS}")
+        if not 0.0 <= float(self.dropout) < 1.0:
+            raise ValueError(f"dropout={self.dropout!r} must be in [0, 1)")
+        if not float(self.layer_norm_eps) > 0.0:
+            raise ValueError(f"layer_norm_eps={self.layer_norm_eps!r} must be > 0")
+        if not isinstance(self.causal, bool) or not isinstance(self.embed_norm, bool):
+            raise ValueError(
+                f"causal={self.causal!r} and embed_norm={self.embed_norm!r} must be booleans"
+            )
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_heads
+
+    def n_params(self) -> int:
+        """Parameter count of the Encoder this config builds (without building it)."""
+        d, f = self.d_model, self.d_ff
+        per_block = (3 * d * d + 3 * d) + (d * d + d) + (d * f + f) + (f * d + d) + 4 * d
+        embed = self.vocab_size * d + self.type_vocab_size * d
+        embed += self.max_len * d if self.pos_encoding == "learned" else 0
+        embed += 2 * d if self.embed_norm else 0
+        final = 2 * d if self.norm == "pre" else 0
+        head = d * self.n_outputs + self.n_outputs
+        return embed + self.n_layers * per_block + final + head

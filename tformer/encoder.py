@@ -1,0 +1,206 @@
+r"""The Transformer encoder: embeddings + positions -> N blocks -> (optional) Linear -> softmax.
+
+Each block, post-norm as in the paper:
+:math:`x' = \mathrm{LayerNorm}(x + \mathrm{MultiHead}(x))`,
+:math:`x'' = \mathrm{LayerNorm}(x' + \mathrm{FFN}(x'))`,
+with :math:`\mathrm{FFN}(x) = \max(0, xW_1 + b_1)W_2 + b_2`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .attention import MultiHeadAttention
+from .config import EncoderConfig
+from .hooks import HookedRootModule, HookPoint
+from .positional import sinusoidal_encoding
+
+
+class MLP(nn.Module):
+    r""":math:`\mathrm{FFN}(x) = \mathrm{act}(xW_1 + b_1)W_2 + b_2`, act = max(0, .) or GELU."""
+
+    def __init__(self, cfg: EncoderConfig) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(cfg.d_model, cfg.d_ff)  # W_1, b_1
+        self.fc2 = nn.Linear(cfg.d_ff, cfg.d_model)  # W_2, b_2
+        self.act = F.relu if cfg.activation == "relu" else F.gelu  # exact (erf) GELU, as BERT
+        self.hook_pre = HookPoint()  # [batch, pos, d_mlp]
+        self.hook_post = HookPoint()  # [batch, pos, d_mlp]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        pre = self.hook_pre(self.fc1(x))  # [batch, pos, d_mlp]
+        post = self.hook_post(self.act(pre))  # [batch, pos, d_mlp]
+        return self.fc2(post)  # [batch, pos, d_model]
+
+
+class EncoderBlock(nn.Module):
+    """Self-attention then FFN, each wrapped in a residual connection and a LayerNorm."""
+
+    def __init__(self, cfg: EncoderConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        # Declared in the order the forward pass reaches them, so hook names list in that order.
+        self.hook_resid_pre = HookPoint()  # [batch, pos, d_model]
+        self.attn = MultiHeadAttention(cfg)
+        self.hook_attn_out = HookPoint()  # [batch, pos, d_model]
+        self.ln1 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        self.hook_resid_mid = HookPoint()  # [batch, pos, d_model]
+        self.mlp = MLP(cfg)
+        self.hook_mlp_out = HookPoint()  # [batch, pos, d_model]
+        self.ln2 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        self.hook_resid_post = HookPoint()  # [batch, pos, d_model]
+
+    def _drop(self, x: torch.Tensor) -> torch.Tensor:
+        return F.dropout(x, self.cfg.dropout, self.training) if self.cfg.dropout else x
+
+    def forward(self, x, mask=None, dead_rows=None) -> torch.Tensor:
+        resid_pre = self.hook_resid_pre(x)  # [batch, pos, d_model]
+        if self.cfg.norm == "post":  # x' = LayerNorm(x + SubLayer(x))
+            attn_out = self.hook_attn_out(self.attn(resid_pre, mask, dead_rows))
+            resid_mid = self.hook_resid_mid(self.ln1(resid_pre + self._drop(attn_out)))
+            mlp_out = self.hook_mlp_out(self.mlp(resid_mid))
+            return self.hook_resid_post(self.ln2(resid_mid + self._drop(mlp_out)))
+        # pre-norm: x' = x + SubLayer(LayerNorm(x))
+        attn_out = self.hook_attn_out(self.attn(self.ln1(resid_pre), mask, dead_rows))
+        resid_mid = self.hook_resid_mid(resid_pre + self._drop(attn_out))
+        mlp_out = self.hook_mlp_out(self.mlp(self.ln2(resid_mid)))
+        return self.hook_resid_post(resid_mid + self._drop(mlp_out))
+
+
+class Encoder(HookedRootModule):
+    """A Transformer encoder whose every step is a named HookPoint.
+
+    ``model(ids, attention_mask=None, token_type_ids=None)`` -> hidden states [batch, pos, d_model]
+    (or softmax probabilities [batch, pos, n_outputs] when ``cfg.n_outputs > 0``).
+    """
+
+    def __init__(self, cfg: EncoderConfig, *, init_weights: bool = True) -> None:
+        super().__init__()
+        self.cfg = cfg
+        # Building nn.Linear draws from the global RNG; fork it so building a model changes
+        # nothing outside. Our own weights come from a generator seeded with cfg.seed.
+        self.hook_embed = HookPoint()  # [batch, pos, d_model]
+        self.hook_pos_embed = HookPoint()  # [batch, pos, d_model]
+        if cfg.type_vocab_size:
+            self.hook_token_type_embed = HookPoint()  # [batch, pos, d_model]
+        with torch.random.fork_rng(devices=[]):
+            self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
+            self.pos_embed = (
+                nn.Embedding(cfg.max_len, cfg.d_model) if cfg.pos_encoding == "learned" else None
+            )
+            self.token_type_embed = (
+                nn.Embedding(cfg.type_vocab_size, cfg.d_model) if cfg.type_vocab_size else None
+            )
+            self.embed_ln = (
+                nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.embed_norm else None
+            )
+            self.blocks = nn.ModuleList(EncoderBlock(cfg) for _ in range(cfg.n_layers))
+            self.ln_final = (
+                nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.norm == "pre" else None
+            )
+            self.head = nn.Linear(cfg.d_model, cfg.n_outputs) if cfg.n_outputs else None
+        if cfg.pos_encoding == "sinusoidal":
+            # Derived from the config, not learned: not saved in the state dict.
+            self.register_buffer("pe", sinusoidal_encoding(cfg.max_len, cfg.d_model), persistent=False)
+        if self.head is not None:
+            self.hook_logits = HookPoint()  # [batch, pos, n_outputs]
+        if init_weights:
+            self.init_weights()
+        self.setup_hooks()
+
+    @torch.no_grad()
+    def init_weights(self) -> None:
+        """Xavier-uniform matrices (as the Annotated Transformer), zero biases, N(0, 1)
+        embeddings, unit LayerNorms, drawn in a fixed order from a generator seeded by cfg.seed."""
+        g = torch.Generator().manual_seed(self.cfg.seed)
+        for name, module in self.named_modules():
+            if isinstance(module, nn.Linear):
+                fan_out, fan_in = module.weight.shape
+                if name.endswith("attn.qkv"):
+                    fan_out = fan_in  # W_Q, W_K, W_V are three d_model x d_model maps
+                bound = math.sqrt(6.0 / (fan_in + fan_out))
+                fan_out = module.weight.shape[0]
+                module.weight.copy_(torch.empty(fan_out, fan_in).uniform_(-bound, bound, generator=g))
+                module.bias.zero_()
+            elif isinstance(module, nn.Embedding):
+                module.weight.copy_(torch.randn(module.weight.shape, generator=g))
+            elif isinstance(module, nn.LayerNorm):
+                module.weight.fill_(1.0)
+                module.bias.zero_()
+
+    @property
+    def device(self) -> torch.device:
+        return self.embed.weight.device
+
+    def _as_ids(self, ids) -> torch.Tensor:
+        ids = torch.as_tensor(ids, dtype=torch.long, device=self.device)
+        if ids.dim() == 1:
+            ids = ids[None, :]  # [batch=1, pos]
+        if ids.dim() != 2:
+            raise ValueError(f"ids must be [batch, pos] or [pos], got shape {tuple(ids.shape)}")
+        return ids
+
+    def positions(self, n_pos: int) -> torch.Tensor:
+        """Positional vectors for positions 0..n_pos-1: [pos, d_model] (zeros for "none")."""
+        if self.cfg.pos_encoding == "sinusoidal":
+            return self.pe[:n_pos]
+        if self.cfg.pos_encoding == "learned":
+            return self.pos_embed.weight[:n_pos]
+        return self.embed.weight.new_zeros(n_pos, self.cfg.d_model)
+
+    def attention_mask(
+        self, attention_mask: torch.Tensor | None, batch: int, n_pos: int
+    ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """(mask, dead_rows) shared by every layer, computed once per forward.
+
+        mask: bool [batch, 1, query_pos, key_pos], True where query_pos may attend to key_pos;
+        None when everything may attend. dead_rows: bool [batch, 1, query_pos, 1] for queries
+        with nothing to attend to, or None when there are none.
+        """
+        mask = None
+        if attention_mask is not None:
+            attention_mask = torch.as_tensor(attention_mask, device=self.device)
+            if attention_mask.shape != (batch, n_pos):
+                raise ValueError(
+                    f"attention_mask has shape {tuple(attention_mask.shape)}, ids have ({batch}, {n_pos})"
+                )
+            mask = attention_mask.bool()[:, None, None, :]  # [batch, 1, 1, key_pos]
+            mask = mask.expand(batch, 1, n_pos, n_pos)
+        if self.cfg.causal:
+            future = torch.ones(n_pos, n_pos, dtype=torch.bool, device=self.device).tril()
+            mask = future[None, None] if mask is None else mask & future
+        if mask is None:
+            return None, None
+        dead = ~mask.any(dim=-1, keepdim=True)  # [batch, 1, query_pos, 1]
+        return mask, (dead if bool(dead.any()) else None)
+
+    def forward(self, ids, attention_mask=None, token_type_ids=None) -> torch.Tensor:
+        ids = self._as_ids(ids)
+        B, T = ids.shape
+        if T > self.cfg.max_len:
+            raise ValueError(f"{T} tokens exceed max_len={self.cfg.max_len} of this model")
+        if T == 0:
+            raise ValueError("ids are empty: a sequence needs at least one token")
+        x = self.hook_embed(self.embed(ids))  # [batch, pos, d_model]
+        pos = self.hook_pos_embed(self.positions(T).expand(B, T, -1))  # [batch, pos, d_model]
+        x = x + pos
+        if self.token_type_embed is not None:
+            tt = torch.zeros_like(ids) if token_type_ids is None else self._as_ids(token_type_ids)
+            x = x + self.hook_token_type_embed(self.token_type_embed(tt))
+        if self.embed_ln is not None:
+            x = self.embed_ln(x)
+        if self.cfg.dropout:
+            x = F.dropout(x, self.cfg.dropout, self.training)
+        mask, dead_rows = self.attention_mask(attention_mask, B, T)
+        for block in self.blocks:
+            x = block(x, mask, dead_rows)  # [batch, pos, d_model]
+        if self.ln_final is not None:
+            x = self.ln_final(x)
+        if self.head is None:
+            return x
+        logits = self.hook_logits(self.head(x))  # [batch, pos, n_outputs]
+        return torch.softmax(logits, dim=-1)
