@@ -1,0 +1,243 @@
+"""Heads compared: patterns side by side, a per-head metric, head similarity, ablation effect."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from ._common import (
+    DIVERGING,
+    MAX_SIDE,
+    SEQUENTIAL,
+    as_float32,
+    check_tokens,
+    pattern_colorscale,
+    safe_label,
+    symmetric_range,
+    token_axis,
+    token_labels,
+)
+from .attention import attention_traces
+
+MAX_PANELS = 12
+PANEL_COLS = 4
+# Tick labels per axis in a small panel.
+PANEL_TICKS = 12
+
+
+def panel_max_side(n_panels: int) -> int:
+    """Per-panel side cap so all panels together send at most MAX_SIDE**2 cells (~350 KB)."""
+    return max(32, int(MAX_SIDE / math.sqrt(max(1, n_panels))))
+
+
+def heads_side_by_side(
+    patterns: np.ndarray | Sequence[np.ndarray],
+    titles: Sequence[str],
+    tokens: Sequence[object],
+    *,
+    shared_scale: bool = True,
+) -> go.Figure:
+    """1..12 heads' patterns [n_panels, query_pos, key_pos] in a grid of up to 4 columns.
+
+    ``shared_scale=True``: one color axis, weights 0..1 (the same scale as
+    :func:`attention_heatmap`), one colorbar. ``shared_scale=False``: each panel is colored from
+    0 to its own largest weight (compare shapes, not strengths); no colorbar, the hover still
+    shows true weights. Long inputs are max-pooled per panel (:func:`panel_max_side`).
+    ``titles`` are shown as given (escape user text with ``safe_label``).
+    """
+    p = as_float32(np.stack([np.asarray(a) for a in patterns]) if not isinstance(
+        patterns, np.ndarray) else patterns, 3, "patterns", "[n_panels, query_pos, key_pos]")
+    n_panels, nq, nk = p.shape
+    if not 1 <= n_panels <= MAX_PANELS:
+        raise ValueError(f"patterns has shape {tuple(p.shape)}: 1..{MAX_PANELS} heads, got {n_panels}")
+    if len(titles) != n_panels:
+        raise ValueError(f"patterns has shape {tuple(p.shape)} but {len(titles)} titles were given")
+    n = len(tokens)
+    if (nq, nk) != (n, n):
+        raise ValueError(
+            f"patterns has shape {tuple(p.shape)} [n_panels, query_pos, key_pos] but {n} tokens "
+            f"were given (expected ({n_panels}, {n}, {n}))"
+        )
+    if n == 0:
+        raise ValueError("patterns has no positions: at least one token is needed")
+
+    cols = min(n_panels, PANEL_COLS)
+    rows = math.ceil(n_panels / cols)
+    fig = make_subplots(
+        rows=rows,
+        cols=cols,
+        subplot_titles=list(titles),
+        horizontal_spacing=0.06,
+        vertical_spacing=0.12 / rows + 0.04,
+    )
+    side = panel_max_side(n_panels)
+    layout: dict = {}
+    block = 1
+    for i in range(n_panels):
+        r, c = divmod(i, cols)
+        traces, block = attention_traces(
+            p[i], tokens, kind="pattern", max_side=side,
+            coloraxis="coloraxis" if shared_scale else None,
+        )
+        heat = traces[-1]
+        if not shared_scale:
+            heat.update(zmax=max(float(np.nanmax(heat.z)), 1e-6), showscale=False)
+        fig.add_trace(heat, row=r + 1, col=c + 1)
+        suffix = "" if i == 0 else str(i + 1)
+        axis = token_axis(tokens, block, max_ticks=PANEL_TICKS)
+        # Token tick labels on the outer panels only: drawing 24 labelled axes is what makes
+        # this figure slow in the browser (measured 140 ms -> 30 ms without them at 16 tokens).
+        bottom = i + cols >= n_panels
+        layout[f"xaxis{suffix}"] = {**axis, "showticklabels": bottom}
+        layout[f"yaxis{suffix}"] = {**axis, "autorange": "reversed", "showticklabels": c == 0,
+                                    "scaleanchor": f"x{suffix}", "constrain": "domain"}
+    if shared_scale:
+        layout["coloraxis"] = {"cmin": 0.0, "cmax": 1.0, "colorscale": pattern_colorscale(),
+                               "colorbar": {"title": {"text": "weight"}, "thickness": 12}}
+    fig.update_layout(
+        **layout,
+        height=rows * 300 + 60,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        meta={"block": block, "n_pos": n, "shared_scale": shared_scale},
+    )
+    return fig
+
+
+def _clickable_grid(n_layers: int, n_heads: int, name: str) -> go.Scatter:
+    """Transparent square markers over a layer x head grid: Streamlit's on_select returns the
+    clicked point (heatmap clicks return nothing), with ``customdata = [layer, head_index]``."""
+    layer, head = np.divmod(np.arange(n_layers * n_heads), n_heads)
+    return go.Scatter(
+        x=head.tolist(),
+        y=layer.tolist(),
+        mode="markers",
+        marker={"symbol": "square", "size": 28, "color": "rgba(0,0,0,0)", "line": {"width": 0}},
+        customdata=np.stack([layer, head], axis=1).tolist(),
+        hoverinfo="skip",
+        name=name,
+        showlegend=False,
+        selected={"marker": {"opacity": 1}},
+        unselected={"marker": {"opacity": 1}},
+    )
+
+
+def head_metrics_figure(metrics: Mapping[str, np.ndarray], metric: str) -> go.Figure:
+    """Heatmap of ``metrics[metric]`` [layer, head_index], value in each cell and in the hover.
+
+    Sequential colors for metrics that are never negative, diverging around 0 otherwise. A
+    transparent scatter over the cells makes a head clickable (customdata [layer, head_index]).
+    """
+    if metric not in metrics:
+        raise ValueError(f"metric {metric!r} is not one of {sorted(metrics)}")
+    a = as_float32(metrics[metric], 2, f"metrics[{metric!r}]", "[layer, head_index]")
+    n_layers, n_heads = a.shape
+    if a.size == 0:
+        raise ValueError(f"metrics[{metric!r}] has shape {tuple(a.shape)}: no heads")
+    name = safe_label(metric)
+    finite = a[np.isfinite(a)]
+    lo = float(finite.min()) if finite.size else 0.0
+    hi = float(finite.max()) if finite.size else 1.0
+    if lo < 0:
+        m = symmetric_range(a)
+        colors: dict = {"zmin": -m, "zmax": m, "zmid": 0.0, "colorscale": DIVERGING}
+    else:
+        colors = {"zmin": lo, "zmax": hi if hi > lo else lo + 1.0, "colorscale": SEQUENTIAL}
+    heat = go.Heatmap(
+        z=a,
+        name=name,
+        hovertemplate="layer %{y}, head %{x}<br>" + name + " %{z:.4g}<extra></extra>",
+        texttemplate="%{z:.2f}" if a.size <= 144 else None,
+        textfont={"size": 10},
+        xgap=1,
+        ygap=1,
+        colorbar={"title": {"text": name}, "thickness": 12},
+        **colors,
+    )
+    fig = go.Figure([heat, _clickable_grid(n_layers, n_heads, "heads")])
+    fig.update_layout(
+        height=n_layers * 40 + 120,
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        xaxis={"title": {"text": "head_index"}, "tickmode": "array",
+               "tickvals": list(range(n_heads)), "showgrid": False, "zeroline": False,
+               "range": [-0.5, n_heads - 0.5]},
+        yaxis={"title": {"text": "layer"}, "tickmode": "array",
+               "tickvals": list(range(n_layers)), "showgrid": False, "zeroline": False,
+               "range": [n_layers - 0.5, -0.5]},
+        meta={"metric": metric},
+    )
+    return fig
+
+
+def head_similarity_heatmap(sim: np.ndarray, labels: Sequence[str]) -> go.Figure:
+    """Similarity of n heads [n, n] (e.g. cosine of their patterns), labels on both axes.
+
+    Diverging around 0, fixed to -1..1 when every value lies there (cosine, correlation),
+    symmetric over the values otherwise.
+    """
+    s = as_float32(sim, 2, "sim", "[n, n] (head x head)")
+    n = len(labels)
+    if s.shape != (n, n):
+        raise ValueError(
+            f"sim has shape {tuple(s.shape)} but {n} labels were given (expected ({n}, {n}))"
+        )
+    if n == 0:
+        raise ValueError("sim has shape (0, 0): at least one head is needed")
+    m = symmetric_range(s)
+    m = 1.0 if m <= 1.0 else m
+    names = token_labels(labels)  # "i: label": unique even if two labels repeat
+    heat = go.Heatmap(
+        z=s,
+        x=names,
+        y=names,
+        zmin=-m,
+        zmax=m,
+        zmid=0.0,
+        colorscale=DIVERGING,
+        hovertemplate="%{y}<br>%{x}<br>similarity %{z:.4g}<extra></extra>",
+        colorbar={"title": {"text": "similarity"}, "thickness": 12},
+    )
+    fig = go.Figure(heat)
+    axis = token_axis(labels)
+    fig.update_layout(
+        height=min(640, max(240, 22 * n)) + 140,
+        margin={"l": 10, "r": 10, "t": 20, "b": 10},
+        xaxis={**axis, "constrain": "domain"},
+        yaxis={**axis, "autorange": "reversed", "scaleanchor": "x", "constrain": "domain"},
+    )
+    return fig
+
+
+def ablation_effect_figure(
+    delta: np.ndarray, tokens: Sequence[object], title: str | None = None
+) -> go.Figure:
+    """Bars per position: how much each token's output changed (``delta`` [pos]).
+
+    Typically ``||out_ablated[pos] - out[pos]||``; signed values are allowed (negative bars in
+    blue). ``title`` is shown as given (escape user text with ``safe_label``).
+    """
+    d = as_float32(delta, 1, "delta", "[pos]")
+    check_tokens(tokens, d.shape[0], "delta", tuple(d.shape))
+    if d.shape[0] == 0:
+        raise ValueError("delta has shape (0,): at least one token is needed")
+    bars = go.Bar(
+        x=token_labels(tokens),
+        y=d,
+        marker={"color": np.where(d < 0, "#2166ac", "#b2182b").tolist() if (d < 0).any()
+                else "#b2182b"},
+        hovertemplate="pos %{x}<br>change %{y:.4g}<extra></extra>",
+        name="change",
+    )
+    fig = go.Figure(bars)
+    fig.update_layout(
+        title={"text": title} if title else None,
+        height=320,
+        margin={"l": 10, "r": 10, "t": 50 if title else 20, "b": 10},
+        xaxis={**token_axis(tokens), "title": {"text": "pos"}},
+        yaxis={"title": {"text": "change"}, "zeroline": True},
+        bargap=0.15,
+    )
+    return fig
