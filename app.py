@@ -1,0 +1,19 @@
+"""tformer: see what every attention head computes.  Run: streamlit run app.py
+
+The frame only: each page draws the shared sidebar through tformer.ui.page_context().
+"""
+
+import streamlit as st
+
+from tformer import ui
+
+st.set_page_config(page_title="tformer: attention, step by step", layout="wide")
+
+pages = [
+    st.Page("pages/attention.py", title="Attention", icon=":material/grid_on:", url_path="attention", default=True),
+    st.Page("pages/qkv.py", title="Q, K, V", icon=":material/functions:", url_path="qkv"),
+    st.Page("pages/positional.py", title="Positional encoding", icon=":material/waves:", url_path="positional"),
+    st.Page("pages/heads.py", title="Heads compared", icon=":material/compare:", url_path="heads"),
+]
+with ui.no_traceback():
+    st.navigation(pages).run()

@@ -1,0 +1,155 @@
+"""Every page under Streamlit's AppTest: as opened, after a text edit, after a config edit."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+PAGES = ["pages/attention.py", "pages/qkv.py", "pages/positional.py", "pages/heads.py"]
+TIMEOUT = 120
+
+
+def decode(value):
+    """Plotly's JSON may carry numpy arrays as {"dtype", "bdata", "shape"}; return numpy."""
+    if isinstance(value, dict) and "bdata" in value:
+        arr = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        shape = value.get("shape")
+        return arr.reshape([int(s) for s in str(shape).split(",")]) if shape else arr
+    return np.asarray(value)
+
+
+def charts(at: AppTest) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def assert_clean(at: AppTest) -> None:
+    assert not at.exception, [e.message for e in at.exception]
+    assert not [e.value for e in at.error], [e.value for e in at.error]
+
+
+def open_app(page: str | None = None, text: str | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    if text is not None:
+        at.session_state["text"] = text
+    at.run()
+    if page:
+        at.switch_page(page).run()
+    return at
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_opens_edits_and_reconfigures(page):
+    at = open_app(page)
+    assert_clean(at)
+    assert charts(at), f"{page} drew no chart"
+    at.text_area(key="text").input("Birds sing at dawn.").run()
+    assert_clean(at)
+    assert charts(at)
+    at.radio(key="source").set_value("From-scratch encoder").run()
+    at.number_input(key="n_heads").set_value(2).run()
+    assert_clean(at)
+    assert charts(at)
+
+
+def detail_ticks(at: AppTest) -> list[str]:
+    detail = charts(at)[0]
+    return detail["layout"]["xaxis"]["ticktext"]
+
+
+def test_text_edit_changes_the_heatmap_tokens():
+    at = open_app()
+    before = detail_ticks(at)
+    at.text_area(key="text").input("Birds sing at dawn.").run()
+    after = detail_ticks(at)
+    assert before != after
+    assert after == ["[CLS]", "Birds", "sing", "at", "dawn", ".", "[SEP]"]
+
+
+def test_detail_heatmap_holds_the_captured_weights():
+    at = open_app(text="Birds sing at dawn.")
+    detail = charts(at)[0]
+    z = decode(detail["data"][0]["z"])
+    assert z.shape == (7, 7)
+    assert np.allclose(z.sum(axis=1), 1.0, atol=1e-5)  # softmax rows
+
+
+def test_scores_switch_shows_scaled_scores():
+    at = open_app(text="Birds sing at dawn.")
+    at.radio(key="attn_kind").set_value("scores").run()
+    assert_clean(at)
+    z = decode(charts(at)[0]["data"][0]["z"])
+    assert z.shape == (7, 7) and (z < 0).any()  # scores, not probabilities
+
+
+def test_overview_has_one_point_per_head_after_changing_n_heads():
+    at = open_app(text="Birds sing at dawn.")
+    overview = charts(at)[1]
+    scatter = [t for t in overview["data"] if t.get("type") == "scatter"][0]
+    assert len(decode(scatter["customdata"])) == 6 * 12
+    at.radio(key="source").set_value("From-scratch encoder").run()
+    at.number_input(key="n_layers").set_value(3).run()
+    at.number_input(key="n_heads").set_value(8).run()
+    assert_clean(at)
+    scatter = [t for t in charts(at)[1]["data"] if t.get("type") == "scatter"][0]
+    customdata = decode(scatter["customdata"]).reshape(-1, 2)
+    assert len(customdata) == 3 * 8
+    assert {tuple(map(int, c)) for c in customdata} == {(l, h) for l in range(3) for h in range(8)}
+
+
+def test_invalid_shape_is_explained_in_place():
+    at = open_app()
+    at.radio(key="source").set_value("From-scratch encoder").run()
+    at.number_input(key="d_model").set_value(50).run()
+    at.number_input(key="n_heads").set_value(4).run()
+    assert not at.exception
+    assert any("d_model=50 is not divisible by n_heads=4" in e.value for e in at.sidebar.error)
+    assert any("Fix the model settings" in i.value for i in at.info)
+
+
+def test_memory_guard_refuses_a_huge_model():
+    at = open_app()
+    at.radio(key="source").set_value("From-scratch encoder").run()
+    at.number_input(key="n_layers").set_value(12).run()
+    at.number_input(key="n_heads").set_value(32).run()
+    assert not at.exception
+    assert any("limit" in e.value for e in at.sidebar.error)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_empty_text_gives_a_friendly_prompt(page):
+    at = open_app(page, text="   \n ")
+    assert not at.exception
+    assert any("Type a sentence" in i.value for i in at.info)
+    assert not at.get("plotly_chart")
+
+
+HOSTILE = (
+    "<script>alert(1)</script> <img src=x onerror=alert(2)> [link](javascript:alert(3)) "
+    "**bold** $x^2$ \\(a\\) 你好 مرحبا 😀 \x07\x1b end"
+)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_hostile_text_is_drawn_as_text(page):
+    at = open_app(page, text=HOSTILE)
+    assert_clean(at)
+    spec = json.dumps(charts(at))
+    assert "<script" not in spec and "<img" not in spec  # labels are escaped for plotly
+    markdown = " ".join(m.value for m in at.markdown)
+    assert "<script" not in markdown
+
+
+def test_long_text_is_truncated_with_a_notice():
+    at = open_app(text="word " * 2000)
+    assert not at.exception
+    assert any("at most 512" in w.value for w in at.warning)
+    detail = charts(at)[0]
+    assert detail["layout"]["meta"]["n_pos"] == 512
