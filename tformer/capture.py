@@ -71,19 +71,35 @@ def _frozen(t: torch.Tensor) -> np.ndarray:
 
 
 def capture_text(model: Encoder, tokenizer: Tokenizer, text: str) -> TextCapture:
-    """Tokenize ``text`` (truncated to the model's max_len) and capture every head of every layer."""
+    """Tokenize ``text`` (truncated to the model's max_len) and capture every head of every layer.
+
+    Each hook copies its tensor straight into a preallocated [layer, ...] array: one copy, no
+    torch.stack afterwards (at 512 tokens the patterns and scores alone are 150 MB).
+    """
     encoded = tokenizer.encode(text)
     if not encoded.ids:
         raise ValueError("the tokenizer produced no tokens")
-    wanted = tuple(_STACKED.values())
-    out, cache = model.run_with_cache(
-        encoded.ids, names_filter=lambda n: n.endswith(wanted), device="cpu"
-    )
-    stacked = {
-        field: _frozen(torch.stack([cache[f"blocks.{i}.attn.{hook}"][0] for i in range(model.cfg.n_layers)]))
-        for field, hook in _STACKED.items()
-    }
-    return TextCapture(encoded=encoded, hidden=_frozen(out[0]), device=str(model.device), **stacked)
+    cfg, n = model.cfg, len(encoded.ids)
+    square = (cfg.n_layers, cfg.n_heads, n, n)
+    per_head = (cfg.n_layers, n, cfg.n_heads, cfg.d_head)
+    arrays = {f: np.empty(square if f in ("patterns", "scores") else per_head, np.float32) for f in _STACKED}
+
+    def into(field: str, layer: int):
+        def hook(tensor: torch.Tensor, hook) -> None:
+            arrays[field][layer] = tensor[0].detach().to("cpu", torch.float32).numpy()
+
+        return hook
+
+    fwd_hooks = [
+        (f"blocks.{layer}.attn.{name}", into(field, layer))
+        for layer in range(cfg.n_layers)
+        for field, name in _STACKED.items()
+    ]
+    with torch.inference_mode(), model.hooks(fwd_hooks):
+        out = model(encoded.ids)
+    for a in arrays.values():
+        a.flags.writeable = False  # shared between sessions through the app's cache
+    return TextCapture(encoded=encoded, hidden=_frozen(out[0]), device=str(model.device), **arrays)
 
 
 def capture_nbytes(n_layers: int, n_heads: int, n_pos: int, d_model: int) -> int:
