@@ -15,9 +15,21 @@ from .device import pick_device
 from .encoder import MLP, Encoder, EncoderBlock
 from .hooks import ActivationCache, HookedRootModule, HookPoint, act_name, capturing
 from .positional import pe_frequencies, pe_shift_matrix, sinusoidal_encoding
+from .pretrained import PretrainedUnavailable, load_pretrained, pretrained_available
+from .tokenizer import Encoded, Tokenizer, scratch_tokenizer
+from .capture import TextCapture, ablate_heads, capture_text
 
 __all__ = [
     "ActivationCache",
+    "Encoded",
+    "PretrainedUnavailable",
+    "TextCapture",
+    "Tokenizer",
+    "ablate_heads",
+    "capture_text",
+    "load_pretrained",
+    "pretrained_available",
+    "scratch_tokenizer",
     "Encoder",
     "EncoderBlock",
     "EncoderConfig",
