@@ -270,7 +270,8 @@ def test_mosaic_png_decodes_to_the_expected_size_and_gaps():
     cell = default_cell_px(n)
     assert cell == 64
     rgba = decode_png_rgba(mosaic_png(softmax_patterns((n_layers, n_heads, n, n)), cell))
-    assert rgba.shape == (n_layers * (cell + GAP_PX) - GAP_PX, n_heads * (cell + GAP_PX) - GAP_PX, 4)
+    pitch = cell + GAP_PX
+    assert rgba.shape == (n_layers * pitch - GAP_PX, n_heads * pitch - GAP_PX, 4)
     assert (rgba[:, cell : cell + GAP_PX, 3] == 0).all()  # vertical gap is transparent
     assert (rgba[cell : cell + GAP_PX, :, 3] == 0).all()  # horizontal gap is transparent
     assert (rgba[:cell, :cell, 3] == 255).all()
@@ -367,7 +368,8 @@ def test_qkv_figure_panels():
     np.testing.assert_array_equal(heat_s.z, scores)
     assert heat_s.coloraxis == "coloraxis2"
     m = float(max(np.abs(q).max(), np.abs(k).max(), np.abs(v).max()))
-    assert fig.layout.coloraxis.cmax == pytest.approx(m) and fig.layout.coloraxis.cmin == -fig.layout.coloraxis.cmax
+    axis = fig.layout.coloraxis
+    assert axis.cmax == pytest.approx(m) and axis.cmin == -axis.cmax
     assert list(fig.layout.yaxis.ticktext) == TOKENS[:n]
     pat = qkv_figure(q, k, v, softmax_patterns((n, n)), TOKENS[:n], kind="pattern")
     assert (pat.layout.coloraxis2.cmin, pat.layout.coloraxis2.cmax) == (0.0, 1.0)
@@ -426,7 +428,7 @@ def test_head_metrics_figure():
     heat, points = fig.data
     np.testing.assert_array_equal(heat.z, ent)
     assert (heat.zmin, heat.zmax) == (0.0, 5.0)
-    assert "entropy" in heat.hovertemplate
+    assert points.hovertext[4] == "layer 1, head 1<br>entropy 4"
     assert [list(c) for c in points.customdata] == [[0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [1, 2]]
     div = head_metrics_figure({"other": ent - 2}, "other")
     assert div.data[0].zmid == 0.0 and div.data[0].zmax == 3.0
@@ -455,3 +457,30 @@ def test_ablation_effect_figure():
     assert fig.layout.title.text == "ablate L0H1"
     with pytest.raises(ValueError, match="4 tokens"):
         ablation_effect_figure(d, ["a", "b", "c", "d"], "x")
+
+
+def test_pattern_colorscale_matches_the_mosaic_gamma():
+    from tformer.figures._common import PATTERN_GAMMA, pattern_colorscale, sequential_lut
+
+    scale = pattern_colorscale()
+    positions = [p for p, _ in scale]
+    assert positions[0] == 0.0 and positions[-1] == 1.0
+    assert all(a < b for a, b in zip(positions, positions[1:]))
+    # halfway along the color map sits at weight 0.5 ** (1 / gamma): 0.25 for gamma 0.5
+    mid = len(scale) // 2
+    assert positions[mid] == pytest.approx(0.5 ** (1 / PATTERN_GAMMA))
+    r, g, b = sequential_lut(256)[128]
+    assert scale[mid][1] == f"rgb({r},{g},{b})"
+
+
+def test_side_by_side_pools_each_panel_to_its_share_of_the_budget():
+    from tformer.figures.heads import panel_max_side
+
+    n = 300
+    pats = np.broadcast_to(np.eye(n, dtype=np.float32), (12, n, n))
+    fig = heads_side_by_side(pats, [str(i) for i in range(12)], [str(i) for i in range(n)])
+    side = panel_max_side(12)
+    assert side == 73
+    assert all(tr.z.shape[0] <= side for tr in fig.data)
+    assert sum(tr.z.size for tr in fig.data) <= 256 * 256
+    np.testing.assert_array_equal(np.diag(fig.data[0].z), 1.0)

@@ -17,6 +17,7 @@ Payload rules every builder follows (the browser, not the model, is the bottlene
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -24,7 +25,9 @@ from typing import Any
 import numpy as np
 from plotly.colors import hex_to_rgb
 
-# A side above this is max-pooled: 256 * 256 float32 cells = 256 KiB raw, 350 KB base64.
+# A side above this is max-pooled: 256 * 256 float32 cells = 256 KiB raw, 350 KB base64, and
+# ~390 KB in the JSON, because plotly's to_json (which Streamlit calls) writes every "/" of the
+# base64 text as "\u002f" (6 bytes), and "/" is frequent in float32 data.
 MAX_SIDE = 256
 # Tick labels shown on a token axis at most (every k-th token; hover always has all of them).
 MAX_TICKS = 60
@@ -185,14 +188,18 @@ def token_axis(tokens: Sequence[object], block: int = 1, *, max_ticks: int = MAX
     """Axis properties for a token axis: category axis, ticks at integer (block) positions."""
     n_cells = math.ceil(len(tokens) / block) if len(tokens) else 0
     ticks = tick_positions(n_cells, max_ticks)
-    return {
+    axis = {
         "type": "category",
         "tickmode": "array",
         "tickvals": ticks.tolist(),
         "ticktext": [safe_label(tokens[int(i) * block], MAX_TICK_CHARS) for i in ticks],
         "showgrid": False,
         "zeroline": False,
+        "automargin": True,
     }
+    if len(ticks) > 24:  # 60 labels of 10 px fit a 640 px axis
+        axis["tickfont"] = {"size": 10}
+    return axis
 
 
 # ---------------------------------------------------------------------------------------------
@@ -213,20 +220,25 @@ def sequential_lut(n: int = 255) -> np.ndarray:
     return np.rint(lut).astype(np.uint8)
 
 
+@functools.lru_cache(maxsize=8)
+def _pattern_colorscale(gamma: float, n_stops: int) -> tuple[tuple[float, str], ...]:
+    lut = sequential_lut(256)
+    stops = []
+    for i in range(n_stops):
+        u = i / (n_stops - 1)  # position along the color map
+        r, g, b = lut[int(round(u * 255))]
+        stops.append((0.0 if i == 0 else 1.0 if i == n_stops - 1 else u ** (1.0 / gamma),
+                      f"rgb({r},{g},{b})"))
+    return tuple(stops)
+
+
 def pattern_colorscale(gamma: float = PATTERN_GAMMA, n_stops: int = 33) -> list[list[Any]]:
     """Colorscale for weights on zmin=0 / zmax=1 whose color at weight w is ``map(w ** gamma)``.
 
     The same mapping the overview mosaic uses, so a head looks alike in both figures, while the
     colorbar and hover still show true weights.
     """
-    lut = sequential_lut(256)
-    u = np.linspace(0.0, 1.0, n_stops)  # position along the color map
-    scale = []
-    for ui in u:
-        r, g, b = lut[int(round(ui * 255))]
-        scale.append([float(ui ** (1.0 / gamma)), f"rgb({r},{g},{b})"])
-    scale[0][0], scale[-1][0] = 0.0, 1.0
-    return scale
+    return [list(stop) for stop in _pattern_colorscale(float(gamma), int(n_stops))]
 
 
 def symmetric_range(values: np.ndarray) -> float:
@@ -242,11 +254,45 @@ def square_heatmap_height(n_cells: int, *, title: bool = True) -> int:
     return plot + 130 + (30 if title else 0)
 
 
-def heatmap_hover(value_name: str, value_fmt: str = ".5g") -> str:
-    return (
-        "query_pos %{y}<br>key_pos %{x}<br>"
-        + value_name
-        + " %{z:"
-        + value_fmt
-        + "}<extra></extra>"
-    )
+# ---------------------------------------------------------------------------------------------
+# Layout
+# ---------------------------------------------------------------------------------------------
+# Builders assemble plain dicts and validate once in ``go.Figure(dict)``: make_subplots plus
+# update_layout re-validate on every call (65 ms vs 13 ms for a 12-panel figure).
+def grid_domains(
+    rows: int,
+    cols: int,
+    *,
+    hspace: float,
+    vspace: float,
+    col_widths: Sequence[float] | None = None,
+) -> list[tuple[list[float], list[float]]]:
+    """Paper-space (x domain, y domain) of each cell, row-major, first row on top."""
+    widths = np.asarray(col_widths if col_widths is not None else [1.0] * cols, dtype=float)
+    widths = widths / widths.sum() * (1.0 - hspace * (cols - 1))
+    x0 = np.concatenate([[0.0], np.cumsum(widths + hspace)[:-1]])
+    height = (1.0 - vspace * (rows - 1)) / rows
+    out = []
+    for r in range(rows):
+        top = 1.0 - r * (height + vspace)
+        for c in range(cols):
+            out.append(
+                ([float(x0[c]), float(min(1.0, x0[c] + widths[c]))],
+                 [float(max(0.0, top - height)), float(top)])
+            )
+    return out
+
+
+def panel_title(text: str, x_domain: Sequence[float], y_domain: Sequence[float]) -> dict:
+    """A subplot title annotation centred above the panel (as make_subplots places them)."""
+    return {
+        "text": text,
+        "x": (x_domain[0] + x_domain[1]) / 2,
+        "y": y_domain[1],
+        "xref": "paper",
+        "yref": "paper",
+        "xanchor": "center",
+        "yanchor": "bottom",
+        "showarrow": False,
+        "font": {"size": 13},
+    }

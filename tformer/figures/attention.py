@@ -4,8 +4,9 @@ r"""One head's attention as a heatmap: scores or weights, query_pos down, key_po
     \text{scores} = \frac{Q K^\top}{\sqrt{d_\text{head}}} \qquad
     \text{pattern} = \operatorname{softmax}_\text{key\_pos}(\text{scores} + \text{mask})
 
-Payload at 512 tokens (decision): a full 512 x 512 float32 ``z`` is 1 MiB raw, 1.4 MB base64 in
-the figure JSON - the whole per-rerun budget on its own. So a side longer than ``max_side``
+Payload at 512 tokens (decision): a full 512 x 512 float32 ``z`` is 1 MiB raw, 1.4 MB base64 and
+1.5-1.75 MB in the JSON Streamlit sends (plotly escapes every "/" of the base64 as "\u002f") - more
+than the whole per-rerun budget on its own. So a side longer than ``max_side``
 (default 256) is max-pooled in square blocks (weights: block max, so a one-cell diagonal stays
 as bright; scores: the entry of largest magnitude, sign kept) and the hover says which position
 range a cell covers and that its value is the block's max. At <= 256 tokens every value is
@@ -48,60 +49,61 @@ def attention_traces(
     kind: Kind,
     max_side: int | None = MAX_SIDE,
     coloraxis: str | None = None,
-) -> tuple[list[go.Heatmap], int]:
-    """The traces of :func:`attention_heatmap` and its pooling block (1 = every value exact).
+) -> tuple[list[dict], int]:
+    """The heatmap trace dicts of :func:`attention_heatmap` and its pooling block (1 = exact).
 
     ``matrix`` must already be validated float32 [query_pos, key_pos]. Shared with the
     multi-panel figures (qkv, heads side by side) so every panel hovers and pools alike.
-    Returns ``[heatmap]``, or ``[mask_overlay, heatmap]`` when some scores are masked: the
-    overlay (uint8, drawn beneath, light gray) answers the hover on the heatmap's NaN gaps,
-    because plotly's hover shows NaN as "NaN" and ignores ``hovertemplatefallback`` for it.
+    Returns ``[heatmap]``, or ``[mask_layer, heatmap]`` when some scores are masked: the mask
+    layer (uint8, drawn beneath in light gray) answers the hover on the heatmap's NaN gaps,
+    because plotly's hover prints a NaN as "NaN" and ignores ``hovertemplatefallback`` for it.
     """
     if kind not in ("pattern", "scores"):
         raise ValueError(f"kind must be 'pattern' or 'scores', got {kind!r}")
     n = matrix.shape[0]
     block = pool_plan(n, max_side)
     labels = block_labels(tokens, block)
-    traces: list[go.Heatmap] = []
+    where = "query_pos %{y}<br>key_pos %{x}<br>"
+    traces: list[dict] = []
     if kind == "pattern":
         z = max_pool_2d(np.nan_to_num(matrix, nan=0.0), block)
         value = "weight" if block == 1 else f"max weight in block of {block}x{block}"
-        extra: dict = {"zmin": 0.0, "zmax": 1.0, "colorscale": pattern_colorscale()}
+        colors: dict = {"zmin": 0.0, "zmax": 1.0, "colorscale": pattern_colorscale()}
     else:
         z = np.where(np.isfinite(matrix), matrix, np.float32(np.nan)).astype(np.float32)
         m = symmetric_range(z)
         z = signed_absmax_pool_2d(z, block)
         value = "score" if block == 1 else f"largest |score| in block of {block}x{block}"
-        extra = {"zmin": -m, "zmax": m, "zmid": 0.0, "colorscale": DIVERGING}
+        colors = {"zmin": -m, "zmax": m, "zmid": 0.0, "colorscale": DIVERGING}
         masked = np.isnan(z)
         if masked.any():
             traces.append(
-                go.Heatmap(
-                    z=masked.astype(np.uint8),
-                    x=labels,
-                    y=labels,
-                    zmin=0,
-                    zmax=1,
-                    colorscale=[[0.0, "rgba(0,0,0,0)"], [1.0, "rgba(128,128,128,0.35)"]],
-                    showscale=False,
-                    hovertemplate="query_pos %{y}<br>key_pos %{x}<br>"
-                    + MASKED_TEXT
-                    + "<extra></extra>",
-                    name="masked",
-                )
+                {
+                    "type": "heatmap",
+                    "name": "masked",
+                    "z": masked.astype(np.uint8),
+                    "x": labels,
+                    "y": labels,
+                    "zmin": 0,
+                    "zmax": 1,
+                    "colorscale": [[0.0, "rgba(0,0,0,0)"], [1.0, "rgba(128,128,128,0.35)"]],
+                    "showscale": False,
+                    "hovertemplate": where + MASKED_TEXT + "<extra></extra>",
+                }
             )
     if coloraxis is not None:
-        extra = {"coloraxis": coloraxis}
+        colors = {"coloraxis": coloraxis}
     traces.append(
-        go.Heatmap(
-            z=np.ascontiguousarray(z, dtype=np.float32),
-            x=labels,
-            y=labels,
-            hovertemplate="query_pos %{y}<br>key_pos %{x}<br>" + value + " %{z:.5g}<extra></extra>",
-            hoverongaps=False,
-            name=kind,
-            **extra,
-        )
+        {
+            "type": "heatmap",
+            "name": kind,
+            "z": np.ascontiguousarray(z, dtype=np.float32),
+            "x": labels,
+            "y": labels,
+            "hovertemplate": where + value + " %{z:.5g}<extra></extra>",
+            "hoverongaps": False,
+            **colors,
+        }
     )
     return traces, block
 
@@ -133,20 +135,21 @@ def attention_heatmap(
     if n == 0:
         raise ValueError("matrix has shape (0, 0): at least one token is needed")
     traces, block = attention_traces(m, tokens, kind=kind, max_side=max_side)
-    n_cells = -(-n // block)
+    traces[-1]["colorbar"] = {
+        "title": {"text": "weight" if kind == "pattern" else "score"},
+        "thickness": 12,
+    }
     pooled = "" if block == 1 else f" (max over blocks of {block})"
-    traces[-1].colorbar = {"title": {"text": "weight" if kind == "pattern" else "score"},
-                           "thickness": 12}
-    fig = go.Figure(traces)
-    fig.update_layout(
-        title={"text": title} if title else None,
-        height=square_heatmap_height(n_cells, title=bool(title)),
-        margin={"l": 10, "r": 10, "t": 50 if title else 20, "b": 10},
-        xaxis={**token_axis(tokens, block), "title": {"text": "key_pos" + pooled}, "side": "bottom",
-               "constrain": "domain"},
-        yaxis={**token_axis(tokens, block), "title": {"text": "query_pos" + pooled},
-               "autorange": "reversed", "scaleanchor": "x", "scaleratio": 1,
-               "constrain": "domain"},
-        meta={"kind": kind, "block": block, "n_pos": n},
-    )
-    return fig
+    layout = {
+        "height": square_heatmap_height(-(-n // block), title=bool(title)),
+        "margin": {"l": 10, "r": 10, "t": 50 if title else 20, "b": 10},
+        "xaxis": {**token_axis(tokens, block), "title": {"text": "key_pos" + pooled},
+                  "constrain": "domain"},
+        "yaxis": {**token_axis(tokens, block), "title": {"text": "query_pos" + pooled},
+                  "autorange": "reversed", "scaleanchor": "x", "scaleratio": 1,
+                  "constrain": "domain"},
+        "meta": {"kind": kind, "block": block, "n_pos": n},
+    }
+    if title:
+        layout["title"] = {"text": title}
+    return go.Figure({"data": traces, "layout": layout})

@@ -7,7 +7,6 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from ._common import (
     DIVERGING,
@@ -15,6 +14,8 @@ from ._common import (
     SEQUENTIAL,
     as_float32,
     check_tokens,
+    grid_domains,
+    panel_title,
     pattern_colorscale,
     safe_label,
     symmetric_range,
@@ -53,7 +54,9 @@ def heads_side_by_side(
         patterns, np.ndarray) else patterns, 3, "patterns", "[n_panels, query_pos, key_pos]")
     n_panels, nq, nk = p.shape
     if not 1 <= n_panels <= MAX_PANELS:
-        raise ValueError(f"patterns has shape {tuple(p.shape)}: 1..{MAX_PANELS} heads, got {n_panels}")
+        raise ValueError(
+            f"patterns has shape {tuple(p.shape)}: 1..{MAX_PANELS} heads, got {n_panels}"
+        )
     if len(titles) != n_panels:
         raise ValueError(f"patterns has shape {tuple(p.shape)} but {len(titles)} titles were given")
     n = len(tokens)
@@ -67,62 +70,69 @@ def heads_side_by_side(
 
     cols = min(n_panels, PANEL_COLS)
     rows = math.ceil(n_panels / cols)
-    fig = make_subplots(
-        rows=rows,
-        cols=cols,
-        subplot_titles=list(titles),
-        horizontal_spacing=0.06,
-        vertical_spacing=0.12 / rows + 0.04,
-    )
+    domains = grid_domains(rows, cols, hspace=0.06, vspace=0.12 / rows + 0.04)
     side = panel_max_side(n_panels)
-    layout: dict = {}
+    data: list[dict] = []
+    layout: dict = {"annotations": []}
     block = 1
     for i in range(n_panels):
-        r, c = divmod(i, cols)
+        c = i % cols
+        sx = "" if i == 0 else str(i + 1)
         traces, block = attention_traces(
             p[i], tokens, kind="pattern", max_side=side,
             coloraxis="coloraxis" if shared_scale else None,
         )
-        heat = traces[-1]
+        heat = {**traces[-1], "xaxis": f"x{sx}", "yaxis": f"y{sx}"}
         if not shared_scale:
-            heat.update(zmax=max(float(np.nanmax(heat.z)), 1e-6), showscale=False)
-        fig.add_trace(heat, row=r + 1, col=c + 1)
-        suffix = "" if i == 0 else str(i + 1)
+            heat.update(zmax=max(float(np.nanmax(heat["z"])), 1e-6), showscale=False)
+        data.append(heat)
+        xd, yd = domains[i]
         axis = token_axis(tokens, block, max_ticks=PANEL_TICKS)
         # Token tick labels on the outer panels only: drawing 24 labelled axes is what makes
         # this figure slow in the browser (measured 140 ms -> 30 ms without them at 16 tokens).
-        bottom = i + cols >= n_panels
-        layout[f"xaxis{suffix}"] = {**axis, "showticklabels": bottom}
-        layout[f"yaxis{suffix}"] = {**axis, "autorange": "reversed", "showticklabels": c == 0,
-                                    "scaleanchor": f"x{suffix}", "constrain": "domain"}
+        layout[f"xaxis{sx}"] = {**axis, "domain": xd, "anchor": f"y{sx}",
+                                "showticklabels": i + cols >= n_panels}
+        # No scaleanchor: it would shrink each panel inside its cell, away from its title;
+        # the height below keeps cells near square at a typical width instead.
+        layout[f"yaxis{sx}"] = {**axis, "domain": yd, "anchor": f"x{sx}",
+                                "autorange": "reversed", "showticklabels": c == 0}
+        layout["annotations"].append(panel_title(titles[i], xd, yd))
     if shared_scale:
         layout["coloraxis"] = {"cmin": 0.0, "cmax": 1.0, "colorscale": pattern_colorscale(),
                                "colorbar": {"title": {"text": "weight"}, "thickness": 12}}
-    fig.update_layout(
-        **layout,
-        height=rows * 300 + 60,
-        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+    layout.update(
+        # ~900 px wide: a panel is ~0.8 * 900 / cols px wide; rows get that plus title/ticks
+        height=rows * int(720 / cols + 60) + 60,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},  # token axes have automargin
         meta={"block": block, "n_pos": n, "shared_scale": shared_scale},
     )
-    return fig
+    return go.Figure({"data": data, "layout": layout})
 
 
-def _clickable_grid(n_layers: int, n_heads: int, name: str) -> go.Scatter:
-    """Transparent square markers over a layer x head grid: Streamlit's on_select returns the
-    clicked point (heatmap clicks return nothing), with ``customdata = [layer, head_index]``."""
+def _clickable_grid(hover: np.ndarray) -> dict:
+    """Transparent square markers over a layer x head grid, carrying the hover text.
+
+    Streamlit's on_select returns a clicked scatter point (a clicked heatmap cell returns
+    nothing), with ``customdata = [layer, head_index]``. The markers, not the heatmap beneath,
+    answer the hover: a trace that skips the hover cannot be clicked either.
+    """
+    n_layers, n_heads = hover.shape
     layer, head = np.divmod(np.arange(n_layers * n_heads), n_heads)
-    return go.Scatter(
-        x=head.tolist(),
-        y=layer.tolist(),
-        mode="markers",
-        marker={"symbol": "square", "size": 28, "color": "rgba(0,0,0,0)", "line": {"width": 0}},
-        customdata=np.stack([layer, head], axis=1).tolist(),
-        hoverinfo="skip",
-        name=name,
-        showlegend=False,
-        selected={"marker": {"opacity": 1}},
-        unselected={"marker": {"opacity": 1}},
-    )
+    return {
+        "type": "scatter",
+        "name": "heads",
+        "x": head.tolist(),
+        "y": layer.tolist(),
+        "mode": "markers",
+        "marker": {"symbol": "square", "size": 28, "color": "rgba(0,0,0,0)",
+                   "line": {"width": 0}},
+        "customdata": np.stack([layer, head], axis=1).tolist(),
+        "hovertext": hover.ravel().tolist(),
+        "hovertemplate": "%{hovertext}<extra></extra>",
+        "showlegend": False,
+        "selected": {"marker": {"opacity": 1}},
+        "unselected": {"marker": {"opacity": 1}},
+    }
 
 
 def head_metrics_figure(metrics: Mapping[str, np.ndarray], metric: str) -> go.Figure:
@@ -146,30 +156,34 @@ def head_metrics_figure(metrics: Mapping[str, np.ndarray], metric: str) -> go.Fi
         colors: dict = {"zmin": -m, "zmax": m, "zmid": 0.0, "colorscale": DIVERGING}
     else:
         colors = {"zmin": lo, "zmax": hi if hi > lo else lo + 1.0, "colorscale": SEQUENTIAL}
-    heat = go.Heatmap(
-        z=a,
-        name=name,
-        hovertemplate="layer %{y}, head %{x}<br>" + name + " %{z:.4g}<extra></extra>",
-        texttemplate="%{z:.2f}" if a.size <= 144 else None,
-        textfont={"size": 10},
-        xgap=1,
-        ygap=1,
-        colorbar={"title": {"text": name}, "thickness": 12},
+    hover = np.array(
+        [[f"layer {i}, head {h}<br>{name} {a[i, h]:.4g}" for h in range(n_heads)]
+         for i in range(n_layers)]
+    )
+    heat = {
+        "type": "heatmap",
+        "name": name,
+        "z": a,
+        "hoverinfo": "skip",  # the markers above answer the hover (and the click)
+        "xgap": 1,
+        "ygap": 1,
+        "colorbar": {"title": {"text": name}, "thickness": 12},
         **colors,
-    )
-    fig = go.Figure([heat, _clickable_grid(n_layers, n_heads, "heads")])
-    fig.update_layout(
-        height=n_layers * 40 + 120,
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        xaxis={"title": {"text": "head_index"}, "tickmode": "array",
-               "tickvals": list(range(n_heads)), "showgrid": False, "zeroline": False,
-               "range": [-0.5, n_heads - 0.5]},
-        yaxis={"title": {"text": "layer"}, "tickmode": "array",
-               "tickvals": list(range(n_layers)), "showgrid": False, "zeroline": False,
-               "range": [n_layers - 0.5, -0.5]},
-        meta={"metric": metric},
-    )
-    return fig
+    }
+    if a.size <= 144:
+        heat.update(texttemplate="%{z:.2f}", textfont={"size": 10})
+    layout = {
+        "height": n_layers * 40 + 120,
+        "margin": {"l": 10, "r": 10, "t": 30, "b": 10},
+        "xaxis": {"title": {"text": "head_index"}, "tickmode": "array",
+                  "tickvals": list(range(n_heads)), "showgrid": False, "zeroline": False,
+                  "range": [-0.5, n_heads - 0.5]},
+        "yaxis": {"title": {"text": "layer"}, "tickmode": "array",
+                  "tickvals": list(range(n_layers)), "showgrid": False, "zeroline": False,
+                  "range": [n_layers - 0.5, -0.5]},
+        "meta": {"metric": metric},
+    }
+    return go.Figure({"data": [heat, _clickable_grid(hover)], "layout": layout})
 
 
 def head_similarity_heatmap(sim: np.ndarray, labels: Sequence[str]) -> go.Figure:
@@ -189,26 +203,27 @@ def head_similarity_heatmap(sim: np.ndarray, labels: Sequence[str]) -> go.Figure
     m = symmetric_range(s)
     m = 1.0 if m <= 1.0 else m
     names = token_labels(labels)  # "i: label": unique even if two labels repeat
-    heat = go.Heatmap(
-        z=s,
-        x=names,
-        y=names,
-        zmin=-m,
-        zmax=m,
-        zmid=0.0,
-        colorscale=DIVERGING,
-        hovertemplate="%{y}<br>%{x}<br>similarity %{z:.4g}<extra></extra>",
-        colorbar={"title": {"text": "similarity"}, "thickness": 12},
-    )
-    fig = go.Figure(heat)
+    heat = {
+        "type": "heatmap",
+        "name": "similarity",
+        "z": s,
+        "x": names,
+        "y": names,
+        "zmin": -m,
+        "zmax": m,
+        "zmid": 0.0,
+        "colorscale": DIVERGING,
+        "hovertemplate": "%{y}<br>%{x}<br>similarity %{z:.4g}<extra></extra>",
+        "colorbar": {"title": {"text": "similarity"}, "thickness": 12},
+    }
     axis = token_axis(labels)
-    fig.update_layout(
-        height=min(640, max(240, 22 * n)) + 140,
-        margin={"l": 10, "r": 10, "t": 20, "b": 10},
-        xaxis={**axis, "constrain": "domain"},
-        yaxis={**axis, "autorange": "reversed", "scaleanchor": "x", "constrain": "domain"},
-    )
-    return fig
+    layout = {
+        "height": min(640, max(240, 22 * n)) + 140,
+        "margin": {"l": 10, "r": 10, "t": 20, "b": 10},
+        "xaxis": {**axis, "constrain": "domain"},
+        "yaxis": {**axis, "autorange": "reversed", "scaleanchor": "x", "constrain": "domain"},
+    }
+    return go.Figure({"data": [heat], "layout": layout})
 
 
 def ablation_effect_figure(
@@ -223,21 +238,22 @@ def ablation_effect_figure(
     check_tokens(tokens, d.shape[0], "delta", tuple(d.shape))
     if d.shape[0] == 0:
         raise ValueError("delta has shape (0,): at least one token is needed")
-    bars = go.Bar(
-        x=token_labels(tokens),
-        y=d,
-        marker={"color": np.where(d < 0, "#2166ac", "#b2182b").tolist() if (d < 0).any()
-                else "#b2182b"},
-        hovertemplate="pos %{x}<br>change %{y:.4g}<extra></extra>",
-        name="change",
-    )
-    fig = go.Figure(bars)
-    fig.update_layout(
-        title={"text": title} if title else None,
-        height=320,
-        margin={"l": 10, "r": 10, "t": 50 if title else 20, "b": 10},
-        xaxis={**token_axis(tokens), "title": {"text": "pos"}},
-        yaxis={"title": {"text": "change"}, "zeroline": True},
-        bargap=0.15,
-    )
-    return fig
+    bars = {
+        "type": "bar",
+        "name": "change",
+        "x": token_labels(tokens),
+        "y": d,
+        "marker": {"color": np.where(d < 0, "#2166ac", "#b2182b").tolist() if (d < 0).any()
+                   else "#b2182b"},
+        "hovertemplate": "pos %{x}<br>change %{y:.4g}<extra></extra>",
+    }
+    layout = {
+        "height": 320,
+        "margin": {"l": 10, "r": 10, "t": 50 if title else 20, "b": 10},
+        "xaxis": {**token_axis(tokens), "title": {"text": "pos"}},
+        "yaxis": {"title": {"text": "change"}, "zeroline": True},
+        "bargap": 0.15,
+    }
+    if title:
+        layout["title"] = {"text": title}
+    return go.Figure({"data": [bars], "layout": layout})

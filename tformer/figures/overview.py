@@ -178,6 +178,12 @@ def model_view(
     ``labels``: optional (row labels per layer, column labels per head); default
     ``"layer l"`` / ``"head h"``. ``selected=(layer, head_index)`` draws an outline around that
     head. Clicking a head selects its scatter point: ``customdata == [layer, head_index]``.
+
+    In Streamlit (measured, 1.67): read the click from ``st.session_state[key].selection``
+    *before* building this figure and pass it as ``selected``. Reading only the value that
+    ``st.plotly_chart(..., on_select="rerun", key=key)`` returns loses every second click:
+    the figure changes (the outline moves), and Streamlit resets the selection of a changed
+    figure.
     """
     p = _check_patterns(patterns)
     n_layers, n_heads, n_pos, _ = p.shape
@@ -218,35 +224,32 @@ def model_view(
             ys.append(row_c[layer])
             custom.append([layer, h])
             hover.append(f"{safe_label(row_labels[layer])}, {safe_label(col_labels[h])}")
-    image = go.Image(
-        source="data:image/png;base64," + base64.b64encode(png).decode("ascii"),
-        x0=0,
-        y0=0,
-        dx=1,
-        dy=1,
-        hoverinfo="skip",
-        name="patterns",
-    )
-    points = go.Scatter(
-        x=xs,
-        y=ys,
-        mode="markers",
-        marker={
-            "symbol": "square",
-            "size": disp,
-            "color": "rgba(0,0,0,0)",
-            "line": {"width": 0},
-        },
-        customdata=custom,
-        hovertext=hover,
-        hovertemplate="%{hovertext}<extra></extra>",
-        name="heads",
-        showlegend=False,
-        # Selection must not dim the (invisible) markers or anything else.
-        selected={"marker": {"opacity": 1}},
-        unselected={"marker": {"opacity": 1}},
-    )
-    fig = go.Figure([image, points])
+    image = {
+        "type": "image",
+        "name": "patterns",
+        "source": "data:image/png;base64," + base64.b64encode(png).decode("ascii"),
+        "x0": 0,
+        "y0": 0,
+        "dx": 1,
+        "dy": 1,
+        "hoverinfo": "skip",
+    }
+    points = {
+        "type": "scatter",
+        "name": "heads",
+        "x": xs,
+        "y": ys,
+        "mode": "markers",
+        "marker": {"symbol": "square", "size": disp, "color": "rgba(0,0,0,0)",
+                   "line": {"width": 0}},
+        "customdata": custom,
+        "hovertext": hover,
+        "hovertemplate": "%{hovertext}<extra></extra>",
+        "showlegend": False,
+        # Selection must not dim anything: the markers are invisible anyway.
+        "selected": {"marker": {"opacity": 1}},
+        "unselected": {"marker": {"opacity": 1}},
+    }
     shapes = []
     if selected is not None:
         sl, sh = selected
@@ -262,11 +265,11 @@ def model_view(
                 "line": {"color": HIGHLIGHT, "width": 3},
             }
         )
-    fig.update_layout(
-        height=int(height_px * scale) + 70,
-        margin={"l": 10, "r": 10, "t": 40, "b": 10},
-        shapes=shapes,
-        xaxis={
+    layout = {
+        "height": int(height_px * scale) + 70,
+        "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
+        "shapes": shapes,
+        "xaxis": {
             "range": [-0.5, width_px - 0.5],
             "tickmode": "array",
             "tickvals": col_c,
@@ -276,7 +279,7 @@ def model_view(
             "zeroline": False,
             "constrain": "domain",
         },
-        yaxis={
+        "yaxis": {
             "range": [height_px - 0.5, -0.5],
             "tickmode": "array",
             "tickvals": row_c,
@@ -286,7 +289,7 @@ def model_view(
             "scaleanchor": "x",
             "constrain": "domain",
         },
-        hovermode="closest",
-        meta={"cell_px": cell, "gap_px": GAP_PX, "n_pos": n_pos},
-    )
-    return fig
+        "hovermode": "closest",
+        "meta": {"cell_px": cell, "gap_px": GAP_PX, "n_pos": n_pos},
+    }
+    return go.Figure({"data": [image, points], "layout": layout})

@@ -15,13 +15,14 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from ._common import (
     DIVERGING,
     MAX_SIDE,
     as_float32,
     check_tokens,
+    grid_domains,
+    panel_title,
     pattern_colorscale,
     square_heatmap_height,
     symmetric_range,
@@ -31,20 +32,23 @@ from ._common import (
 from .attention import Kind, attention_traces
 
 PANEL_TITLES = ("Q = X W_Q", "K = X W_K", "V = X W_V")
+# The [query_pos, key_pos] panel is about half as wide as a full heatmap: half the labels.
+MATRIX_TICKS = 30
 MATRIX_TITLES = {
     "scores": "scores = Q K\u1d40 / \u221ad_head",
     "pattern": "pattern = softmax(scores)",
 }
 
 
-def _vector_heatmap(a: np.ndarray, labels: list[str], name: str, **extra) -> go.Heatmap:
-    return go.Heatmap(
-        z=a,
-        y=labels,  # x: d_head index 0..d_head-1 (plotly's default, nothing sent)
-        name=name,
-        hovertemplate="pos %{y}<br>d_head %{x}<br>" + name + " %{z:.5g}<extra></extra>",
+def _vector_heatmap(a: np.ndarray, labels: list[str], name: str, **extra) -> dict:
+    return {
+        "type": "heatmap",
+        "name": name,
+        "z": a,
+        "y": labels,  # x: d_head index 0..d_head-1 (plotly's default, nothing sent)
+        "hovertemplate": "pos %{y}<br>d_head %{x}<br>" + name + " %{z:.5g}<extra></extra>",
         **extra,
-    )
+    }
 
 
 def qkv_figure(
@@ -86,57 +90,63 @@ def qkv_figure(
     matrix_traces, block = attention_traces(
         m, tokens, kind=kind, max_side=max_side, coloraxis="coloraxis2"
     )
-    fig = make_subplots(
-        rows=1,
-        cols=4,
-        column_widths=[0.16, 0.16, 0.16, 0.52],
-        horizontal_spacing=0.03,
-        subplot_titles=(*PANEL_TITLES, MATRIX_TITLES[kind]),
-    )
     labels = token_labels(tokens)
-    for col, (name, arr) in enumerate(zip("QKV", arrays), start=1):
-        fig.add_trace(_vector_heatmap(arr, labels, name, coloraxis="coloraxis"), row=1, col=col)
-    for tr in matrix_traces:
-        fig.add_trace(tr, row=1, col=4)
+    data = [
+        {**_vector_heatmap(arr, labels, name, coloraxis="coloraxis"),
+         "xaxis": "x" if i == 0 else f"x{i + 1}", "yaxis": "y" if i == 0 else f"y{i + 1}"}
+        for i, (name, arr) in enumerate(zip("QKV", arrays))
+    ]
+    data += [{**tr, "xaxis": "x4", "yaxis": "y4"} for tr in matrix_traces]
 
     m_qkv = max(symmetric_range(a) for a in arrays)
     if kind == "pattern":
-        axis2 = {"cmin": 0.0, "cmax": 1.0, "colorscale": pattern_colorscale()}
+        axis2: dict = {"cmin": 0.0, "cmax": 1.0, "colorscale": pattern_colorscale()}
         bar2 = "weight"
     else:
         m_s = symmetric_range(np.where(np.isfinite(m), m, np.nan))
         axis2 = {"cmin": -m_s, "cmax": m_s, "cmid": 0.0, "colorscale": DIVERGING}
         bar2 = "score"
+    domains = grid_domains(1, 4, hspace=0.03, vspace=0.0, col_widths=[0.16, 0.16, 0.16, 0.52])
+    titles = (*PANEL_TITLES, MATRIX_TITLES[kind])
     tok_y = token_axis(tokens)
-    n_cells = -(-n // block)
     layout: dict = {
-        "height": square_heatmap_height(n_cells) + 40,
-        "margin": {"l": 10, "r": 10, "t": 60, "b": 10},
+        "height": square_heatmap_height(-(-n // block)) + 40,
+        "margin": {"l": 10, "r": 10, "t": 60, "b": 90},
+        "annotations": [panel_title(t, *d) for t, d in zip(titles, domains)],
         "coloraxis": {
             "cmin": -m_qkv,
             "cmax": m_qkv,
             "cmid": 0.0,
             "colorscale": DIVERGING,
-            "colorbar": {"title": {"text": "Q, K, V"}, "orientation": "h", "x": 0.25,
-                         "xanchor": "center", "y": -0.08, "yanchor": "top", "len": 0.45,
-                         "thickness": 10},
+            "colorbar": {"title": {"text": "Q, K, V", "side": "top"}, "orientation": "h",
+                         "x": 0.25, "xanchor": "center", "y": -0.12, "yanchor": "top",
+                         "len": 0.4, "thickness": 10},
         },
         "coloraxis2": {**axis2, "colorbar": {"title": {"text": bar2}, "thickness": 12}},
-        "yaxis": {**tok_y, "autorange": "reversed", "title": {"text": "pos"}},
-        "xaxis4": {**token_axis(tokens, block), "title": {"text": "key_pos"}},
-        "yaxis4": {**token_axis(tokens, block), "autorange": "reversed"},
         "meta": {"kind": kind, "block": block, "n_pos": n},
     }
-    for i in (2, 3):
-        layout[f"yaxis{i}"] = {**tok_y, "autorange": "reversed", "matches": "y",
-                               "showticklabels": False}
-    for i in (1, 2, 3):
-        layout["xaxis" if i == 1 else f"xaxis{i}"] = {"title": {"text": "d_head"},
-                                                     "showgrid": False, "zeroline": False}
-    if block == 1:  # same rows as Q, K, V: move together when zoomed
-        layout["yaxis4"].update(matches="y", showticklabels=False)
-    fig.update_layout(layout)
-    return fig
+    for i, (xd, yd) in enumerate(domains):
+        sx = "" if i == 0 else str(i + 1)
+        if i < 3:
+            # one "d_head" title, under the middle of the three panels
+            layout[f"xaxis{sx}"] = {"domain": xd, "anchor": f"y{sx}", "showgrid": False,
+                                    "zeroline": False,
+                                    "title": {"text": "d_head" if i == 1 else ""}}
+            layout[f"yaxis{sx}"] = {**tok_y, "domain": yd, "anchor": f"x{sx}",
+                                    "autorange": "reversed"}
+            if i:  # same rows as Q: zoom together, label once
+                layout[f"yaxis{sx}"].update(matches="y", showticklabels=False)
+            else:
+                layout["yaxis"]["title"] = {"text": "pos"}
+        else:
+            layout["xaxis4"] = {**token_axis(tokens, block, max_ticks=MATRIX_TICKS),
+                                "domain": xd, "anchor": "y4",
+                                "title": {"text": "key_pos"}}
+            layout["yaxis4"] = {**token_axis(tokens, block), "domain": yd, "anchor": "x4",
+                                "autorange": "reversed"}
+            if block == 1:  # same rows as Q, K, V
+                layout["yaxis4"].update(matches="y", showticklabels=False)
+    return go.Figure({"data": data, "layout": layout})
 
 
 def head_output_heatmap(
@@ -158,13 +168,13 @@ def head_output_heatmap(
         colorscale=DIVERGING,
         colorbar={"title": {"text": "z"}, "thickness": 12},
     )
-    fig = go.Figure(trace)
     n = arr.shape[0]
-    fig.update_layout(
-        title={"text": title} if title else None,
-        height=min(640, max(200, 18 * n)) + 120,
-        margin={"l": 10, "r": 10, "t": 50 if title else 20, "b": 10},
-        xaxis={"title": {"text": "d_head"}, "showgrid": False, "zeroline": False},
-        yaxis={**token_axis(tokens), "autorange": "reversed", "title": {"text": "pos"}},
-    )
-    return fig
+    layout = {
+        "height": min(640, max(200, 18 * n)) + 120,
+        "margin": {"l": 10, "r": 10, "t": 50 if title else 20, "b": 10},
+        "xaxis": {"title": {"text": "d_head"}, "showgrid": False, "zeroline": False},
+        "yaxis": {**token_axis(tokens), "autorange": "reversed", "title": {"text": "pos"}},
+    }
+    if title:
+        layout["title"] = {"text": title}
+    return go.Figure({"data": [trace], "layout": layout})
