@@ -35,8 +35,14 @@ PREFIX = "##"
 
 # The code-point blocks BERT's handle_chinese_chars isolates, one character per word.
 _CJK_RANGES = [
-    (0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
-    (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F),
+    (0x4E00, 0x9FFF),
+    (0x3400, 0x4DBF),
+    (0x20000, 0x2A6DF),
+    (0x2A700, 0x2B73F),
+    (0x2B740, 0x2B81F),
+    (0x2B820, 0x2CEAF),
+    (0xF900, 0xFAFF),
+    (0x2F800, 0x2FA1F),
 ]
 
 
@@ -54,8 +60,17 @@ def is_bert_punctuation(ch: str) -> bool:
 
 
 def make_tokenizer(vocab: dict[str, int]) -> Tokenizer:
-    tok = Tokenizer(models.WordPiece(vocab=vocab, unk_token="[UNK]", continuing_subword_prefix=PREFIX, max_input_chars_per_word=100))
-    tok.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=True)
+    tok = Tokenizer(
+        models.WordPiece(
+            vocab=vocab,
+            unk_token="[UNK]",
+            continuing_subword_prefix=PREFIX,
+            max_input_chars_per_word=100,
+        )
+    )
+    tok.normalizer = normalizers.BertNormalizer(
+        clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=True
+    )
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]",
@@ -81,7 +96,9 @@ def base_symbols(words: Counter[str]) -> list[str]:
     """Printable ASCII plus every character of the corpus; ## forms where a word can continue."""
     chars = {chr(c) for c in range(0x21, 0x7F)} | {ch for word in words for ch in word}
     singles = sorted(chars)
-    continuing = sorted(PREFIX + ch for ch in chars if not is_cjk(ch) and not is_bert_punctuation(ch))
+    continuing = sorted(
+        PREFIX + ch for ch in chars if not is_cjk(ch) and not is_bert_punctuation(ch)
+    )
     return singles + continuing
 
 
@@ -97,7 +114,7 @@ def learn_merges(words: Counter[str], budget: int) -> list[str]:
         pieces, freq = splits[word], words[word]
         for piece in pieces:
             piece_count[piece] += sign * freq
-        for pair in zip(pieces, pieces[1:]):
+        for pair in zip(pieces, pieces[1:], strict=False):
             pair_count[pair] += sign * freq
             if sign > 0:
                 pair_words[pair].add(word)
@@ -106,7 +123,7 @@ def learn_merges(words: Counter[str], budget: int) -> list[str]:
         account(word, +1)
 
     def joined(a: str, b: str) -> str:
-        return a + b[len(PREFIX):]
+        return a + b[len(PREFIX) :]
 
     new_tokens: list[str] = []
     known: set[str] = set(piece_count)
@@ -114,7 +131,14 @@ def learn_merges(words: Counter[str], budget: int) -> list[str]:
         live = [(p, c) for p, c in pair_count.items() if c > 0]
         if not live:
             break
-        (a, b), _ = max(live, key=lambda pc: (pc[1] / (piece_count[pc[0][0]] * piece_count[pc[0][1]]), pc[1], _neg(joined(*pc[0]))))
+        (a, b), _ = max(
+            live,
+            key=lambda pc: (
+                pc[1] / (piece_count[pc[0][0]] * piece_count[pc[0][1]]),
+                pc[1],
+                _neg(joined(*pc[0])),
+            ),
+        )
         merged = joined(a, b)
         for word in sorted(pair_words.pop((a, b))):
             account(word, -1)
@@ -154,7 +178,9 @@ def render(tok: Tokenizer) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="compare with the checked-in file instead of writing")
+    parser.add_argument(
+        "--check", action="store_true", help="compare with the checked-in file instead of writing"
+    )
     parser.add_argument("--output", type=Path, default=OUTPUT)
     args = parser.parse_args(argv)
 
@@ -163,7 +189,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         current = args.output.read_text(encoding="utf-8") if args.output.exists() else None
         if current != text:
-            print(f"{args.output} is stale: run python scripts/build_scratch_tokenizer.py", file=sys.stderr)
+            print(
+                f"{args.output} is stale: run python scripts/build_scratch_tokenizer.py",
+                file=sys.stderr,
+            )
             return 1
         print(f"{args.output} is up to date")
         return 0

