@@ -6,6 +6,9 @@ The frame only: each page draws the shared sidebar through tformer.ui.page_conte
 import streamlit as st
 
 from tformer import ui
+from tformer.device import keep_freed_memory
+
+keep_freed_memory()  # reuse activation buffers across reruns instead of re-faulting them
 
 st.set_page_config(page_title="tformer: attention, step by step", layout="wide")
 

@@ -24,27 +24,11 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import print_table  # noqa: E402
 
+from tformer.device import keep_freed_memory  # noqa: E402
 from tformer.pretrained import load_pretrained, minilm_path  # noqa: E402
 
 GOALS = {16: 0.8, 128: 1.0, 512: 1.0}
 TEXT = "Attention lets every token look at every other token and decide what matters. " * 80
-
-
-def keep_freed_memory() -> None:
-    """Let glibc reuse freed activation buffers instead of unmapping and faulting them back in.
-
-    A full capture at 512 tokens allocates ~150 MB of fresh tensors per run; by default glibc
-    returns big blocks to the OS on free, so every run pays ~50k minor page faults (Linux only).
-    """
-    import ctypes
-
-    libc = ctypes.CDLL("libc.so.6")
-    m_trim_threshold, m_mmap_threshold = -1, -3
-    ok = libc.mallopt(m_mmap_threshold, 32 * 1024 * 1024) and libc.mallopt(
-        m_trim_threshold, 1 << 30
-    )
-    if not ok:
-        raise SystemExit("mallopt failed")
 
 
 def interleaved(a, b, runs: int, warmup: int) -> tuple[float, float, float]:
@@ -83,8 +67,8 @@ def main() -> None:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    if args.keep_freed_memory:
-        keep_freed_memory()
+    if args.keep_freed_memory and not keep_freed_memory():
+        raise SystemExit("--keep-freed-memory needs Linux with glibc")
     device = torch.device(args.device)
     model, tok = load_pretrained("minilm", device=device)
     ref = (

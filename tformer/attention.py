@@ -27,7 +27,9 @@ def attention_scores(
     q, k: [batch, head_index, pos, d_head]; mask: bool [batch, 1, query_pos, key_pos], True where
     a query may attend. Returns [batch, head_index, query_pos, key_pos], -inf where masked.
     """
-    scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+    # 2. score, 3. scale: scaling q (pos x d_head) before the product equals dividing the
+    # scores (query_pos x key_pos) by sqrt(d_k), with one pass less over the larger tensor.
+    scores = torch.matmul(q * (1.0 / math.sqrt(q.shape[-1])), k.transpose(-1, -2))
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))  # 4. mask: exp(-inf) = 0 weight
     return scores
@@ -88,7 +90,7 @@ class MultiHeadAttention(nn.Module):
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # [batch, head_index, pos, d_head]
 
         if capturing():
-            # 2-3. score and scale, 4. mask
+            # 2. score, 3. scale, 4. mask
             scores = self.hook_attn_scores(attention_scores(q, k, mask))
             # 5. softmax (captured before dropout, so rows sum to 1)
             pattern = self.hook_pattern(attention_pattern(scores, dead_rows))
