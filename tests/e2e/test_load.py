@@ -1,0 +1,30 @@
+"""Several browserless sessions at once: each gets charts of its own text back, no errors."""
+
+from __future__ import annotations
+
+from .streamlit_driver import AppServer
+from .ws_client import StreamlitWsSession, run_load, run_sync, session_words, tokens_in
+
+
+def test_ws_client_sets_the_text_widget_and_reads_the_chart(app_server: AppServer):
+
+    async def go():
+        async with StreamlitWsSession(app_server.ws_url) as s:
+            first = await s.run()
+            assert first.status == "ok"
+            assert {"text", "source"} <= set(s.widgets)
+            words = session_words(0, 0)
+            r = await s.run({"text": " ".join(words)})
+            return first, r
+
+    first, r = run_sync(go)
+    assert first.charts, "the default page sent no chart"
+    assert r.status == "ok" and r.exceptions == []
+    assert tokens_in(session_words(0, 0), r.ticktext()) == []
+
+
+def test_five_sessions_three_edits_each(app_server: AppServer):
+    rep = run_load(app_server.ws_url, sessions=5, edits=3, max_seconds=240)
+    assert rep.errors == []
+    assert len(rep.edit_latencies_s) == 15
+    assert app_server.rss_bytes() > 0
