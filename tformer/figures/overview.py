@@ -240,7 +240,11 @@ def model_view(
         "x": xs,
         "y": ys,
         "mode": "markers",
-        "marker": {"symbol": "square", "size": disp, "color": "rgba(0,0,0,0)",
+        # Small markers plus hoverdistance=-1 below: a click anywhere picks the nearest
+        # thumbnail centre, i.e. the thumbnail under the pointer, at any display scale.
+        # (Markers as big as a thumbnail overlap once the image is shrunk to fit its column,
+        # and a click then lands on a neighbouring head.)
+        "marker": {"symbol": "square", "size": 6, "color": "rgba(0,0,0,0)",
                    "line": {"width": 0}},
         "customdata": custom,
         "hovertext": hover,
@@ -290,6 +294,7 @@ def model_view(
             "constrain": "domain",
         },
         "hovermode": "closest",
+        "hoverdistance": -1,
         "meta": {"cell_px": cell, "gap_px": GAP_PX, "n_pos": n_pos},
     }
     return go.Figure({"data": [image, points], "layout": layout})
