@@ -16,6 +16,8 @@ keeps three views of every position side by side:
 
 from __future__ import annotations
 
+import functools
+
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -322,7 +324,10 @@ class Tokenizer:
         return (before[0] if before else None), (after[-1] if after else None)
 
 
+@functools.lru_cache(maxsize=8)
 def scratch_tokenizer(max_len: int = 512) -> Tokenizer:
-    """The offline WordPiece tokenizer for from-scratch models (3910 pieces, Chinese per char)."""
+    """The offline WordPiece tokenizer for from-scratch models (3910 pieces, Chinese per char).
+
+    Cached: the app asks for it on every rerun, and `Tokenizer.encode` is thread-safe."""
     source = resources.files("tformer").joinpath("data").joinpath(SCRATCH_TOKENIZER_FILE)
     return Tokenizer.from_str(source.read_text(encoding="utf-8"), max_len, source=str(source))

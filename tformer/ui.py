@@ -105,11 +105,6 @@ def no_traceback():
         st.error(f"Something went wrong while drawing this page ({type(err).__name__}): {err}")
 
 
-def literal(text: str) -> None:
-    """Show user text exactly as typed: no HTML, markdown or LaTeX interpretation."""
-    st.text(text)
-
-
 # --- sidebar ----------------------------------------------------------------------------------
 # Every page draws the sidebar (AppTest runs a page without re-running the entry script, and
 # Streamlit drops a widget's state on a run that does not draw it). Each value is also kept
