@@ -22,7 +22,7 @@ from tformer.figures import (
     qkv_figure,
     safe_label,
 )
-from tformer.figures._common import MAX_TICKS, max_pool_2d
+from tformer.figures._common import MAX_TICKS, max_pool_2d, text_px, tick_label_px
 from tformer.figures.overview import GAP_PX, N_LEVELS, default_cell_px, mosaic_palette
 
 HOSTILE = ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "$x$", "a&b", "<b>B</b>"]
@@ -484,3 +484,24 @@ def test_side_by_side_pools_each_panel_to_its_share_of_the_budget():
     assert all(tr.z.shape[0] <= side for tr in fig.data)
     assert sum(tr.z.size for tr in fig.data) <= 256 * 256
     np.testing.assert_array_equal(np.diag(fig.data[0].z), 1.0)
+
+
+# --- margins reserved up front (no second plotly layout pass) --------------------------------
+
+
+def test_text_px_counts_wide_characters_and_entities():
+    assert text_px("\u4e2d\u6587", 12) == pytest.approx(24.0)  # East Asian wide: 1 em each
+    assert text_px("ab", 12) < text_px("AB", 12) < text_px("\u4e2d\u6587", 12)
+    # tick texts are escaped for plotly; "&amp;" is drawn as one character
+    assert tick_label_px({"ticktext": ["&amp;"]}) == pytest.approx(text_px("&"))
+    assert tick_label_px({"ticktext": ["a"], "tickfont": {"size": 10}}) < text_px("a", 12)
+
+
+def test_heatmap_margins_follow_the_longest_label():
+    short = attention_heatmap(np.eye(3, dtype=np.float32), ["a", "b", "c"])
+    long_ = attention_heatmap(np.eye(3, dtype=np.float32), ["a", "extraordinary", "c"])
+    ms, ml = short.layout.margin, long_.layout.margin
+    assert ml.l > ms.l and ml.b > ms.b
+    assert ml.l >= 13 * 0.62 * 12  # 13 characters at 12 px
+    # the plot area keeps its size: the figure grows by what the margins take
+    assert long_.layout.height - ml.t - ml.b == short.layout.height - ms.t - ms.b

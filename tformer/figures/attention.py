@@ -33,7 +33,9 @@ from ._common import (
     pattern_colorscale,
     pool_plan,
     signed_absmax_pool_2d,
-    square_heatmap_height,
+    COLORBAR_PX,
+    axis_margin,
+    square_plot_px,
     symmetric_range,
     token_axis,
 )
@@ -140,12 +142,15 @@ def attention_heatmap(
         "thickness": 12,
     }
     pooled = "" if block == 1 else f" (max over blocks of {block})"
+    axis = token_axis(tokens, block)
+    # Margins that fit the labels already: no second layout pass (see _common.axis_margin).
+    margin = {"l": axis_margin(axis), "r": COLORBAR_PX, "t": 50 if title else 20,
+              "b": axis_margin(axis)}
     layout = {
-        "height": square_heatmap_height(-(-n // block), title=bool(title)),
-        "margin": {"l": 10, "r": 10, "t": 50 if title else 20, "b": 10},
-        "xaxis": {**token_axis(tokens, block), "title": {"text": "key_pos" + pooled},
-                  "constrain": "domain"},
-        "yaxis": {**token_axis(tokens, block), "title": {"text": "query_pos" + pooled},
+        "height": square_plot_px(-(-n // block)) + margin["t"] + margin["b"],
+        "margin": margin,
+        "xaxis": {**axis, "title": {"text": "key_pos" + pooled}, "constrain": "domain"},
+        "yaxis": {**axis, "title": {"text": "query_pos" + pooled},
                   "autorange": "reversed", "scaleanchor": "x", "scaleratio": 1,
                   "constrain": "domain"},
         "meta": {"kind": kind, "block": block, "n_pos": n},

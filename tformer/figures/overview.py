@@ -27,6 +27,7 @@ from ._common import (
     HIGHLIGHT,
     PATTERN_GAMMA,
     as_float32,
+    axis_margin,
     max_pool_2d,
     safe_label,
     sequential_lut,
@@ -269,30 +270,36 @@ def model_view(
                 "line": {"color": HIGHLIGHT, "width": 3},
             }
         )
+    xaxis = {
+        "range": [-0.5, width_px - 0.5],
+        "tickmode": "array",
+        "tickvals": col_c,
+        "ticktext": [safe_label(c) for c in col_labels],
+        "side": "top",
+        "showgrid": False,
+        "zeroline": False,
+        "constrain": "domain",
+    }
+    yaxis = {
+        "range": [height_px - 0.5, -0.5],
+        "tickmode": "array",
+        "tickvals": row_c,
+        "ticktext": [safe_label(r) for r in row_labels],
+        "showgrid": False,
+        "zeroline": False,
+        "scaleanchor": "x",
+        "constrain": "domain",
+    }
+    # Room for the labels from the start: an axis that pushes the margin (Streamlit's theme
+    # turns automargin on) makes plotly draw the whole figure twice.
+    margin = {"l": axis_margin(yaxis, title=False), "r": 10,
+              "t": axis_margin(xaxis, title=False), "b": 10}
     layout = {
-        "height": int(height_px * scale) + 70,
-        "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
+        "height": int(height_px * scale) + margin["t"] + margin["b"],
+        "margin": margin,
         "shapes": shapes,
-        "xaxis": {
-            "range": [-0.5, width_px - 0.5],
-            "tickmode": "array",
-            "tickvals": col_c,
-            "ticktext": [safe_label(c) for c in col_labels],
-            "side": "top",
-            "showgrid": False,
-            "zeroline": False,
-            "constrain": "domain",
-        },
-        "yaxis": {
-            "range": [height_px - 0.5, -0.5],
-            "tickmode": "array",
-            "tickvals": row_c,
-            "ticktext": [safe_label(r) for r in row_labels],
-            "showgrid": False,
-            "zeroline": False,
-            "scaleanchor": "x",
-            "constrain": "domain",
-        },
+        "xaxis": xaxis,
+        "yaxis": yaxis,
         "hovermode": "closest",
         "hoverdistance": -1,
         "meta": {"cell_px": cell, "gap_px": GAP_PX, "n_pos": n_pos},

@@ -17,14 +17,18 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ._common import (
+    AXIS_TITLE_PX,
+    COLORBAR_PX,
     DIVERGING,
     MAX_SIDE,
+    TICK_FONT_PX,
     as_float32,
+    axis_margin,
     check_tokens,
     grid_domains,
     panel_title,
     pattern_colorscale,
-    square_heatmap_height,
+    square_plot_px,
     symmetric_range,
     token_axis,
     token_labels,
@@ -32,6 +36,12 @@ from ._common import (
 from .attention import Kind, attention_traces
 
 PANEL_TITLES = ("Q = X W_Q", "K = X W_K", "V = X W_V")
+# A horizontal colorbar under the Q, K, V panels: bar, tick labels and title on top (px).
+H_COLORBAR_PX = 56
+# A colorbar of a layout coloraxis gets Streamlit's theme padding: wider than a trace's.
+COLORAXIS_BAR_PX = COLORBAR_PX + 30
+# Numeric (d_head) tick labels drawn horizontally under an axis with a title.
+NUMERIC_AXIS_PX = AXIS_TITLE_PX + TICK_FONT_PX + 6
 # The [query_pos, key_pos] panel is about half as wide as a full heatmap: half the labels.
 MATRIX_TICKS = 30
 MATRIX_TITLES = {
@@ -109,9 +119,14 @@ def qkv_figure(
     domains = grid_domains(1, 4, hspace=0.03, vspace=0.0, col_widths=[0.16, 0.16, 0.16, 0.52])
     titles = (*PANEL_TITLES, MATRIX_TITLES[kind])
     tok_y = token_axis(tokens)
+    key_x = token_axis(tokens, block, max_ticks=MATRIX_TICKS)
+    # Room for every label from the start (no second layout pass, see _common.axis_margin);
+    # the Q, K, V colorbar sits in the bottom margin, anchored to the figure, not the plot.
+    margin = {"l": axis_margin(tok_y), "r": COLORAXIS_BAR_PX, "t": 60,
+              "b": max(axis_margin(key_x), NUMERIC_AXIS_PX) + H_COLORBAR_PX + 10}
     layout: dict = {
-        "height": square_heatmap_height(-(-n // block)) + 40,
-        "margin": {"l": 10, "r": 10, "t": 60, "b": 90},
+        "height": square_plot_px(-(-n // block)) + margin["t"] + margin["b"],
+        "margin": margin,
         "annotations": [panel_title(t, *d) for t, d in zip(titles, domains)],
         "coloraxis": {
             "cmin": -m_qkv,
@@ -119,10 +134,11 @@ def qkv_figure(
             "cmid": 0.0,
             "colorscale": DIVERGING,
             "colorbar": {"title": {"text": "Q, K, V", "side": "top"}, "orientation": "h",
-                         "x": 0.25, "xanchor": "center", "y": -0.12, "yanchor": "top",
-                         "len": 0.4, "thickness": 10},
+                         "x": 0.25, "xanchor": "center", "yref": "container", "y": 0.0,
+                         "yanchor": "bottom", "len": 0.4, "thickness": 10},
         },
-        "coloraxis2": {**axis2, "colorbar": {"title": {"text": bar2}, "thickness": 12}},
+        # x=1 (not plotly's 1.02): a bar outside the paper pushes the margin by 2% of the width
+        "coloraxis2": {**axis2, "colorbar": {"title": {"text": bar2}, "thickness": 12, "x": 1.0}},
         "meta": {"kind": kind, "block": block, "n_pos": n},
     }
     for i, (xd, yd) in enumerate(domains):
@@ -139,8 +155,7 @@ def qkv_figure(
             else:
                 layout["yaxis"]["title"] = {"text": "pos"}
         else:
-            layout["xaxis4"] = {**token_axis(tokens, block, max_ticks=MATRIX_TICKS),
-                                "domain": xd, "anchor": "y4",
+            layout["xaxis4"] = {**key_x, "domain": xd, "anchor": "y4",
                                 "title": {"text": "key_pos"}}
             layout["yaxis4"] = {**token_axis(tokens, block), "domain": yd, "anchor": "x4",
                                 "autorange": "reversed"}
@@ -169,11 +184,14 @@ def head_output_heatmap(
         colorbar={"title": {"text": "z"}, "thickness": 12},
     )
     n = arr.shape[0]
+    y_axis = token_axis(tokens)
+    margin = {"l": axis_margin(y_axis), "r": COLORBAR_PX, "t": 50 if title else 20,
+              "b": NUMERIC_AXIS_PX}
     layout = {
-        "height": min(640, max(200, 18 * n)) + 120,
-        "margin": {"l": 10, "r": 10, "t": 50 if title else 20, "b": 10},
+        "height": min(640, max(200, 18 * n)) + margin["t"] + margin["b"],
+        "margin": margin,
         "xaxis": {"title": {"text": "d_head"}, "showgrid": False, "zeroline": False},
-        "yaxis": {**token_axis(tokens), "autorange": "reversed", "title": {"text": "pos"}},
+        "yaxis": {**y_axis, "autorange": "reversed", "title": {"text": "pos"}},
     }
     if title:
         layout["title"] = {"text": title}
