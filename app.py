@@ -9,6 +9,7 @@ from tformer import ui
 from tformer.device import keep_freed_memory
 
 keep_freed_memory()  # reuse activation buffers across reruns instead of re-faulting them
+ui.set_threads()  # once per server: torch threads for a shared machine, gc.freeze()
 
 st.set_page_config(page_title="tformer: attention, step by step", layout="wide")
 

@@ -95,3 +95,18 @@ def test_capture_on_cuda_matches_cpu():
     for name, tensor in cpu_cache.items():
         assert cache[name].device.type == "cpu"
         assert torch.allclose(cache[name], tensor, atol=1e-4), name
+
+
+def test_app_threads_takes_half_the_cores_or_the_override(monkeypatch):
+    from tformer.device import app_threads
+
+    monkeypatch.delenv("TFORMER_THREADS", raising=False)
+    monkeypatch.setattr("os.cpu_count", lambda: 8)
+    assert app_threads() == 4
+    monkeypatch.setattr("os.cpu_count", lambda: 1)
+    assert app_threads() == 1
+    monkeypatch.setenv("TFORMER_THREADS", "3")
+    assert app_threads() == 3
+    monkeypatch.setenv("TFORMER_THREADS", "many")
+    with pytest.raises(ValueError, match="TFORMER_THREADS='many'"):
+        app_threads()

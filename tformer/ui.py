@@ -19,7 +19,7 @@ import torch
 
 from .capture import TextCapture, capture_nbytes, capture_text
 from .config import POS_ENCODINGS, EncoderConfig
-from .device import pick_device
+from .device import app_threads, pick_device
 from .encoder import Encoder
 from .pretrained import load_pretrained, pretrained_available
 from .tokenizer import Tokenizer, scratch_tokenizer
@@ -65,6 +65,22 @@ def device() -> tuple[torch.device, str | None]:
         return pick_device(), None
     except ValueError as err:
         return torch.device("cpu"), str(err)
+
+
+@st.cache_resource(show_spinner=False)
+def set_threads() -> int:
+    """Once per server: torch's thread count, and gc.freeze() so that Python's full
+    collections skip the long-lived objects of torch, transformers and plotly."""
+    import gc
+
+    try:
+        n = app_threads()
+    except ValueError as err:
+        log.warning("%s; keeping torch's default", err)
+        n = torch.get_num_threads()
+    torch.set_num_threads(n)
+    gc.freeze()
+    return n
 
 
 @st.cache_resource(max_entries=6, show_spinner="Building the model...")
