@@ -1,6 +1,5 @@
 """Sinusoidal positional encoding: the table, its waves, and why offsets are rotations."""
 
-import numpy as np
 import streamlit as st
 
 from tformer import ui

@@ -175,9 +175,9 @@ def test_damaged_local_checkpoint_gives_a_clear_message(tmp_path, monkeypatch):
 
 
 def test_missing_pretrained_package_opens_from_scratch_with_a_notice(monkeypatch):
-    import tformer.ui
+    import tformer.ui.controls
 
-    monkeypatch.setattr(tformer.ui, "pretrained_available", lambda: False)
+    monkeypatch.setattr(tformer.ui.controls, "pretrained_available", lambda: False)
     at = open_app()
     assert_clean(at)
     assert at.radio(key="source").value == "From-scratch encoder"

@@ -1,0 +1,103 @@
+"""Process-wide caches: the device, models shared by every session, captures, examples.
+
+Keys are plain values (a frozen dataclass, text); tensors and modules never are."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import streamlit as st
+import torch
+
+from ..capture import TextCapture, capture_text
+from ..config import EncoderConfig
+from ..device import app_threads, pick_device
+from ..encoder import Encoder
+from ..pretrained import load_pretrained
+from ..tokenizer import Tokenizer, scratch_tokenizer
+
+log = logging.getLogger("tformer.app")
+
+PRETRAINED = "Pretrained MiniLM"
+SCRATCH = "From-scratch encoder"
+LOCAL = "Local BERT folder (TFORMER_MODEL_DIR)"
+MAX_CHARS = 20_000  # the text box refuses more; the tokenizer keeps at most max_len tokens anyway
+SCRATCH_MAX_LEN = 512
+# Memory guard for the from-scratch encoder: weights and one full-length capture must fit
+# comfortably on a 2-core, 24 GB laptop-class machine shared by a classroom.
+MAX_PARAMS = 50_000_000
+MAX_CAPTURE_BYTES = 768 * 2**20
+EXAMPLES_FILE = Path(__file__).resolve().parents[2] / "assets" / "examples.json"
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """Plain, hashable description of the model in use: the key of every cache."""
+
+    source: str  # "minilm" | "scratch" | a local folder path
+    cfg: EncoderConfig | None = None  # from-scratch only
+
+    @property
+    def label(self) -> str:
+        if self.source == "minilm":
+            return "all-MiniLM-L6-v2 (pretrained BERT)"
+        if self.source == "scratch":
+            c = self.cfg
+            return f"from-scratch encoder: {c.n_layers} layers x {c.n_heads} heads, d_model {c.d_model}"
+        return f"local checkpoint {self.source}"
+
+
+# --- caches -----------------------------------------------------------------------------------
+
+
+@st.cache_resource(show_spinner="Loading the device...")
+def device() -> tuple[torch.device, str | None]:
+    """The device in use and, if TFORMER_DEVICE could not be honoured, why."""
+    try:
+        return pick_device(), None
+    except ValueError as err:
+        return torch.device("cpu"), str(err)
+
+
+@st.cache_resource(show_spinner=False)
+def set_threads() -> int:
+    """Once per server: torch's thread count, and gc.freeze() so that Python's full
+    collections skip the long-lived objects of torch, transformers and plotly."""
+    import gc
+
+    try:
+        n = app_threads()
+    except ValueError as err:
+        log.warning("%s; keeping torch's default", err)
+        n = torch.get_num_threads()
+    torch.set_num_threads(n)
+    gc.freeze()
+    return n
+
+
+@st.cache_resource(max_entries=6, show_spinner="Building the model...")
+def get_model(choice: ModelChoice) -> tuple[Encoder, Tokenizer]:
+    """One shared model per choice, read by every session (capture is thread-safe)."""
+    dev = device()[0]
+    if choice.source == "scratch":
+        model = Encoder(choice.cfg).eval().to(dev)
+        return model, scratch_tokenizer(max_len=choice.cfg.max_len)
+    model, tokenizer = load_pretrained(choice.source, device=dev)
+    return model.eval(), tokenizer
+
+
+# cache_resource, not cache_data: a 512-token capture holds ~170 MB of float32, and cache_data
+# would pickle a copy on every rerun. The arrays are read-only, so sharing them is safe.
+@st.cache_resource(max_entries=8, ttl=3600, show_spinner="Running the model...")
+def get_capture(choice: ModelChoice, text: str) -> TextCapture:
+    model, tokenizer = get_model(choice)
+    return capture_text(model, tokenizer, text)
+
+
+@st.cache_data(show_spinner=False)
+def examples() -> list[dict]:
+    with open(EXAMPLES_FILE, encoding="utf-8") as f:
+        return json.load(f)["examples"]
