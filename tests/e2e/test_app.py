@@ -107,7 +107,8 @@ def test_n_heads_changes_the_number_of_heads_in_the_overview(page):
 XSS = (
     '<img src=x onerror="window.__xss=1;alert(1)"> <script>window.__xss=2;alert(2)</script> '
     "<svg onload=alert(3)> [click](javascript:alert(4)) \"><b onmouseover=alert(5)>bold</b> "
-    "<a href=\"javascript:alert(6)\">link</a> <iframe src=javascript:alert(7)></iframe>"
+    "<a href=\"javascript:alert(6)\">link</a> <iframe src=javascript:alert(7)></iframe> "
+    "**strong words** _slanted_ # heading $E=mc^2$ \\(x^2\\)"
 )
 
 
@@ -123,6 +124,16 @@ def test_user_text_never_runs_as_html_or_script_on_any_page(page, probe):
                         + 'iframe[src^="javascript"], a[href^="javascript"]').length]"""
         )
         assert injected == [None, 0], (path, injected)
+        # markdown and LaTeX in the text stay text: no element made from them anywhere
+        rendered = page.evaluate(
+            """() => [
+              Array.from(document.querySelectorAll('strong, em, h1')).filter(
+                (e) => /strong words|slanted|heading/.test(e.textContent)).length,
+              Array.from(document.querySelectorAll('.katex')).filter(
+                (e) => /mc/.test(e.textContent)).length,
+              document.querySelectorAll('[data-testid="stPlotlyChart"] .math-group, mjx-container').length]"""
+        )
+        assert rendered == [0, 0, 0], (path, rendered)
         assert exception_boxes(page) == 0, path
         screenshot(page, f"xss-{path or 'attention'}")
     assert probe.dialogs == []
