@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import pathlib
+import sys
 import statistics
 import time
 
@@ -31,14 +32,7 @@ from tformer.figures import (
 )
 
 N_LAYERS, N_HEADS, D_HEAD = 6, 12, 32
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+
 
 
 def synthetic_patterns(n: int, seed: int = 0) -> np.ndarray:
@@ -106,10 +100,11 @@ class Renderer:
         import plotly
         from playwright.sync_api import sync_playwright
 
+        sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+        from tests.e2e.streamlit_driver import launch_chromium
+
         self._pw = sync_playwright().start()
-        self._browser = self._pw.chromium.launch(
-            executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS
-        )
+        self._browser = launch_chromium(self._pw)
         self.page = self._browser.new_page(viewport={"width": 1100, "height": 900})
         self.page.set_content("<div id='g' style='width:1000px'></div>")
         js = pathlib.Path(plotly.__file__).parent / "package_data" / "plotly.min.js"

@@ -49,6 +49,14 @@ def _matrix(name: str, x: object, what: str) -> np.ndarray:
     return a
 
 
+def _square_diverging(z: np.ndarray, colorbar: str, hovertemplate: str) -> go.Heatmap:
+    """A square matrix on integer axes, diverging colors symmetric around 0."""
+    r = symmetric_range(z)
+    idx = np.arange(z.shape[0], dtype=np.int32)
+    return go.Heatmap(z=z, x=idx, y=idx, colorscale=DIVERGING, zmin=-r, zmax=r,
+                      colorbar={"title": {"text": colorbar}}, hovertemplate=hovertemplate)
+
+
 def pe_matrix_heatmap(pe: np.ndarray, *, max_len: int | None = None) -> go.Figure:
     """The encoding table as a heatmap: rows pos, columns d_model dimension.
 
@@ -144,21 +152,7 @@ def pe_similarity_heatmap(pe: np.ndarray) -> go.Figure:
     """
     x = _matrix("pe", pe, "[pos, d_model]").astype(np.float64)
     z = (x @ x.T).astype(np.float32)  # [pos, pos]
-    n_pos = z.shape[0]
-    r = symmetric_range(z)
-    idx = np.arange(n_pos, dtype=np.int32)
-    fig = go.Figure(
-        go.Heatmap(
-            z=z,
-            x=idx,
-            y=idx,
-            colorscale=DIVERGING,
-            zmin=-r,
-            zmax=r,
-            colorbar={"title": {"text": "PE·PE"}},
-            hovertemplate="pos %{y} · pos %{x}<br>%{z:.3f}<extra></extra>",
-        )
-    )
+    fig = go.Figure(_square_diverging(z, "PE·PE", "pos %{y} · pos %{x}<br>%{z:.3f}<extra></extra>"))
     fig.update_layout(
         title="Similarity of positions, PE·PEᵀ",
         xaxis_title="pos",
@@ -237,21 +231,7 @@ def shift_matrix_figure(m: np.ndarray, *, k: int | None = None) -> go.Figure:
     z = _matrix("M", m, "[d_model, d_model]")
     if z.shape[0] != z.shape[1]:
         raise ValueError(f"M must be square [d_model, d_model], got shape {z.shape}")
-    d_model = z.shape[0]
-    r = symmetric_range(z)
-    idx = np.arange(d_model, dtype=np.int32)
-    fig = go.Figure(
-        go.Heatmap(
-            z=z,
-            x=idx,
-            y=idx,
-            colorscale=DIVERGING,
-            zmin=-r,
-            zmax=r,
-            colorbar={"title": {"text": "M value"}},
-            hovertemplate="row %{y}, column %{x}<br>%{z:.4f}<extra></extra>",
-        )
-    )
+    fig = go.Figure(_square_diverging(z, "M value", "row %{y}, column %{x}<br>%{z:.4f}<extra></extra>"))
     title = "Shift matrix M"
     if k is not None:
         title = f"Shift matrix M_k for k={k}: PE[pos+{k}] = M_k PE[pos]"
