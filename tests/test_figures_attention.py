@@ -17,6 +17,7 @@ from tformer.figures import (
     head_output_heatmap,
     head_similarity_heatmap,
     heads_side_by_side,
+    highlight_head,
     model_view,
     mosaic_png,
     qkv_figure,
@@ -326,6 +327,20 @@ def test_model_view_scatter_carries_layer_and_head():
     assert rect.y0 < pitch < pitch + cell < rect.y1
     rgba = decode_png_rgba(png_of(fig))
     assert rgba.shape[:2] == (n_layers * pitch - GAP_PX, n_heads * pitch - GAP_PX)
+
+
+def test_highlight_head_moves_the_outline_without_a_new_image():
+    pats = softmax_patterns((2, 3, 10, 10))
+    base = model_view(pats)
+    assert not base.layout.shapes
+    png = base.data[0].source
+    moved = highlight_head(base, 1, 2)
+    assert moved.to_json() == model_view(pats, selected=(1, 2)).to_json()
+    assert moved.data[0].source == png
+    highlight_head(moved, 0, 0)
+    assert len(moved.layout.shapes) == 1 and moved.layout.shapes[0].x0 < 0
+    with pytest.raises(ValueError, match="outside 2 layers x 3 heads"):
+        highlight_head(moved, 2, 0)
 
 
 def test_model_view_labels_are_escaped_and_checked():

@@ -12,7 +12,7 @@ from .heads import (
     head_similarity_heatmap,
     heads_side_by_side,
 )
-from .overview import model_view, mosaic_png
+from .overview import highlight_head, model_view, mosaic_png
 from .qkv import head_output_heatmap, qkv_figure
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "head_output_heatmap",
     "head_similarity_heatmap",
     "heads_side_by_side",
+    "highlight_head",
     "model_view",
     "mosaic_png",
     "qkv_figure",

@@ -199,13 +199,6 @@ def model_view(
                 f"labels give {len(row_labels)} layer and {len(col_labels)} head names for "
                 f"patterns of shape {tuple(p.shape)} ({n_layers} layers, {n_heads} heads)"
             )
-    if selected is not None:
-        sl, sh = selected
-        if not (0 <= sl < n_layers and 0 <= sh < n_heads):
-            raise ValueError(
-                f"selected={selected} is outside {n_layers} layers x {n_heads} heads"
-            )
-
     png = mosaic_png(p, cell)
     pitch = cell + GAP_PX
     width_px = n_heads * pitch - GAP_PX
@@ -255,21 +248,6 @@ def model_view(
         "selected": {"marker": {"opacity": 1}},
         "unselected": {"marker": {"opacity": 1}},
     }
-    shapes = []
-    if selected is not None:
-        sl, sh = selected
-        shapes.append(
-            {
-                "type": "rect",
-                "xref": "x",
-                "yref": "y",
-                "x0": sh * pitch - 1.5,
-                "x1": sh * pitch + cell + 0.5,
-                "y0": sl * pitch - 1.5,
-                "y1": sl * pitch + cell + 0.5,
-                "line": {"color": HIGHLIGHT, "width": 3},
-            }
-        )
     xaxis = {
         "range": [-0.5, width_px - 0.5],
         "tickmode": "array",
@@ -297,11 +275,39 @@ def model_view(
     layout = {
         "height": int(height_px * scale) + margin["t"] + margin["b"],
         "margin": margin,
-        "shapes": shapes,
         "xaxis": xaxis,
         "yaxis": yaxis,
         "hovermode": "closest",
         "hoverdistance": -1,
-        "meta": {"cell_px": cell, "gap_px": GAP_PX, "n_pos": n_pos},
+        "meta": {"cell_px": cell, "gap_px": GAP_PX, "n_pos": n_pos,
+                 "n_layers": n_layers, "n_heads": n_heads},
     }
-    return go.Figure({"data": [image, points], "layout": layout})
+    fig = go.Figure({"data": [image, points], "layout": layout})
+    return fig if selected is None else highlight_head(fig, *selected)
+
+
+def highlight_head(fig: go.Figure, layer: int, head: int) -> go.Figure:
+    """Outline head (layer, head) on a `model_view` figure, in place; returns it.
+
+    Separate from `model_view` so an app can cache the figure (the PNG is the costly part)
+    and move the outline on every head change without encoding the image again.
+    """
+    meta = fig.layout.meta
+    if not (0 <= layer < meta["n_layers"] and 0 <= head < meta["n_heads"]):
+        raise ValueError(
+            f"selected=({layer}, {head}) is outside {meta['n_layers']} layers x {meta['n_heads']} heads"
+        )
+    pitch = meta["cell_px"] + meta["gap_px"]
+    fig.layout.shapes = [
+        {
+            "type": "rect",
+            "xref": "x",
+            "yref": "y",
+            "x0": head * pitch - 1.5,
+            "x1": head * pitch + meta["cell_px"] + 0.5,
+            "y0": layer * pitch - 1.5,
+            "y1": layer * pitch + meta["cell_px"] + 0.5,
+            "line": {"color": HIGHLIGHT, "width": 3},
+        }
+    ]
+    return fig

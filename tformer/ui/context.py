@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from ..figures.overview import model_view
+from ..figures.overview import highlight_head, model_view
 from ..capture import TextCapture
 from ..encoder import Encoder
 from .caches import ModelChoice, get_capture, get_model
@@ -75,10 +75,15 @@ def select_head(layer: int, head: int) -> None:
 # --- shared figures ---------------------------------------------------------------------------
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@st.cache_data(max_entries=16, show_spinner=False)
+def _overview_base(choice: ModelChoice, text: str):
+    return model_view(get_capture(choice, text).patterns)
+
+
 def overview_figure(choice: ModelChoice, text: str, selected: tuple[int, int]):
-    """All layers x heads as one image (cached: the PNG is the expensive part)."""
-    return model_view(get_capture(choice, text).patterns, selected=selected)
+    """All layers x heads as one image. The image is cached per text (the PNG is the costly
+    part); cache_data hands out a copy, so the outline of the chosen head is drawn on it."""
+    return highlight_head(_overview_base(choice, text), *selected)
 
 
 def on_overview_select() -> None:
