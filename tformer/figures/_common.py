@@ -125,6 +125,19 @@ def check_tokens(tokens: Sequence[object], n: int, name: str, shape: tuple[int, 
         )
 
 
+def square_matrix(matrix: Any, n: int) -> np.ndarray:
+    """``matrix`` as float32 [query_pos, key_pos], checked against ``n`` tokens (n >= 1)."""
+    m = as_float32(matrix, 2, "matrix", "[query_pos, key_pos]")
+    if m.shape != (n, n):
+        raise ValueError(
+            f"matrix has shape {tuple(m.shape)} [query_pos, key_pos] but {n} tokens were given "
+            f"(expected ({n}, {n}))"
+        )
+    if n == 0:
+        raise ValueError("matrix has shape (0, 0): at least one token is needed")
+    return m
+
+
 # ---------------------------------------------------------------------------------------------
 # Pooling (thumbnails and long inputs)
 # ---------------------------------------------------------------------------------------------

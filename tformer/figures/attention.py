@@ -27,12 +27,12 @@ import plotly.graph_objects as go
 from ._common import (
     DIVERGING,
     MAX_SIDE,
-    as_float32,
     block_labels,
     max_pool_2d,
     pattern_colorscale,
     pool_plan,
     signed_absmax_pool_2d,
+    square_matrix,
     COLORBAR_PX,
     axis_margin,
     square_plot_px,
@@ -127,15 +127,8 @@ def attention_heatmap(
     ``max_side`` are max-pooled (see the module docstring); ``max_side=None`` never pools.
     ``title`` is shown as given: escape user text in it with ``safe_label``.
     """
-    m = as_float32(matrix, 2, "matrix", "[query_pos, key_pos]")
     n = len(tokens)
-    if m.shape != (n, n):
-        raise ValueError(
-            f"matrix has shape {tuple(m.shape)} [query_pos, key_pos] but {n} tokens were given "
-            f"(expected ({n}, {n}))"
-        )
-    if n == 0:
-        raise ValueError("matrix has shape (0, 0): at least one token is needed")
+    m = square_matrix(matrix, n)
     traces, block = attention_traces(m, tokens, kind=kind, max_side=max_side)
     traces[-1]["colorbar"] = {
         "title": {"text": "weight" if kind == "pattern" else "score"},

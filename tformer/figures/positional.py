@@ -49,12 +49,25 @@ def _matrix(name: str, x: object, what: str) -> np.ndarray:
     return a
 
 
-def _square_diverging(z: np.ndarray, colorbar: str, hovertemplate: str) -> go.Heatmap:
-    """A square matrix on integer axes, diverging colors symmetric around 0."""
+def _square_diverging(
+    z: np.ndarray, colorbar: str, hovertemplate: str, title: str, x_title: str, y_title: str
+) -> go.Figure:
+    """A square matrix on integer axes, row 0 on top, diverging colors symmetric around 0."""
     r = symmetric_range(z)
     idx = np.arange(z.shape[0], dtype=np.int32)
-    return go.Heatmap(z=z, x=idx, y=idx, colorscale=DIVERGING, zmin=-r, zmax=r,
-                      colorbar={"title": {"text": colorbar}}, hovertemplate=hovertemplate)
+    fig = go.Figure(go.Heatmap(z=z, x=idx, y=idx, colorscale=DIVERGING, zmin=-r, zmax=r,
+                               colorbar={"title": {"text": colorbar}}, hovertemplate=hovertemplate))
+    fig.update_layout(
+        title=title,
+        xaxis_title=x_title,
+        yaxis_title=y_title,
+        yaxis_autorange="reversed",
+        yaxis_scaleanchor="x",
+        xaxis_constrain="domain",
+        yaxis_constrain="domain",
+        margin={"l": 60, "r": 20, "t": 50, "b": 50},
+    )
+    return fig
 
 
 def pe_matrix_heatmap(pe: np.ndarray, *, max_len: int | None = None) -> go.Figure:
@@ -152,18 +165,8 @@ def pe_similarity_heatmap(pe: np.ndarray) -> go.Figure:
     """
     x = _matrix("pe", pe, "[pos, d_model]").astype(np.float64)
     z = (x @ x.T).astype(np.float32)  # [pos, pos]
-    fig = go.Figure(_square_diverging(z, "PE·PE", "pos %{y} · pos %{x}<br>%{z:.3f}<extra></extra>"))
-    fig.update_layout(
-        title="Similarity of positions, PE·PEᵀ",
-        xaxis_title="pos",
-        yaxis_title="pos",
-        yaxis_autorange="reversed",
-        yaxis_scaleanchor="x",
-        xaxis_constrain="domain",
-        yaxis_constrain="domain",
-        margin={"l": 60, "r": 20, "t": 50, "b": 50},
-    )
-    return fig
+    return _square_diverging(z, "PE·PE", "pos %{y} · pos %{x}<br>%{z:.3f}<extra></extra>",
+                             "Similarity of positions, PE·PEᵀ", "pos", "pos")
 
 
 def pe_offset_figure(offsets: np.ndarray, mean: np.ndarray, std: np.ndarray) -> go.Figure:
@@ -231,21 +234,11 @@ def shift_matrix_figure(m: np.ndarray, *, k: int | None = None) -> go.Figure:
     z = _matrix("M", m, "[d_model, d_model]")
     if z.shape[0] != z.shape[1]:
         raise ValueError(f"M must be square [d_model, d_model], got shape {z.shape}")
-    fig = go.Figure(_square_diverging(z, "M value", "row %{y}, column %{x}<br>%{z:.4f}<extra></extra>"))
     title = "Shift matrix M"
     if k is not None:
         title = f"Shift matrix M_k for k={k}: PE[pos+{k}] = M_k PE[pos]"
-    fig.update_layout(
-        title=title,
-        xaxis_title="d_model dimension (input, PE[pos])",
-        yaxis_title="d_model dimension (output, PE[pos+k])",
-        yaxis_autorange="reversed",
-        yaxis_scaleanchor="x",
-        xaxis_constrain="domain",
-        yaxis_constrain="domain",
-        margin={"l": 60, "r": 20, "t": 50, "b": 50},
-    )
-    return fig
+    return _square_diverging(z, "M value", "row %{y}, column %{x}<br>%{z:.4f}<extra></extra>", title,
+                             "d_model dimension (input, PE[pos])", "d_model dimension (output, PE[pos+k])")
 
 
 def attention_diff_figure(

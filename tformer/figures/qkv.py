@@ -28,6 +28,7 @@ from ._common import (
     grid_domains,
     panel_title,
     pattern_colorscale,
+    square_matrix,
     square_plot_px,
     symmetric_range,
     token_axis,
@@ -88,14 +89,7 @@ def qkv_figure(
             "q, k, v must share one shape [pos, d_head], got "
             + ", ".join(str(tuple(a.shape)) for a in arrays)
         )
-    m = as_float32(matrix, 2, "matrix", "[query_pos, key_pos]")
-    if m.shape != (n, n):
-        raise ValueError(
-            f"matrix has shape {tuple(m.shape)} [query_pos, key_pos] but {n} tokens were given "
-            f"(expected ({n}, {n}))"
-        )
-    if n == 0:
-        raise ValueError("q has shape (0, d_head): at least one token is needed")
+    m = square_matrix(matrix, n)
 
     matrix_traces, block = attention_traces(
         m, tokens, kind=kind, max_side=max_side, coloraxis="coloraxis2"
