@@ -18,6 +18,8 @@ from tformer.analysis import (
     output_change,
 )
 
+from ._reference import np_sinusoidal
+
 
 def _stack(*heads: np.ndarray) -> np.ndarray:
     """Heads [query_pos, key_pos] -> patterns [layer=1, head_index, query_pos, key_pos], float32."""
@@ -297,18 +299,9 @@ def test_output_change_values_and_zero_norms():
 # --- offset_similarity --------------------------------------------------------------------------
 
 
-def _np_sinusoidal(n_pos: int, d_model: int) -> np.ndarray:
-    pos = np.arange(n_pos)[:, None]
-    omega = 10000.0 ** (-np.arange(0, d_model, 2) / d_model)
-    pe = np.empty((n_pos, d_model))
-    pe[:, 0::2] = np.sin(pos * omega)
-    pe[:, 1::2] = np.cos(pos * omega)
-    return pe.astype(np.float32)
-
-
 def test_sinusoidal_similarity_depends_on_offset_only():
     n_pos, d_model = 50, 16
-    offsets, mean, std = offset_similarity(_np_sinusoidal(n_pos, d_model))
+    offsets, mean, std = offset_similarity(np_sinusoidal(n_pos, d_model))
     np.testing.assert_array_equal(offsets, np.arange(n_pos))
     assert std.max() < 1e-5
     omega = 10000.0 ** (-np.arange(0, d_model, 2) / d_model)

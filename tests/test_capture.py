@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-import torch
 
 from tformer import Encoder
 from tformer.capture import ablate_heads, capture_nbytes, capture_text, patterns_without_positions

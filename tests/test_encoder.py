@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from tformer import Encoder, EncoderConfig, pick_device
+from tformer import Encoder, pick_device
 
 from ._models import model_and_ids, tiny
 

@@ -19,14 +19,7 @@ from tformer.figures.positional import (
     shift_matrix_figure,
 )
 
-
-def _np_sinusoidal(n_pos: int, d_model: int) -> np.ndarray:
-    pos = np.arange(n_pos)[:, None]
-    omega = 10000.0 ** (-np.arange(0, d_model, 2) / d_model)
-    pe = np.empty((n_pos, d_model))
-    pe[:, 0::2] = np.sin(pos * omega)
-    pe[:, 1::2] = np.cos(pos * omega)
-    return pe.astype(np.float32)
+from ._reference import np_sinusoidal
 
 
 def _np_shift_matrix(k: int, d_model: int) -> np.ndarray:
@@ -40,7 +33,7 @@ def _np_shift_matrix(k: int, d_model: int) -> np.ndarray:
 
 @pytest.fixture
 def pe() -> np.ndarray:
-    return _np_sinusoidal(40, 16)
+    return np_sinusoidal(40, 16)
 
 
 def test_matrix_heatmap_data_and_axes(pe):

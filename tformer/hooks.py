@@ -22,7 +22,6 @@ import torch
 from torch import nn
 
 HookFn = Callable[[torch.Tensor, "HookPoint"], "torch.Tensor | None"]
-NamesFilter = "str | Sequence[str] | Callable[[str], bool] | None"
 
 # name -> functions to run there, for the run in progress on this thread (None: no run is hooked).
 _ACTIVE: ContextVar[Mapping[str, tuple[HookFn, ...]] | None] = ContextVar(

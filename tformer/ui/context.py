@@ -55,13 +55,13 @@ def page_context() -> PageContext:
     return PageContext(choice, capture, model, text)
 
 
-def layer_head(ctx: PageContext, *, where=st) -> tuple[int, int]:
+def layer_head(ctx: PageContext) -> tuple[int, int]:
     """Layer and head pickers whose values survive page switches and model changes."""
     n_layers, n_heads = ctx.capture.n_layers, ctx.capture.n_heads
     for key, n in (("layer", n_layers), ("head", n_heads)):
         kept = st.session_state.get(f"_{key}", 0)
         st.session_state[key] = min(int(kept), n - 1)
-    c1, c2 = where.columns(2)
+    c1, c2 = st.columns(2)
     layer = c1.selectbox("layer", range(n_layers), key="layer", on_change=_keep, args=("layer",))
     head = c2.selectbox("head", range(n_heads), key="head", on_change=_keep, args=("head",))
     return int(layer), int(head)
