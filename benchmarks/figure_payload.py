@@ -5,7 +5,9 @@
     .venv/bin/python benchmarks/figure_payload.py --browser   # + Plotly.newPlot time in Chromium
 
 "build ms" is the median over repeats of building the figure and ``fig.to_json()`` (what
-Streamlit serialises); "JSON KB" is ``len(fig.to_json()) / 1000``. Budget per rerun at 512 tokens:
+Streamlit serialises); "JSON KB" is ``len(fig.to_json()) / 1000``. The heads overview is not a
+Plotly figure: its row is ``head_grid_data`` and ``json.dumps`` of it (what the app's head
+grid component is sent), and it has no Plotly render time. Budget per rerun at 512 tokens:
 1.5 MB for everything the page sends. Synthetic patterns: softmax of N(0, 2^2) scores plus a
 previous/self/next-token diagonal and a [CLS] column, 6 layers x 12 heads (MiniLM's shape).
 """
@@ -13,6 +15,7 @@ previous/self/next-token diagonal and a [CLS] column, 6 layers x 12 heads (MiniL
 from __future__ import annotations
 
 import argparse
+import json
 import pathlib
 import sys
 import statistics
@@ -26,8 +29,8 @@ from tformer.figures import (
     head_metrics_figure,
     head_output_heatmap,
     head_similarity_heatmap,
+    head_grid_data,
     heads_side_by_side,
-    model_view,
     qkv_figure,
 )
 
@@ -75,7 +78,7 @@ def figures(n: int, pats: np.ndarray, tokens: list[str]) -> dict:
     sim = (flat @ flat.T).astype(np.float32)
     entropy = -(pats * np.log(pats + 1e-12)).sum(-1).mean(-1)
     return {
-        "model_view (72 heads)": lambda: model_view(pats, selected=(2, 3)),
+        "head_grid_data (72 heads)": lambda: head_grid_data(pats),
         "attention_heatmap pattern": lambda: attention_heatmap(head, tokens, title="L2 H3"),
         "attention_heatmap scores": lambda: attention_heatmap(scores, tokens, kind="scores"),
         "qkv_figure": lambda: qkv_figure(q, k, v, scores, tokens),
@@ -130,6 +133,11 @@ class Renderer:
         self._pw.stop()
 
 
+def to_json(obj) -> str:
+    """What Streamlit sends for it: a figure's JSON, or the head grid's JSON data."""
+    return json.dumps(obj) if isinstance(obj, dict) else obj.to_json()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--minilm", action="store_true", help="real MiniLM patterns (slower)")
@@ -149,20 +157,21 @@ def main() -> None:
                 pats, tokens = synthetic_patterns(n), [f"tok{i % 50}" for i in range(n)]
             total_kb = 0.0
             for name, build in figures(n, pats, tokens).items():
-                build().to_json()  # warm-up (first-call imports and validators)
+                to_json(build())  # warm-up (first-call imports and validators)
                 times = []
                 for _ in range(args.repeats):
                     t0 = time.perf_counter()
-                    js = build().to_json()
+                    js = to_json(build())
                     times.append((time.perf_counter() - t0) * 1e3)
                 kb = len(js) / 1e3
-                if name.startswith(("model_view", "attention_heatmap pattern")):
+                is_grid = name.startswith("head_grid_data")
+                if is_grid or name.startswith("attention_heatmap pattern"):
                     total_kb += kb
                 line = f"{n:>6}  {name:<28} {statistics.median(times):>9.1f} {kb:>9.1f}"
                 if renderer:
-                    line += f" {renderer.ms(js, args.repeats):>10.1f}"
+                    line += f" {'-':>10}" if is_grid else f" {renderer.ms(js, args.repeats):>10.1f}"
                 print(line, flush=True)
-            print(f"{n:>6}  {'= model_view + pattern':<28} {'':>9} {total_kb:>9.1f}")
+            print(f"{n:>6}  {'= head grid + pattern':<28} {'':>9} {total_kb:>9.1f}")
     finally:
         if renderer:
             renderer.close()

@@ -33,10 +33,7 @@ with left:
     )
 with right:
     st.subheader("Every layer x every head")
-    st.plotly_chart(
-        ui.overview_figure(ctx.choice, ctx.text, (layer, head)),
-        key="overview", on_select=ui.on_overview_select, selection_mode="points",
-    )
+    ui.overview(ctx, (layer, head))
     st.caption(
         f"{cap.n_layers} layers x {cap.n_heads} heads, {cap.n_pos} tokens. Click a head to open it on "
         "the left. Early layers often look locally; later ones link related words."

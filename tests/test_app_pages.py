@@ -89,19 +89,47 @@ def test_scores_switch_shows_scaled_scores():
     assert z.shape == (7, 7) and (z < 0).any()  # scores, not probabilities
 
 
-def test_overview_has_one_point_per_head_after_changing_n_heads():
+def overview(at: AppTest) -> dict:
+    """The data the heads grid (a v2 component, opaque to AppTest) was given on this run."""
+    (grid,) = [e for e in at.get("bidi_component") if e.proto.component_name == "tformer_head_grid"]
+    return json.loads(grid.proto.json)
+
+
+def test_overview_grid_follows_the_model_shape_and_the_chosen_head():
     at = open_app(text="Birds sing at dawn.")
-    overview = charts(at)[1]
-    scatter = [t for t in overview["data"] if t.get("type") == "scatter"][0]
-    assert len(decode(scatter["customdata"])) == 6 * 12
+    grid = overview(at)
+    assert (grid["rows"], grid["cols"], grid["n_pos"], grid["selected"]) == (6, 12, 7, [0, 0])
+    png = base64.b64decode(grid["png"])
+    assert png.startswith(b"\x89PNG")
+    at.selectbox(key="layer").set_value(4).run()
+    at.selectbox(key="head").set_value(9).run()
+    moved = overview(at)
+    assert moved["selected"] == [4, 9] and moved["rev"] == grid["rev"]  # same image, new outline
     at.radio(key="source").set_value("From-scratch encoder").run()
     at.number_input(key="n_layers").set_value(3).run()
     at.number_input(key="n_heads").set_value(8).run()
     assert_clean(at)
-    scatter = [t for t in charts(at)[1]["data"] if t.get("type") == "scatter"][0]
-    customdata = decode(scatter["customdata"]).reshape(-1, 2)
-    assert len(customdata) == 3 * 8
-    assert {tuple(map(int, c)) for c in customdata} == {(l, h) for l in range(3) for h in range(8)}
+    grid = overview(at)
+    assert (grid["rows"], grid["cols"]) == (3, 8)
+    assert grid["selected"] == [2, 7]  # the chosen head, clamped to the new shape
+
+
+def test_grid_clicks_are_validated_and_the_chosen_head_reaches_every_page():
+    from tformer.ui.head_grid import picked_head
+
+    assert picked_head({"select": [3, 7]}) == (3, 7)
+    for junk in (None, {}, {"select": [1]}, {"select": [1, -2]}, {"select": ["1", 2]},
+                 {"select": [True, 0]}, {"select": [1.5, 0]}, "x"):
+        assert picked_head(junk) is None, junk
+    at = open_app(text="Birds sing at dawn.")
+    # what the grid's callback does with a click on (3, 7), before the rerun it triggers
+    at.session_state["_layer"], at.session_state["_head"] = 3, 7
+    at.run()
+    assert overview(at)["selected"] == [3, 7]
+    assert charts(at)[0]["layout"]["title"]["text"] == "layer 3, head 7"
+    at.switch_page("pages/qkv.py").run()
+    assert_clean(at)
+    assert (at.selectbox(key="layer").value, at.selectbox(key="head").value) == (3, 7)
 
 
 def test_invalid_shape_is_explained_in_place():

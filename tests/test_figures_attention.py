@@ -16,9 +16,9 @@ from tformer.figures import (
     head_metrics_figure,
     head_output_heatmap,
     head_similarity_heatmap,
+    grid_selection,
+    head_grid_data,
     heads_side_by_side,
-    highlight_head,
-    model_view,
     mosaic_png,
     qkv_figure,
     safe_label,
@@ -76,11 +76,8 @@ def decode_png_rgba(png: bytes) -> np.ndarray:
     return np.concatenate([palette[rows], a[rows][..., None]], axis=-1)
 
 
-def png_of(fig) -> bytes:
-    src = fig.data[0].source
-    prefix = "data:image/png;base64,"
-    assert src.startswith(prefix)
-    return base64.b64decode(src[len(prefix) :])
+def png_of(grid: dict) -> bytes:
+    return base64.b64decode(grid["png"], validate=True)
 
 
 def walk_numbers(obj, path=""):
@@ -260,11 +257,11 @@ def test_same_input_gives_identical_json():
     p = softmax_patterns((6, 6))
     assert attention_heatmap(p, TOKENS[:6]).to_json() == attention_heatmap(p, TOKENS[:6]).to_json()
     pats = softmax_patterns((2, 3, 6, 6))
-    assert model_view(pats).to_json() == model_view(pats).to_json()
+    assert json.dumps(head_grid_data(pats)) == json.dumps(head_grid_data(pats))
 
 
 # --------------------------------------------------------------------------------------------
-# model_view / mosaic_png
+# head_grid_data / mosaic_png
 # --------------------------------------------------------------------------------------------
 def test_mosaic_png_decodes_to_the_expected_size_and_gaps():
     n_layers, n_heads, n = 2, 3, 16
@@ -306,63 +303,41 @@ def test_mosaic_max_pooling_keeps_a_thin_diagonal():
     assert (thumb[0, cell - 1] == bottom).all()
 
 
-def test_model_view_scatter_carries_layer_and_head():
+def test_head_grid_data_describes_the_mosaic():
     n_layers, n_heads, n = 2, 3, 10
-    fig = model_view(softmax_patterns((n_layers, n_heads, n, n)), selected=(1, 2))
-    image, points = fig.data
-    assert image.type == "image" and points.type == "scatter"
-    assert [list(c) for c in points.customdata] == [
-        [layer, h] for layer in range(n_layers) for h in range(n_heads)
-    ]
-    cell = fig.layout.meta["cell_px"]
+    pats = softmax_patterns((n_layers, n_heads, n, n))
+    grid = head_grid_data(pats)
+    cell = default_cell_px(n)
+    assert {k: grid[k] for k in ("rows", "cols", "cell", "gap", "n_pos")} == {
+        "rows": n_layers, "cols": n_heads, "cell": cell, "gap": GAP_PX, "n_pos": n,
+    }
+    assert "selected" not in grid
+    png = png_of(grid)
+    assert png == mosaic_png(pats)
     pitch = cell + GAP_PX
-    # each point sits at the centre of its thumbnail, in image pixel coordinates
-    assert points.x[5] == 2 * pitch + (cell - 1) / 2 and points.y[5] == 1 * pitch + (cell - 1) / 2
-    assert points.hovertext[5] == "layer 1, head 2"
-    assert points.marker.symbol == "square"
-    assert list(fig.layout.xaxis.ticktext) == ["head 0", "head 1", "head 2"]
-    assert list(fig.layout.yaxis.ticktext) == ["layer 0", "layer 1"]
-    (rect,) = fig.layout.shapes
-    assert rect.x0 < 2 * pitch < 2 * pitch + cell < rect.x1
-    assert rect.y0 < pitch < pitch + cell < rect.y1
-    rgba = decode_png_rgba(png_of(fig))
-    assert rgba.shape[:2] == (n_layers * pitch - GAP_PX, n_heads * pitch - GAP_PX)
+    assert decode_png_rgba(png).shape[:2] == (n_layers * pitch - GAP_PX, n_heads * pitch - GAP_PX)
+    # the digest follows the image: same patterns, same rev; other patterns, another rev
+    assert grid["rev"] == head_grid_data(pats.copy())["rev"]
+    assert grid["rev"] != head_grid_data(softmax_patterns((n_layers, n_heads, n, n), seed=1))["rev"]
+    json.dumps(grid)  # what Streamlit sends must be plain JSON
 
 
-def test_highlight_head_moves_the_outline_without_a_new_image():
-    pats = softmax_patterns((2, 3, 10, 10))
-    base = model_view(pats)
-    assert not base.layout.shapes
-    png = base.data[0].source
-    moved = highlight_head(base, 1, 2)
-    assert moved.to_json() == model_view(pats, selected=(1, 2)).to_json()
-    assert moved.data[0].source == png
-    highlight_head(moved, 0, 0)
-    assert len(moved.layout.shapes) == 1 and moved.layout.shapes[0].x0 < 0
-    with pytest.raises(ValueError, match="outside 2 layers x 3 heads"):
-        highlight_head(moved, 2, 0)
+def test_grid_selection_outlines_one_head_and_keeps_the_image():
+    grid = head_grid_data(softmax_patterns((2, 3, 10, 10)))
+    chosen = grid_selection(grid, 1, 2)
+    assert chosen["selected"] == [1, 2]
+    assert {k: v for k, v in chosen.items() if k != "selected"} == grid
+    assert "selected" not in grid  # a copy: the cached dict is untouched
+    for bad in ((2, 0), (0, 3), (-1, 0)):
+        with pytest.raises(ValueError, match="outside 2 layers x 3 heads"):
+            grid_selection(grid, *bad)
 
 
-def test_model_view_labels_are_escaped_and_checked():
-    pats = softmax_patterns((1, 2, 4, 4))
-    fig = model_view(pats, labels=(["<b>L</b>"], ["h0", "h1"]))
-    assert fig.layout.yaxis.ticktext[0] == "&lt;b&gt;L&lt;/b&gt;"
-    with pytest.raises(ValueError, match="1 layers, 2 heads"):
-        model_view(pats, labels=(["a", "b"], ["h0", "h1"]))
-    with pytest.raises(ValueError, match="selected"):
-        model_view(pats, selected=(0, 2))
-
-
-def test_model_view_shape_errors():
+def test_head_grid_data_shape_errors():
     with pytest.raises(ValueError, match=r"\(2, 3, 4, 5\)"):
-        model_view(np.zeros((2, 3, 4, 5), np.float32))
+        head_grid_data(np.zeros((2, 3, 4, 5), np.float32))
     with pytest.raises(ValueError, match="4-D"):
-        model_view(np.zeros((3, 4, 4), np.float32))
-
-
-def test_model_view_payload_is_binary_free_of_large_lists():
-    spec = json.loads(model_view(softmax_patterns((2, 3, 40, 40))).to_json())
-    assert all(length <= 64 for _, length in walk_numbers(spec))
+        head_grid_data(np.zeros((3, 4, 4), np.float32))
 
 
 # --------------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ Two halves, both usable outside pytest (benchmarks/ imports this module):
 * `AppServer`: start `python -m streamlit run app.py` on a free loopback port, wait for
   `/_stcore/health`, stop the whole process group. No browser needed.
 * Page helpers taking a Playwright sync `Page`: `open_page`, `wait_idle`, `set_text`,
-  `set_widget`, `axis_ticktext`, `chart_traces`, `exception_boxes`, `screenshot`, and
+  `set_widget`, `axis_ticktext`, `grid_heads`, `exception_boxes`, `screenshot`, and
   `WsMonitor` (websocket bytes and finished script runs, seen through the Chrome DevTools
   protocol). Playwright is imported lazily, so `AppServer` works where it is not installed.
 
@@ -16,8 +16,9 @@ them, and Plotly often redraws a chart once more a few frames after its first dr
 finished after the mark (a `script_finished` ForwardMsg on the app's websocket, a "running"
 script state, or a changed chart signature), then: state settled, connected, no skeleton, no
 stale element, every chart drawn (`.main-svg`, no pending Plotly promise, one drawn x label per
-tickval in range), the chart signature unchanged over two animation frames, and no DOM change
-inside any chart for `quiet_ms`. Times come from the page clock, so benchmarks count no
+tickval in range), every heads overview grid showing its image (`data-state="ready"`, image
+decoded), the signature of charts and grids unchanged over two animation frames, and no DOM
+change inside any chart or grid for `quiet_ms`. Times come from the page clock, so benchmarks count no
 Python round trips.
 """
 
@@ -263,7 +264,8 @@ def launch_chromium(pw: Playwright, **kwargs: Any) -> Browser:
 #    "arraybuffer"). Definitive: a very fast run may never show "running" in the DOM
 #    (measured: 8 of 30 runs of a chart-less page were missed by the attribute alone).
 #  * __stRuns: data-test-script-state changes to "running", as a second signal.
-#  * __stChartMut: performance.now() of the last DOM mutation inside a chart. Plotly often
+#  * __stChartMut: performance.now() of the last DOM mutation inside a chart or the heads
+#    overview grid (its image swap counts as drawing). Plotly often
 #    redraws a chart once more a few frames after the first draw (tick-angle/auto-margin
 #    pass; measured: ~350 ms of main thread at 128 tick labels, ~5 s at 512), with nothing
 #    visible changing in between, so "unchanged for two frames" alone can settle too early.
@@ -271,6 +273,12 @@ INIT_SCRIPT = """
 (() => {
   const FIN = %(fin)d;
   window.__stRuns = 0;
+  window.__stKeyAt = null;
+  // When the page saw the last Enter keydown (the commit of a text edit): edit latency starts
+  // here, not at the Python call that asked Playwright to press it.
+  window.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter') window.__stKeyAt = performance.now();
+  }, true);
   window.__stWsFinished = 0;
   const hasFinished = (buf) => {
     let i = 0;
@@ -320,7 +328,7 @@ INIT_SCRIPT = """
     new MutationObserver((records) => {
       for (const r of records) {
         const el = r.target.nodeType === 1 ? r.target : r.target.parentElement;
-        if (el && el.closest('[data-testid="stPlotlyChart"]')) {
+        if (el && el.closest('[data-testid="stPlotlyChart"], [data-testid="tfHeadGrid"]')) {
           window.__stChartMut = performance.now();
           break;
         }
@@ -380,6 +388,11 @@ _IDLE_JS = r"""
     sig.push([gd.data.length, gd.data.map((d) => d.type).join(','),
               (gd._fullLayout.title && gd._fullLayout.title.text) || '', ticks.join('\u0001')]);
   }
+  for (const g of document.querySelectorAll('[data-testid="tfHeadGrid"]')) {
+    const img = g.querySelector('img');
+    if (g.dataset.state !== 'ready' || !img || !img.complete) return fail();
+    sig.push(['grid', g.dataset.shape, g.dataset.rev, g.dataset.selected]);
+  }
   const s = JSON.stringify(sig);
   if (arg.needRun && w.__stWsFinished <= arg.sinceFinished && w.__stRuns <= arg.sinceRuns
       && s === arg.since) return fail();
@@ -395,7 +408,7 @@ _IDLE_JS = r"""
   const lastMut = w.__stChartMut || 0;
   if (now - lastMut < arg.quietMs) return false;
   return {sig: s, drawnAt: w.__stIdle.t, settledAt: Math.max(w.__stIdle.t, lastMut),
-          charts: charts.length};
+          charts: charts.length, keyAt: w.__stKeyAt ?? null};
 }
 """
 
@@ -411,6 +424,9 @@ _SIG_JS = r"""
     ).map((t) => t.textContent);
     sig.push([gd.data.length, gd.data.map((d) => d.type).join(','),
               (gd._fullLayout.title && gd._fullLayout.title.text) || '', ticks.join('\u0001')]);
+  }
+  for (const g of document.querySelectorAll('[data-testid="tfHeadGrid"]')) {
+    sig.push(['grid', g.dataset.shape, g.dataset.rev, g.dataset.selected]);
   }
   window.__stIdle = null;  // a settle must be seen after this mark
   return {sig: JSON.stringify(sig), runs: window.__stRuns ?? null,
@@ -436,6 +452,7 @@ class Idle:
     drawn_at_ms: float  # first animation frame showing the final content
     settled_at_ms: float  # end of the last chart redraw: the page stopped changing
     charts: int
+    key_at_ms: float | None = None  # the last Enter keydown the page saw (a text commit)
 
 
 class WsMonitor:
@@ -552,7 +569,9 @@ def wait_idle(
             raise
         raise _timeout(page, timeout, "the page did not settle") from e
     v = h.json_value()
-    return Idle(float(v["drawnAt"]), float(v["settledAt"]), int(v["charts"]))
+    key_at = v.get("keyAt")
+    return Idle(float(v["drawnAt"]), float(v["settledAt"]), int(v["charts"]),
+                None if key_at is None else float(key_at))
 
 
 def _timeout(page: Page, timeout: float, why: str) -> Exception:
@@ -630,8 +649,9 @@ def set_text(
     """Type `text` into the text area/input with `key`, commit it, wait for the rerun.
 
     A text area commits on Ctrl+Enter (or blur); a text input on Enter. Returns the mark taken
-    just before the commit and the idle result, so callers can time the rerun in page time:
-    `idle.settled_at_ms - mark.t_page_ms`.
+    just before the commit and the idle result, so callers can time the rerun in page time from
+    the commit keydown: `idle.settled_at_ms - idle.key_at_ms` (`mark.t_page_ms` is earlier by
+    Playwright's round trip to the browser, ~5 ms on 2 cores).
     """
     box = widget(page, key).locator("textarea, input").first
     if box.input_value() == text:
@@ -781,31 +801,21 @@ def all_ticktext(page: Page, axis: str = "x") -> list[list[str]]:
     return [axis_ticktext(page, i, axis) for i in range(charts(page).count())]
 
 
-def chart_traces(page: Page, chart_index: int) -> list[dict[str, Any]]:
-    """Per trace of a drawn chart: type, mode, number of points, name (from Plotly's gd.data)."""
-    return charts(page).nth(chart_index).evaluate(
-        """(c) => {
-          const gd = c.querySelector('.js-plotly-plot');
-          const len = (a) => (a && a.length !== undefined) ? a.length : 0;
-          return (gd && gd.data ? gd.data : []).map((d) => ({
-            type: d.type || 'scatter', mode: d.mode || null, name: d.name || null,
-            n_points: Math.max(len(d.x), len(d.y)),
-            z_shape: d.z ? [len(d.z), len(d.z[0])] : null,
-          }));
-        }"""
-    )
+def head_grids(page: Page):  # -> Locator
+    """The heads overview grids on the page (tformer's v2 component, not a Plotly chart)."""
+    return page.locator('[data-testid="tfHeadGrid"]')
 
 
-def marker_counts(page: Page) -> list[int]:
-    """Markers per chart, counting scatter traces drawn with markers (the heads overview)."""
-    out = []
-    for i in range(charts(page).count()):
-        n = 0
-        for t in chart_traces(page, i):
-            if t["type"] in ("scatter", "scattergl") and "markers" in (t["mode"] or "markers"):
-                n += t["n_points"]
-        out.append(n)
-    return out
+def grid_heads(page: Page, grid_index: int = 0) -> list[tuple[int, int]]:
+    """(layer, head) of every clickable head in a heads grid, in DOM order."""
+    return [tuple(v) for v in head_grids(page).nth(grid_index).evaluate(
+        """(g) => Array.from(g.querySelectorAll('button[data-layer]'),
+                             (b) => [Number(b.dataset.layer), Number(b.dataset.head)])"""
+    )]
+
+
+def grid_button(page: Page, layer: int, head: int, grid_index: int = 0):  # -> Locator
+    return head_grids(page).nth(grid_index).locator(f'button[aria-label="layer {layer}, head {head}"]')
 
 
 def exception_boxes(page: Page) -> int:

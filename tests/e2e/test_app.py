@@ -15,7 +15,7 @@ from .streamlit_driver import (
     block_imports_env,
     charts,
     exception_boxes,
-    marker_counts,
+    grid_heads,
     nav_paths,
     nav_to,
     open_page,
@@ -94,14 +94,15 @@ def test_n_heads_changes_the_number_of_heads_in_the_overview(page):
         new_heads = int(options[0])
     else:
         new_heads = 2 if before_heads != 2 else 4
-    counts_before = [n for n in marker_counts(page) if n]
-    assert counts_before, "no chart with a scatter of markers (the heads overview) on the page"
+    heads_before = grid_heads(page)
+    assert heads_before, "no heads grid (the overview) on the page"
+    n_layers = len({layer for layer, _ in heads_before})
+    assert sorted(heads_before) == [(l, h) for l in range(n_layers) for h in range(before_heads)]
     set_widget(page, "n_heads", new_heads)
-    counts_after = [n for n in marker_counts(page) if n]
+    heads_after = grid_heads(page)
     assert exception_boxes(page) == 0
-    assert counts_after, "the heads overview disappeared"
-    # one marker per head (per layer too, if the overview spans layers): counts scale with n_heads
-    assert counts_after[0] * before_heads == counts_before[0] * new_heads
+    # one button per (layer, head): the grid now has new_heads columns in every layer
+    assert sorted(heads_after) == [(l, h) for l in range(n_layers) for h in range(new_heads)]
 
 
 XSS = (

@@ -11,6 +11,7 @@ from .streamlit_driver import (
     alert_texts,
     charts,
     exception_boxes,
+    grid_button,
     install,
     mark,
     open_page,
@@ -23,35 +24,30 @@ from .streamlit_driver import (
 LOCAL = "Local BERT folder (TFORMER_MODEL_DIR)"
 
 
-def click_overview_head(page, layer: int, head: int) -> None:
-    """Click the overview's marker for (layer, head) at its pixel position on screen."""
-    overview = charts(page).nth(1)
-    xy = overview.evaluate(
-        """(c, want) => {
-          const gd = c.querySelector('.js-plotly-plot');
-          const k = gd._fullData.findIndex((d) => d.type === 'scatter' && d.customdata);
-          const cd = Array.from(gd._fullData[k].customdata, (r) => Array.from(r));
-          const i = cd.findIndex((r) => r[0] === want[0] && r[1] === want[1]);
-          // the marker Plotly drew for that point: click the middle of its box
-          const pts = c.querySelectorAll('.scatterlayer .trace')[0].querySelectorAll('.points path');
-          const r = pts[i].getBoundingClientRect();
-          return [r.left + r.width / 2, r.top + r.height / 2];
-        }""",
-        [layer, head],
-    )
-    m = mark(page)
-    page.mouse.click(*xy)
-    wait_idle(page, 60_000, since=m)
-
-
 def test_clicking_a_head_in_the_overview_opens_it_in_the_detail_view(page, probe):
     open_page(page, "")
     assert (widget_value(page, "layer"), widget_value(page, "head")) == ("0", "0")
-    click_overview_head(page, 3, 7)
+    assert grid_button(page, 0, 0).get_attribute("aria-pressed") == "true"
+    m = mark(page)
+    grid_button(page, 3, 7).click()
+    wait_idle(page, 60_000, since=m)
     screenshot(page, "overview-click")
     assert (widget_value(page, "layer"), widget_value(page, "head")) == ("3", "7")
     title = charts(page).nth(0).locator(".gtitle").text_content()
     assert "layer 3, head 7" in title
+    assert grid_button(page, 3, 7).get_attribute("aria-pressed") == "true"
+    assert grid_button(page, 0, 0).get_attribute("aria-pressed") == "false"
+    assert exception_boxes(page) == 0 and probe.page_errors == []
+
+
+def test_a_head_can_be_chosen_from_the_keyboard(page, probe):
+    open_page(page, "")
+    grid_button(page, 1, 2).focus()
+    m = mark(page)
+    page.keyboard.press("Space")
+    wait_idle(page, 60_000, since=m)
+    assert (widget_value(page, "layer"), widget_value(page, "head")) == ("1", "2")
+    assert "layer 1, head 2" in charts(page).nth(0).locator(".gtitle").text_content()
     assert exception_boxes(page) == 0 and probe.page_errors == []
 
 

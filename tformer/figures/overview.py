@@ -1,10 +1,12 @@
-"""Every head of every layer at a glance: one PNG mosaic plus one clickable scatter.
+"""Every head of every layer at a glance: one PNG mosaic, drawn by the head grid in the app.
 
 Why one image: 72 heatmap subplots take the browser 10-12 s to draw and 13 MB of JSON at 128
-tokens; one palette PNG of the same patterns is tens to hundreds of KB and draws as fast as an
-empty page. Heatmap cells cannot be clicked from Streamlit (its selection event is empty for
-heatmaps), so a scatter of transparent square markers, one per head at each thumbnail centre,
-carries ``customdata = [layer, head_index]`` for ``st.plotly_chart(on_select=...)``.
+tokens; one palette PNG of the same patterns is tens to hundreds of KB. Why not a Plotly chart
+of that image (measured, Streamlit 1.67, 2 cores, 16 tokens): Streamlit mounts a new Plotly chart
+whenever its figure changes and draws it twice (newPlot, then a Plotly.react of a re-themed
+copy), ~40 ms of the browser's main thread per text edit for an image and a click target. The
+app's head grid (``tformer/ui/head_grid.py``) shows the same PNG in an ``<img>`` under one
+button per head, and only swaps the image source when the text changes.
 
 Mosaic layout: layers are rows, heads are columns, ``GAP_PX`` transparent pixels between
 thumbnails. Each thumbnail is ``cell_px`` square: inputs longer than that are max-pooled (a
@@ -15,23 +17,15 @@ sequential map of ``weight ** PATTERN_GAMMA`` (the detail heatmap uses the same 
 from __future__ import annotations
 
 import base64
+import hashlib
 import math
 import struct
 import zlib
 from collections.abc import Sequence
 
 import numpy as np
-import plotly.graph_objects as go
 
-from ._common import (
-    HIGHLIGHT,
-    PATTERN_GAMMA,
-    as_float32,
-    axis_margin,
-    max_pool_2d,
-    safe_label,
-    sequential_lut,
-)
+from ._common import HIGHLIGHT, PATTERN_GAMMA, as_float32, max_pool_2d, sequential_lut
 
 GAP_PX = 2
 # Color levels from weight 0 to 1 (palette indices 0..N_LEVELS-1). 64, not 255: the PNG of real
@@ -44,6 +38,8 @@ GAP_INDEX = N_LEVELS
 MAX_CELL_PX = 96
 # Short inputs are repeated up to at least this many pixels a side.
 MIN_CELL_PX = 64
+# On-screen thumbnail side (CSS px) while the grid fits its column; it shrinks to fit otherwise.
+DISPLAY_PX = 64
 
 
 def default_cell_px(n_pos: int) -> int:
@@ -167,147 +163,37 @@ def mosaic_png(patterns: np.ndarray, cell_px: int | None = None) -> bytes:
     return encode_png_palette(mosaic_indices(p, cell), palette, alpha)
 
 
-def model_view(
-    patterns: np.ndarray,
-    *,
-    labels: tuple[Sequence[str], Sequence[str]] | None = None,
-    selected: tuple[int, int] | None = None,
-    cell_px: int | None = None,
-) -> go.Figure:
-    """All heads' patterns [layer, head_index, query_pos, key_pos] in one clickable figure.
+def head_grid_data(patterns: np.ndarray, *, cell_px: int | None = None) -> dict:
+    """What the head grid draws for ``patterns`` [layer, head_index, query_pos, key_pos].
 
-    ``labels``: optional (row labels per layer, column labels per head); default
-    ``"layer l"`` / ``"head h"``. ``selected=(layer, head_index)`` draws an outline around that
-    head. Clicking a head selects its scatter point: ``customdata == [layer, head_index]``.
-
-    In Streamlit (measured, 1.67): read the click from ``st.session_state[key].selection``
-    *before* building this figure and pass it as ``selected``. Reading only the value that
-    ``st.plotly_chart(..., on_select="rerun", key=key)`` returns loses every second click:
-    the figure changes (the outline moves), and Streamlit resets the selection of a changed
-    figure.
+    A JSON-ready dict: ``png`` (base64 of `mosaic_png`), ``rows`` (layers), ``cols`` (heads),
+    ``cell`` and ``gap`` (image pixels per thumbnail and between thumbnails), ``n_pos``,
+    ``display_px`` (on-screen thumbnail side before the grid shrinks to fit its column),
+    ``highlight`` (outline color of the chosen head) and ``rev`` (a digest of the PNG: the
+    browser decodes a new image only when it changes). No selection: add it with
+    `grid_selection`, so the PNG can be cached per text while the chosen head moves.
     """
     p = _check_patterns(patterns)
     n_layers, n_heads, n_pos, _ = p.shape
     cell = default_cell_px(n_pos) if cell_px is None else int(cell_px)
-    if labels is None:
-        row_labels = [f"layer {i}" for i in range(n_layers)]
-        col_labels = [f"head {h}" for h in range(n_heads)]
-    else:
-        row_labels, col_labels = (list(v) for v in labels)
-        if len(row_labels) != n_layers or len(col_labels) != n_heads:
-            raise ValueError(
-                f"labels give {len(row_labels)} layer and {len(col_labels)} head names for "
-                f"patterns of shape {tuple(p.shape)} ({n_layers} layers, {n_heads} heads)"
-            )
     png = mosaic_png(p, cell)
-    pitch = cell + GAP_PX
-    width_px = n_heads * pitch - GAP_PX
-    height_px = n_layers * pitch - GAP_PX
-    centre = (cell - 1) / 2
-    col_c = [h * pitch + centre for h in range(n_heads)]
-    row_c = [layer * pitch + centre for layer in range(n_layers)]
-
-    # Display size: thumbnails ~64 px on screen whatever cell_px is; the width follows the
-    # container and the image keeps its aspect, so this sets the height only.
-    disp = 64
-    scale = disp / cell
-    xs, ys, custom, hover = [], [], [], []
-    for layer in range(n_layers):
-        for h in range(n_heads):
-            xs.append(col_c[h])
-            ys.append(row_c[layer])
-            custom.append([layer, h])
-            hover.append(f"{safe_label(row_labels[layer])}, {safe_label(col_labels[h])}")
-    image = {
-        "type": "image",
-        "name": "patterns",
-        "source": "data:image/png;base64," + base64.b64encode(png).decode("ascii"),
-        "x0": 0,
-        "y0": 0,
-        "dx": 1,
-        "dy": 1,
-        "hoverinfo": "skip",
+    return {
+        "png": base64.b64encode(png).decode("ascii"),
+        "rows": int(n_layers),
+        "cols": int(n_heads),
+        "cell": cell,
+        "gap": GAP_PX,
+        "n_pos": int(n_pos),
+        "display_px": DISPLAY_PX,
+        "highlight": HIGHLIGHT,
+        "rev": hashlib.blake2b(png, digest_size=8).hexdigest(),
     }
-    points = {
-        "type": "scatter",
-        "name": "heads",
-        "x": xs,
-        "y": ys,
-        "mode": "markers",
-        # Small markers plus hoverdistance=-1 below: a click anywhere picks the nearest
-        # thumbnail centre, i.e. the thumbnail under the pointer, at any display scale.
-        # (Markers as big as a thumbnail overlap once the image is shrunk to fit its column,
-        # and a click then lands on a neighbouring head.)
-        "marker": {"symbol": "square", "size": 6, "color": "rgba(0,0,0,0)",
-                   "line": {"width": 0}},
-        "customdata": custom,
-        "hovertext": hover,
-        "hovertemplate": "%{hovertext}<extra></extra>",
-        "showlegend": False,
-        # Selection must not dim anything: the markers are invisible anyway.
-        "selected": {"marker": {"opacity": 1}},
-        "unselected": {"marker": {"opacity": 1}},
-    }
-    xaxis = {
-        "range": [-0.5, width_px - 0.5],
-        "tickmode": "array",
-        "tickvals": col_c,
-        "ticktext": [safe_label(c) for c in col_labels],
-        "side": "top",
-        "showgrid": False,
-        "zeroline": False,
-        "constrain": "domain",
-    }
-    yaxis = {
-        "range": [height_px - 0.5, -0.5],
-        "tickmode": "array",
-        "tickvals": row_c,
-        "ticktext": [safe_label(r) for r in row_labels],
-        "showgrid": False,
-        "zeroline": False,
-        "scaleanchor": "x",
-        "constrain": "domain",
-    }
-    # Room for the labels from the start: an axis that pushes the margin (Streamlit's theme
-    # turns automargin on) makes plotly draw the whole figure twice.
-    margin = {"l": axis_margin(yaxis, title=False), "r": 10,
-              "t": axis_margin(xaxis, title=False), "b": 10}
-    layout = {
-        "height": int(height_px * scale) + margin["t"] + margin["b"],
-        "margin": margin,
-        "xaxis": xaxis,
-        "yaxis": yaxis,
-        "hovermode": "closest",
-        "hoverdistance": -1,
-        "meta": {"cell_px": cell, "gap_px": GAP_PX, "n_pos": n_pos,
-                 "n_layers": n_layers, "n_heads": n_heads},
-    }
-    fig = go.Figure({"data": [image, points], "layout": layout})
-    return fig if selected is None else highlight_head(fig, *selected)
 
 
-def highlight_head(fig: go.Figure, layer: int, head: int) -> go.Figure:
-    """Outline head (layer, head) on a `model_view` figure, in place; returns it.
-
-    Separate from `model_view` so an app can cache the figure (the PNG is the costly part)
-    and move the outline on every head change without encoding the image again.
-    """
-    meta = fig.layout.meta
-    if not (0 <= layer < meta["n_layers"] and 0 <= head < meta["n_heads"]):
+def grid_selection(data: dict, layer: int, head: int) -> dict:
+    """A copy of `head_grid_data`'s dict with head (layer, head) outlined."""
+    if not (0 <= layer < data["rows"] and 0 <= head < data["cols"]):
         raise ValueError(
-            f"selected=({layer}, {head}) is outside {meta['n_layers']} layers x {meta['n_heads']} heads"
+            f"selected=({layer}, {head}) is outside {data['rows']} layers x {data['cols']} heads"
         )
-    pitch = meta["cell_px"] + meta["gap_px"]
-    fig.layout.shapes = [
-        {
-            "type": "rect",
-            "xref": "x",
-            "yref": "y",
-            "x0": head * pitch - 1.5,
-            "x1": head * pitch + meta["cell_px"] + 0.5,
-            "y0": layer * pitch - 1.5,
-            "y1": layer * pitch + meta["cell_px"] + 0.5,
-            "line": {"color": HIGHLIGHT, "width": 3},
-        }
-    ]
-    return fig
+    return {**data, "selected": [int(layer), int(head)]}

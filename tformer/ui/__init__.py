@@ -5,7 +5,7 @@ they call `page_context()`, pick a figure builder from `tformer.figures` and ren
 """
 
 from .caches import ModelChoice, device, examples, get_capture, get_model, set_threads
-from .context import PageContext, layer_head, on_overview_select, overview_figure, page_context, select_head
+from .context import PageContext, layer_head, overview, page_context, select_head
 from .page_data import (
     ablation_change,
     default_heads,
@@ -34,8 +34,7 @@ __all__ = [
     "layer_head",
     "model_positions",
     "no_traceback",
-    "on_overview_select",
-    "overview_figure",
+    "overview",
     "page_context",
     "patterns_without_pe",
     "select_head",

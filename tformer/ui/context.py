@@ -6,11 +6,12 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from ..figures.overview import highlight_head, model_view
+from ..figures.overview import head_grid_data
 from ..capture import TextCapture
 from ..encoder import Encoder
 from .caches import ModelChoice, get_capture, get_model
 from .controls import _keep, no_traceback, sidebar
+from .head_grid import head_grid
 
 # --- page context -----------------------------------------------------------------------------
 
@@ -76,20 +77,11 @@ def select_head(layer: int, head: int) -> None:
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def _overview_base(choice: ModelChoice, text: str):
-    return model_view(get_capture(choice, text).patterns)
+def _overview_data(choice: ModelChoice, text: str) -> dict:
+    return head_grid_data(get_capture(choice, text).patterns)
 
 
-def overview_figure(choice: ModelChoice, text: str, selected: tuple[int, int]):
-    """All layers x heads as one image. The image is cached per text (the PNG is the costly
-    part); cache_data hands out a copy, so the outline of the chosen head is drawn on it."""
-    return highlight_head(_overview_base(choice, text), *selected)
-
-
-def on_overview_select() -> None:
-    """A click on the overview chooses that head for the detail views."""
-    event = st.session_state.get("overview") or {}
-    points = (event.get("selection") or {}).get("points") or []
-    if points and points[0].get("customdata") is not None:
-        layer, head = points[0]["customdata"][:2]
-        select_head(int(layer), int(head))
+def overview(ctx: PageContext, selected: tuple[int, int], *, key: str = "overview") -> None:
+    """Every layer x head of the current text as one clickable grid; a click chooses that head
+    on every page. The PNG is made once per text (cached); the outline moves on its own."""
+    head_grid(_overview_data(ctx.choice, ctx.text), selected, key=key, on_select=select_head)
