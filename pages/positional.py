@@ -25,21 +25,21 @@ dims = c2.multiselect("dimensions to plot", list(range(d)), default=[0, 1, 6, 7,
                       key="pe_dims", max_selections=12)
 pe = ui.sinusoids(n_pos, d)  # [pos, d_model]
 
-st.plotly_chart(pe_matrix_heatmap(pe, max_len=cfg.max_len), key="pe_matrix")
+st.plotly_chart(ui.shared_figure(pe_matrix_heatmap, pe, max_len=cfg.max_len), key="pe_matrix")
 st.caption(f"Sinusoidal encoding for d_model = {d}. Left columns (small i) change fast with pos, "
            "right columns slowly: together they give every position a unique fingerprint. "
            f"The dashed line marks max_len = {cfg.max_len}: sinusoids continue past it, but this "
            f"model reads at most {cfg.max_len} tokens, and a learned table has no row beyond it.")
 if dims:
-    st.plotly_chart(pe_waves(pe, dims), key="pe_waves")
+    st.plotly_chart(ui.shared_figure(pe_waves, pe, tuple(dims)), key="pe_waves")
 
 st.subheader("Similarity depends only on the offset")
 st.latex(r"PE_{p}\cdot PE_{p+k}=\sum_i \cos(\omega_i k),\quad \omega_i = 10000^{-2i/d}")
 a, b = st.columns(2)
-a.plotly_chart(pe_similarity_heatmap(pe), key="pe_sim")
+a.plotly_chart(ui.shared_figure(pe_similarity_heatmap, pe), key="pe_sim")
 a.caption("Constant along every diagonal: the dot product of two positions does not depend on where "
           "they are, only how far apart.")
-b.plotly_chart(pe_offset_figure(*offset_similarity(pe)), key="pe_offset")
+b.plotly_chart(ui.shared_figure(pe_offset_figure, *offset_similarity(pe)), key="pe_offset")
 b.caption("Mean and spread of PE_p·PE_(p+k) over all p, per offset k: the spread is ~0.")
 
 st.subheader("Moving k positions is a rotation")
@@ -52,12 +52,12 @@ shift = ui.shift_check(int(pos), int(k), d)
 st.dataframe(shift["table"], hide_index=True)
 st.caption(f"Largest difference over all {d} dimensions: {shift['max_error']:.2e} (float64). "
            "M_k is the same matrix for every pos.")
-st.plotly_chart(shift_matrix_figure(shift["matrix"][:32, :32], k=int(k)), key="pe_shift")
+st.plotly_chart(ui.shared_figure(shift_matrix_figure, shift["matrix"][:32, :32], k=int(k)), key="pe_shift")
 st.caption("The first 16 (sin, cos) pairs of M_k: one 2x2 rotation each, zero elsewhere.")
 
 if cfg.pos_encoding == "learned":
     st.subheader("This model's own positions (learned)")
-    st.plotly_chart(pe_matrix_heatmap(ui.model_positions(ctx.choice, n_pos)), key="pe_learned")
+    st.plotly_chart(ui.shared_figure(pe_matrix_heatmap, ui.model_positions(ctx.choice, n_pos)), key="pe_learned")
     st.caption("MiniLM learned its position vectors instead of using sinusoids; it has none past "
                f"{cfg.max_len}.")
 

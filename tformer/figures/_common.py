@@ -278,6 +278,8 @@ AXIS_TITLE_PX = 64
 AXIS_NO_TITLE_PX = 30
 # A vertical colorbar (thickness <= 16) with its tick labels and a short title on top.
 COLORBAR_PX = 84
+# A colorbar of a layout coloraxis gets Streamlit's theme padding: wider than a trace's.
+COLORAXIS_BAR_PX = COLORBAR_PX + 30
 
 
 def text_px(text: str, size: float = TICK_FONT_PX) -> float:

@@ -16,15 +16,17 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from ._common import (
+    COLORAXIS_BAR_PX,
     DIVERGING,
     MAX_SIDE,
     as_float32,
+    axis_margin,
     block_labels,
     check_tokens,
     max_pool_2d,
+    panel_title,
     pattern_colorscale,
     pool_plan,
     signed_absmax_pool_2d,
@@ -274,43 +276,39 @@ def attention_diff_figure(
     )
     if block > 1:
         panels = tuple((z, ax, f"{v} (largest in block of {block}x{block})") for z, ax, v in panels)
-    fig = make_subplots(
-        rows=1,
-        cols=3,
-        shared_yaxes=True,
-        horizontal_spacing=0.09,
-        subplot_titles=("with PE", "without PE", "difference (with \u2212 without)"),
-    )
-    for col, (z, axis, value) in enumerate(panels, start=1):
-        hover = "query_pos %{y}<br>key_pos %{x}<br>" + value + " %{z:.4f}<extra></extra>"
-        trace = go.Heatmap(
-            z=np.ascontiguousarray(z, dtype=np.float32), x=labels, y=labels,
-            coloraxis=axis, hovertemplate=hover,
-        )  # fmt: skip
-        fig.add_trace(trace, 1, col)
+    titles = ("with PE", "without PE", "difference (with \u2212 without)")
+    # panels 1 and 2 share the weight scale, whose colorbar sits in the wider gap before the
+    # difference panel; the difference's own colorbar sits in the right margin
+    gap_12, gap_23 = 0.03, 0.17
+    w = (1.0 - gap_12 - gap_23) / 3
+    x0 = (0.0, w + gap_12, 2 * w + gap_12 + gap_23)
+    domains = [([x, x + w], [0.0, 1.0]) for x in x0]
     pooled = "" if block == 1 else f" (max over blocks of {block})"
-    axis_props = token_axis(tokens, block)
-    fig.update_xaxes(title_text="key_pos" + pooled, tickangle=-60, **axis_props)
-    fig.update_yaxes(autorange="reversed", **axis_props)
-    fig.update_yaxes(title_text="query_pos" + pooled, row=1, col=1)
-    fig.update_layout(
-        title="How attention changes when positional encoding is switched off",
-        coloraxis={
-            "colorscale": pattern_colorscale(),
-            "cmin": 0.0,
-            "cmax": 1.0,
-            "colorbar": {
-                "title": {"text": "weight"}, "x": 0.64, "xanchor": "left", "thickness": 12
-            },
-        },
-        coloraxis2={
-            "colorscale": DIVERGING,
-            "cmin": -r,
-            "cmax": r,
-            "colorbar": {
-                "title": {"text": "\u0394 weight"}, "x": 1.0, "xanchor": "left", "thickness": 12
-            },
-        },
-        margin={"l": 60, "r": 20, "t": 70, "b": 80},
+    axis = token_axis(tokens, block)
+    data, layout = [], {}
+    for i, ((z, coloraxis, value), (xd, yd)) in enumerate(zip(panels, domains)):
+        sx = "" if i == 0 else str(i + 1)
+        data.append({
+            "type": "heatmap", "z": np.ascontiguousarray(z, dtype=np.float32),
+            "x": labels, "y": labels, "coloraxis": coloraxis,
+            "xaxis": f"x{sx}", "yaxis": f"y{sx}",
+            "hovertemplate": "query_pos %{y}<br>key_pos %{x}<br>" + value + " %{z:.4f}<extra></extra>",
+        })  # fmt: skip
+        layout[f"xaxis{sx}"] = {**axis, "domain": xd, "anchor": f"y{sx}", "tickangle": -90,
+                                "title": {"text": "key_pos" + pooled}}
+        layout[f"yaxis{sx}"] = {**axis, "domain": yd, "anchor": f"x{sx}", "autorange": "reversed"}
+        if i:  # the same rows in every panel: zoom together, label once
+            layout[f"yaxis{sx}"].update(matches="y", showticklabels=False)
+    layout["yaxis"]["title"] = {"text": "query_pos" + pooled}
+    bar = {"xanchor": "left", "thickness": 12}
+    layout.update(
+        title={"text": "How attention changes when positional encoding is switched off"},
+        annotations=[panel_title(t, *d) for t, d in zip(titles, domains)],
+        coloraxis={"colorscale": pattern_colorscale(), "cmin": 0.0, "cmax": 1.0,
+                   "colorbar": {**bar, "title": {"text": "weight"}, "x": x0[1] + w + 0.01}},
+        coloraxis2={"colorscale": DIVERGING, "cmin": -r, "cmax": r,
+                    "colorbar": {**bar, "title": {"text": "\u0394 weight"}, "x": 1.0}},
+        # room for the labels from the start: no second layout pass (see _common.axis_margin)
+        margin={"l": axis_margin(axis), "r": COLORAXIS_BAR_PX, "t": 70, "b": axis_margin(axis)},
     )
-    return fig
+    return go.Figure({"data": data, "layout": layout})

@@ -18,6 +18,7 @@ import plotly.graph_objects as go
 
 from ._common import (
     AXIS_TITLE_PX,
+    COLORAXIS_BAR_PX,
     COLORBAR_PX,
     DIVERGING,
     MAX_SIDE,
@@ -39,8 +40,6 @@ from .attention import Kind, attention_traces
 PANEL_TITLES = ("Q = X W_Q", "K = X W_K", "V = X W_V")
 # A horizontal colorbar under the Q, K, V panels: bar, tick labels and title on top (px).
 H_COLORBAR_PX = 56
-# A colorbar of a layout coloraxis gets Streamlit's theme padding: wider than a trace's.
-COLORAXIS_BAR_PX = COLORBAR_PX + 30
 # Numeric (d_head) tick labels drawn horizontally under an axis with a title.
 NUMERIC_AXIS_PX = AXIS_TITLE_PX + TICK_FONT_PX + 6
 # The [query_pos, key_pos] panel is about half as wide as a full heatmap: half the labels.

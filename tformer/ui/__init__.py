@@ -4,7 +4,7 @@ Only the app imports this package (``import tformer`` does not load Streamlit). 
 they call `page_context()`, pick a figure builder from `tformer.figures` and render.
 """
 
-from .caches import ModelChoice, device, examples, get_capture, get_model, set_threads
+from .caches import ModelChoice, device, examples, get_capture, get_model, set_threads, shared_figure
 from .context import PageContext, layer_head, overview, page_context, select_head
 from .page_data import (
     ablation_change,
@@ -39,6 +39,7 @@ __all__ = [
     "patterns_without_pe",
     "select_head",
     "set_threads",
+    "shared_figure",
     "shift_check",
     "sidebar",
     "sinusoids",

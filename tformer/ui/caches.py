@@ -101,3 +101,19 @@ def get_capture(choice: ModelChoice, text: str) -> TextCapture:
 def examples() -> list[dict]:
     with open(EXAMPLES_FILE, encoding="utf-8") as f:
         return json.load(f)["examples"]
+
+
+def shared_figure(build, *args, **kwargs):
+    """``build(*args, **kwargs)``, built once per argument values and shared by every session.
+
+    For figures that do not depend on the text (the positional page's sinusoid plots): a
+    rerun after a text edit then skips building them. The figure is shared, not copied, so
+    it must not be changed after this call; st.plotly_chart only serialises it. Arguments are
+    hashed by value (numpy arrays by content).
+    """
+    return _shared_figure(f"{build.__module__}.{build.__qualname__}", build, args, kwargs)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _shared_figure(name: str, _build, args: tuple, kwargs: dict):
+    return _build(*args, **kwargs)
