@@ -14,10 +14,10 @@ ui.set_threads()  # once per server: torch threads for a shared machine, gc.free
 st.set_page_config(page_title="tformer: attention, step by step", layout="wide")
 
 pages = [
-    st.Page("pages/attention.py", title="Attention", icon=":material/grid_on:", url_path="attention", default=True),
-    st.Page("pages/qkv.py", title="Q, K, V", icon=":material/functions:", url_path="qkv"),
-    st.Page("pages/positional.py", title="Positional encoding", icon=":material/waves:", url_path="positional"),
-    st.Page("pages/heads.py", title="Heads compared", icon=":material/compare:", url_path="heads"),
+    st.Page("app_pages/attention.py", title="Attention", icon=":material/grid_on:", url_path="attention", default=True),
+    st.Page("app_pages/qkv.py", title="Q, K, V", icon=":material/functions:", url_path="qkv"),
+    st.Page("app_pages/positional.py", title="Positional encoding", icon=":material/waves:", url_path="positional"),
+    st.Page("app_pages/heads.py", title="Heads compared", icon=":material/compare:", url_path="heads"),
 ]
 with ui.no_traceback():
     st.navigation(pages).run()

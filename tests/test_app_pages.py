@@ -13,7 +13,7 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
-PAGES = ["pages/attention.py", "pages/qkv.py", "pages/positional.py", "pages/heads.py"]
+PAGES = ["app_pages/attention.py", "app_pages/qkv.py", "app_pages/positional.py", "app_pages/heads.py"]
 TIMEOUT = 120
 
 
@@ -127,7 +127,7 @@ def test_grid_clicks_are_validated_and_the_chosen_head_reaches_every_page():
     at.run()
     assert overview(at)["selected"] == [3, 7]
     assert charts(at)[0]["layout"]["title"]["text"] == "layer 3, head 7"
-    at.switch_page("pages/qkv.py").run()
+    at.switch_page("app_pages/qkv.py").run()
     assert_clean(at)
     assert (at.selectbox(key="layer").value, at.selectbox(key="head").value) == (3, 7)
 

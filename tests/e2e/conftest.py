@@ -43,9 +43,7 @@ def _missing(what: str) -> None:
 def warm_up(server: AppServer, url_path: str = "") -> None:
     """Run the app once over a websocket before any test.
 
-    Loads the model into the server's caches, so the first test does not pay for it; and, in
-    an app with a pages/ folder beside st.navigation, gets past streamlit 1.67 dropping the
-    first widget change of the first session after start (see test_first_visitor_...).
+    Loads the model into the server's caches, so the first test does not pay for it.
     """
 
     from .ws_client import StreamlitWsSession, run_sync

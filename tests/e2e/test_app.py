@@ -16,6 +16,7 @@ from .streamlit_driver import (
     charts,
     exception_boxes,
     grid_heads,
+    install,
     nav_paths,
     nav_to,
     open_page,
@@ -185,8 +186,8 @@ def test_missing_pretrained_package_is_explained(app_server_factory, browser, tm
 
 def test_first_visitor_after_server_start_keeps_first_edit(app_server_factory):
     """streamlit 1.67: with a pages/ folder next to an app using st.navigation, the very first
-    session after server start loses its first widget change (measured). Keep page scripts in
-    a folder not named pages/."""
+    session after server start loses its first widget change (measured). Our page scripts live
+    in app_pages/ for this reason (and the next test's)."""
 
     from .ws_client import StreamlitWsSession, run_sync, session_words, tokens_in
 
@@ -201,3 +202,22 @@ def test_first_visitor_after_server_start_keeps_first_edit(app_server_factory):
     r = run_sync(go)
     assert r.exceptions == []
     assert tokens_in(words, r.ticktext()) == [], "the first edit of the first session was dropped"
+
+
+def test_a_direct_link_to_a_page_opens_it_inside_the_app_frame(app_server_factory, browser):
+    """The first visitor of a fresh server opens /qkv (a bookmark, a link from a slide). With
+    the scripts in a folder named pages/, streamlit 1.67 ran pages/qkv.py alone, as a legacy
+    multipage app: no app.py (no page config, no thread setting), a navigation menu listing
+    "app" and the file names, until some session happened to open "/" (measured)."""
+    server = app_server_factory()
+    ctx = browser.new_context(base_url=server.url + "/", viewport={"width": 1400, "height": 1000})
+    try:
+        p = ctx.new_page()
+        install(p)
+        open_page(p, "qkv")
+        assert nav_paths(p) == ["", "qkv", "positional", "heads"]
+        assert p.title() == "tformer: attention, step by step"  # app.py's set_page_config ran
+        assert p.url.rstrip("/").endswith("/qkv")
+        assert charts(p).count() >= 1 and exception_boxes(p) == 0
+    finally:
+        ctx.close()
