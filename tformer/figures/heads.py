@@ -9,10 +9,13 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ._common import (
+    COLORAXIS_BAR_PX,
+    COLORBAR_PX,
     DIVERGING,
     MAX_SIDE,
     SEQUENTIAL,
     as_float32,
+    axis_margin,
     check_tokens,
     grid_domains,
     panel_title,
@@ -103,7 +106,9 @@ def heads_side_by_side(
     layout.update(
         # ~900 px wide: a panel is ~0.8 * 900 / cols px wide; rows get that plus title/ticks
         height=rows * int(720 / cols + 60) + 60,
-        margin={"l": 10, "r": 10, "t": 40, "b": 10},  # token axes have automargin
+        # room for the labels from the start: no second layout pass (see _common.axis_margin)
+        margin={"l": axis_margin(axis, title=False), "r": COLORAXIS_BAR_PX if shared_scale else 10,
+                "t": 40, "b": axis_margin(axis, title=False)},
         meta={"block": block, "n_pos": n, "shared_scale": shared_scale},
     )
     return go.Figure({"data": data, "layout": layout})
@@ -174,7 +179,8 @@ def head_metrics_figure(metrics: Mapping[str, np.ndarray], metric: str) -> go.Fi
         heat.update(texttemplate="%{z:.2f}", textfont={"size": 10})
     layout = {
         "height": n_layers * 40 + 120,
-        "margin": {"l": 10, "r": 10, "t": 30, "b": 10},
+        "margin": {"l": axis_margin({"ticktext": [str(n_layers - 1)]}), "r": COLORBAR_PX, "t": 30,
+                   "b": axis_margin({"ticktext": [str(n_heads - 1)]})},
         "xaxis": {"title": {"text": "head_index"}, "tickmode": "array",
                   "tickvals": list(range(n_heads)), "showgrid": False, "zeroline": False,
                   "range": [-0.5, n_heads - 0.5]},
@@ -219,7 +225,8 @@ def head_similarity_heatmap(sim: np.ndarray, labels: Sequence[str]) -> go.Figure
     axis = token_axis(labels)
     layout = {
         "height": min(640, max(240, 22 * n)) + 140,
-        "margin": {"l": 10, "r": 10, "t": 20, "b": 10},
+        "margin": {"l": axis_margin(axis, title=False), "r": COLORBAR_PX, "t": 20,
+                   "b": axis_margin(axis, title=False)},
         "xaxis": {**axis, "constrain": "domain"},
         "yaxis": {**axis, "autorange": "reversed", "scaleanchor": "x", "constrain": "domain"},
     }
@@ -247,10 +254,13 @@ def ablation_effect_figure(
                    else "#b2182b"},
         "hovertemplate": "pos %{x}<br>change %{y:.4g}<extra></extra>",
     }
+    axis = token_axis(tokens)
     layout = {
-        "height": 320,
-        "margin": {"l": 10, "r": 10, "t": 50 if title else 20, "b": 10},
-        "xaxis": {**token_axis(tokens), "title": {"text": "pos"}},
+        "height": 320 + axis_margin(axis),
+        # room for the labels from the start (value labels: at most ~7 characters, "-0.0123")
+        "margin": {"l": axis_margin({"ticktext": ["-0.0000"]}), "r": 10,
+                   "t": 50 if title else 20, "b": axis_margin(axis)},
+        "xaxis": {**axis, "title": {"text": "pos"}},
         "yaxis": {"title": {"text": "change"}, "zeroline": True},
         "bargap": 0.15,
     }
