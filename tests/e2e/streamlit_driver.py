@@ -349,6 +349,18 @@ def _init_script() -> str:
     return INIT_SCRIPT % {"fin": ForwardMsg.SCRIPT_FINISHED_FIELD_NUMBER}
 
 
+# What a page shows, as one signature that `mark` and `wait_idle` must compute alike: per drawn
+# chart its traces, title and x tick labels; per heads grid its geometry, image and chosen head.
+_SIG_HELPERS = r"""
+  const xTicks = (c) => Array.from(
+    c.querySelectorAll('.cartesianlayer .xaxislayer-above')[0]
+      ?.querySelectorAll('.xtick text') || []
+  ).map((t) => t.textContent);
+  const chartSig = (gd, ticks) => [gd.data.length, gd.data.map((d) => d.type).join(','),
+    (gd._fullLayout.title && gd._fullLayout.title.text) || '', ticks.join('\u0001')];
+  const gridSig = (g) => ['grid', g.dataset.geometry, g.dataset.rev, g.dataset.selected];
+"""
+
 # One JS function, evaluated each animation frame by wait_for_function.
 # arg: {since: signature string or null, sinceRuns: int, sinceFinished: int, needRun: bool,
 #       stableFrames: int, quietMs: float, expectTicks: list of strings or null}
@@ -356,6 +368,7 @@ def _init_script() -> str:
 # last chart redraw (>= drawnAt)}, both performance.now() in ms.
 _IDLE_JS = r"""
 (arg) => {
+  /*SIG_HELPERS*/
   const w = window;
   const fail = () => { w.__stIdle = null; return false; };
   const app = document.querySelector('[data-testid="stApp"]');
@@ -372,10 +385,7 @@ _IDLE_JS = r"""
     if (!gd || !c.querySelector('.main-svg') || !gd._fullLayout || !gd.data) return fail();
     if (gd._promises && gd._promises.length) return fail();
     const xa = gd._fullLayout.xaxis;
-    const ticks = Array.from(
-      c.querySelectorAll('.cartesianlayer .xaxislayer-above')[0]
-        ?.querySelectorAll('.xtick text') || []
-    ).map((t) => t.textContent);
+    const ticks = xTicks(c);
     if (xa && xa.tickmode === 'array' && xa.showticklabels !== false && xa.tickvals
         && xa.tickvals.length !== undefined && Array.isArray(xa.range)) {
       // Drawn labels must match the figure's own ticks: one per tickval inside the range.
@@ -385,13 +395,12 @@ _IDLE_JS = r"""
         (v) => typeof v === 'number' && v >= lo - 1e-9 && v <= hi + 1e-9).length;
       if (nIn > 0 && ticks.length !== nIn) return fail();
     }
-    sig.push([gd.data.length, gd.data.map((d) => d.type).join(','),
-              (gd._fullLayout.title && gd._fullLayout.title.text) || '', ticks.join('\u0001')]);
+    sig.push(chartSig(gd, ticks));
   }
   for (const g of document.querySelectorAll('[data-testid="tfHeadGrid"]')) {
     const img = g.querySelector('img');
     if (g.dataset.state !== 'ready' || !img || !img.complete) return fail();
-    sig.push(['grid', g.dataset.shape, g.dataset.rev, g.dataset.selected]);
+    sig.push(gridSig(g));
   }
   const s = JSON.stringify(sig);
   if (arg.needRun && w.__stWsFinished <= arg.sinceFinished && w.__stRuns <= arg.sinceRuns
@@ -414,25 +423,20 @@ _IDLE_JS = r"""
 
 _SIG_JS = r"""
 () => {
+  /*SIG_HELPERS*/
   const sig = [];
   for (const c of document.querySelectorAll('[data-testid="stPlotlyChart"]')) {
     const gd = c.querySelector('.js-plotly-plot');
-    if (!gd || !gd._fullLayout || !gd.data) { sig.push(null); continue; }
-    const ticks = Array.from(
-      c.querySelectorAll('.cartesianlayer .xaxislayer-above')[0]
-        ?.querySelectorAll('.xtick text') || []
-    ).map((t) => t.textContent);
-    sig.push([gd.data.length, gd.data.map((d) => d.type).join(','),
-              (gd._fullLayout.title && gd._fullLayout.title.text) || '', ticks.join('\u0001')]);
+    sig.push(gd && gd._fullLayout && gd.data ? chartSig(gd, xTicks(c)) : null);
   }
-  for (const g of document.querySelectorAll('[data-testid="tfHeadGrid"]')) {
-    sig.push(['grid', g.dataset.shape, g.dataset.rev, g.dataset.selected]);
-  }
+  for (const g of document.querySelectorAll('[data-testid="tfHeadGrid"]')) sig.push(gridSig(g));
   window.__stIdle = null;  // a settle must be seen after this mark
   return {sig: JSON.stringify(sig), runs: window.__stRuns ?? null,
           finished: window.__stWsFinished ?? null, now: performance.now()};
 }
 """
+_IDLE_JS, _SIG_JS = (js.replace("/*SIG_HELPERS*/", _SIG_HELPERS.strip()) for js in (_IDLE_JS, _SIG_JS))
+
 
 
 @dataclass

@@ -8,7 +8,7 @@
 // data: {png, rows, cols, cell, gap, n_pos, display_px, highlight, rev, selected: [layer, head]}
 // The root's attributes tell tests and benchmarks what is on screen:
 //   data-state "loading" | "ready" | "error", data-rev (digest of the PNG shown),
-//   data-selected "layer,head", data-shape "rows x cols".
+//   data-selected "layer,head", data-geometry "rows x cols x cell x gap".
 
 const pct = (v, of) => `${(100 * v) / of}%`;
 
@@ -49,7 +49,6 @@ function build(root, { rows, cols, cell, gap }) {
       cells.appendChild(b);
     }
   }
-  root.dataset.shape = `${rows}x${cols}`;
   root.dataset.geometry = `${rows}x${cols}x${cell}x${gap}`;
 }
 
