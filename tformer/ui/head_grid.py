@@ -25,9 +25,10 @@ _COMPONENT = st.components.v2.component(
 
 
 def picked_head(value: object) -> tuple[int, int] | None:
-    """(layer, head) from the grid's session-state value ``{"select": [layer, head]}``, or None
-    for anything else (the browser is not trusted to send well-formed values)."""
-    pick = value.get("select") if isinstance(value, Mapping) else getattr(value, "select", None)
+    """(layer, head) from the grid's session-state value ``{"select": [layer, head]}`` (a dict
+    in Streamlit 1.67), or None for anything else (the browser is not trusted to send
+    well-formed values)."""
+    pick = value.get("select") if isinstance(value, Mapping) else None
     if not isinstance(pick, (list, tuple)) or len(pick) != 2:
         return None
     if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in pick):
