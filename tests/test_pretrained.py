@@ -30,6 +30,14 @@ SCRATCH_JSON = (
     Path(__file__).resolve().parent.parent / "tformer" / "data" / "scratch_tokenizer.json"
 )
 
+def run_fresh_python(code: str) -> None:
+    """Run ``code`` in a new interpreter (clean sys.modules); fail with its stderr."""
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+
+
 TEXTS = {
     "english": "The quick brown fox jumps over the lazy dog, and attention heads watch it happen.",
     "chinese": "注意力机制让每个位置都能看到其他所有位置。我爱北京天安门。",
@@ -131,10 +139,7 @@ def test_runtime_imports_no_transformers() -> None:
         "bad = [m for m in names if m in sys.modules]\n"
         "assert not bad, bad\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0, result.stderr
+    run_fresh_python(code)
 
 
 # --- any local BERT folder ---------------------------------------------------------------------
@@ -329,10 +334,7 @@ def test_import_tformer_without_the_package() -> None:
         "else:\n"
         "    raise SystemExit('no error')\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0, result.stderr
+    run_fresh_python(code)
 
 
 def test_pretrained_available_with_the_package() -> None:
