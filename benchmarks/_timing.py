@@ -23,6 +23,6 @@ def print_table(header: list[str], rows: list[list[object]]) -> None:
     cells = [header] + [[f"{c:.2f}" if isinstance(c, float) else str(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
     for i, row in enumerate(cells):
-        print("  ".join(c.rjust(w) for c, w in zip(row, widths)))
+        print("  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)))
         if i == 0:
             print("  ".join("-" * w for w in widths))

@@ -22,10 +22,10 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import print_table  # noqa: E402
+from _timing import print_table
 
-from tformer.device import keep_freed_memory  # noqa: E402
-from tformer.pretrained import load_pretrained, minilm_path  # noqa: E402
+from tformer.pretrained import load_pretrained, minilm_path
+from tformer.process import keep_freed_memory
 
 GOALS = {16: 0.8, 128: 1.0, 512: 1.0}
 TEXT = "Attention lets every token look at every other token and decide what matters. " * 80
@@ -51,9 +51,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--device", default="cpu")
-    parser.add_argument(
-        "--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)"
-    )
+    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
     parser.add_argument(
         "--keep-freed-memory",
         action="store_true",
@@ -71,9 +69,7 @@ def main() -> None:
         raise SystemExit("--keep-freed-memory needs Linux with glibc")
     device = torch.device(args.device)
     model, tok = load_pretrained("minilm", device=device)
-    ref = (
-        BertModel.from_pretrained(str(minilm_path()), attn_implementation="eager").eval().to(device)
-    )
+    ref = BertModel.from_pretrained(str(minilm_path()), attn_implementation="eager").eval().to(device)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     full = tok.encode(TEXT).ids  # 512 ids ending in [SEP]
 

@@ -96,9 +96,7 @@ def base_symbols(words: Counter[str]) -> list[str]:
     """Printable ASCII plus every character of the corpus; ## forms where a word can continue."""
     chars = {chr(c) for c in range(0x21, 0x7F)} | {ch for word in words for ch in word}
     singles = sorted(chars)
-    continuing = sorted(
-        PREFIX + ch for ch in chars if not is_cjk(ch) and not is_bert_punctuation(ch)
-    )
+    continuing = sorted(PREFIX + ch for ch in chars if not is_cjk(ch) and not is_bert_punctuation(ch))
     return singles + continuing
 
 

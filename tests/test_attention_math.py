@@ -36,7 +36,7 @@ def test_rows_sum_to_one_and_padded_keys_get_zero(pos, heads, causal, pad, norm)
     for layer in range(2):
         pattern = cache["pattern", layer]  # [batch, head_index, query_pos, key_pos]
         assert torch.allclose(pattern.sum(-1), torch.ones_like(pattern[..., 0]), atol=1e-5)
-        assert (pattern[1, :, :, lengths[1]:] == 0).all()
+        assert (pattern[1, :, :, lengths[1] :] == 0).all()
         if causal:
             assert (pattern.triu(diagonal=1) == 0).all()
 

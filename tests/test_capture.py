@@ -1,10 +1,13 @@
-"""capture_text hands the pages exactly what run_with_cache captured, as read-only numpy."""
+"""capture_text hands the pages exactly the activations they name, as run_with_cache captured
+them, as read-only numpy; the memory guard is computed from the request."""
 
 import numpy as np
 import pytest
 
 from tformer import Encoder
-from tformer.capture import ablate_heads, capture_nbytes, capture_text, patterns_without_positions
+from tformer.capture import ATTENTION, available_names, capture_nbytes, capture_text
+from tformer.hooks import ACTS
+from tformer.interventions import ablate_heads, patterns_without_positions
 from tformer.tokenizer import scratch_tokenizer
 
 from ._models import tiny
@@ -21,19 +24,18 @@ def test_capture_matches_run_with_cache(model_tok):
     cap = capture_text(model, tok, "the cat sat on the mat 小猫")
     _, cache = model.run_with_cache(cap.encoded.ids)
     for layer in range(model.cfg.n_layers):
-        assert np.array_equal(cap.patterns[layer], cache["pattern", layer][0].numpy())
-        assert np.array_equal(cap.scores[layer], cache["attn_scores", layer][0].numpy())
-        for name in "qkvz":
-            assert np.array_equal(getattr(cap, name)[layer], cache[name, layer][0].numpy())
-    assert cap.patterns.shape == (2, 3, cap.n_pos, cap.n_pos)
-    assert np.isneginf(cap.scores).any()  # causal: the future is masked with -inf
-    assert cap.nbytes == capture_nbytes(2, 3, cap.n_pos, 24)
+        for name in ATTENTION:
+            assert np.array_equal(cap[name][layer], cache[name, layer][0].numpy()), name
+    assert cap.pattern.shape == (2, 3, cap.n_pos, cap.n_pos)
+    assert np.isneginf(cap.attn_scores).any()  # causal: the future is masked with -inf
+    assert cap.names == ATTENTION
+    assert cap.nbytes == capture_nbytes(model.cfg, cap.n_pos, ATTENTION)
 
 
 def test_arrays_are_read_only(model_tok):
     cap = capture_text(*model_tok, "hello")
     with pytest.raises(ValueError):
-        cap.patterns[0, 0, 0, 0] = 1.0
+        cap.pattern[0, 0, 0, 0] = 1.0
 
 
 def test_truncation_is_reported(model_tok):
@@ -56,8 +58,57 @@ def test_switching_positions_off_changes_attention_only_through_positions(model_
     model, tok = model_tok
     ids = tok.encode("the cat sat on the mat").ids
     without = patterns_without_positions(model, ids)
-    with_pe = capture_text(model, tok, "the cat sat on the mat").patterns
+    with_pe = capture_text(model, tok, "the cat sat on the mat").pattern
     assert not np.allclose(with_pe, without)
     no_pe = Encoder(tiny(vocab_size=tok.vocab_size, causal=True, pos_encoding="none")).eval()
     _, cache = no_pe.run_with_cache(ids)  # same seed, same weights, no positions at all
     assert np.allclose(without[0], cache["pattern", 0][0].numpy(), atol=1e-6)
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+def test_any_hook_set_is_captured_by_its_short_names(norm):
+    tok = scratch_tokenizer(max_len=64)
+    model = Encoder(tiny(vocab_size=tok.vocab_size, norm=norm)).eval()
+    names = available_names(model.cfg)
+    cap = capture_text(model, tok, "the cat sat on the mat", names)
+    _, cache = model.run_with_cache(cap.encoded.ids)
+    assert set(cap.names) == set(names)
+    for name in names:
+        act = ACTS[name]
+        layers = range(model.cfg.n_layers) if act.per_layer else [None]
+        for layer in layers:
+            want = cache[name, layer] if layer is not None else cache[name]
+            got = cap[name][layer] if layer is not None else cap[name]
+            assert np.array_equal(got, want[0].numpy()), (name, layer)
+    assert cap.nbytes == capture_nbytes(model.cfg, cap.n_pos, names)
+    assert np.allclose(
+        cap.output,
+        cap["resid_post"][-1]
+        if norm == "post"
+        else cap["ln_final_normalized"] * model.ln_final.weight.detach().numpy()
+        + model.ln_final.bias.detach().numpy(),
+        atol=1e-5,
+    )
+
+
+def test_a_capture_holds_only_what_was_asked_for(model_tok):
+    model, tok = model_tok
+    cap = capture_text(model, tok, "the cat sat", ["resid_mid", "ln1_scale", "embed"])
+    assert cap.names == ("embed", "ln1_scale", "resid_mid")  # forward order, a stable cache key
+    assert cap["ln1_scale"].shape == (2, cap.n_pos, 1)
+    assert cap["embed"].shape == (cap.n_pos, 24)
+    with pytest.raises(KeyError, match="was not captured"):
+        cap["pattern"]
+    with pytest.raises(ValueError, match="unknown activation names"):
+        capture_text(model, tok, "the cat", ["patterns"])
+    with pytest.raises(ValueError, match="has no"):
+        capture_text(model, tok, "the cat", ["logits"])  # this model has no output head
+
+
+def test_the_memory_guard_counts_exactly_the_requested_arrays(model_tok):
+    model, tok = model_tok
+    cfg, n = model.cfg, 10
+    square = cfg.n_layers * cfg.n_heads * n * n
+    assert capture_nbytes(cfg, n, ["pattern"]) == 4 * (square + n * cfg.d_model)
+    assert capture_nbytes(cfg, n, ["pattern", "attn_scores"]) == 4 * (2 * square + n * cfg.d_model)
+    assert capture_nbytes(cfg, n, ["mlp_pre"]) == 4 * (cfg.n_layers * n * cfg.d_ff + n * cfg.d_model)

@@ -46,8 +46,19 @@ def test_validation_names_the_numbers(kwargs, message):
     "cfg",
     [
         EncoderConfig(vocab_size=50, d_model=16, n_heads=2, n_layers=2),
-        EncoderConfig(vocab_size=50, max_len=20, d_model=12, n_heads=3, n_layers=1, pos_encoding="learned",
-                      type_vocab_size=2, embed_norm=True, norm="pre", n_outputs=5, d_ff=7),
+        EncoderConfig(
+            vocab_size=50,
+            max_len=20,
+            d_model=12,
+            n_heads=3,
+            n_layers=1,
+            pos_encoding="learned",
+            type_vocab_size=2,
+            embed_norm=True,
+            norm="pre",
+            n_outputs=5,
+            d_ff=7,
+        ),
     ],
 )
 def test_n_params_matches_the_built_model(cfg):

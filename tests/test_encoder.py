@@ -8,7 +8,7 @@ from ._models import model_and_ids, tiny
 
 def test_weights_are_a_pure_function_of_config_and_seed():
     a, b = Encoder(tiny(seed=3)), Encoder(tiny(seed=3))
-    for (name, pa), (_, pb) in zip(a.state_dict().items(), b.state_dict().items()):
+    for (name, pa), (_, pb) in zip(a.state_dict().items(), b.state_dict().items(), strict=True):
         assert torch.equal(pa, pb), name
     c = Encoder(tiny(seed=4))
     assert not torch.equal(a.blocks[0].attn.qkv.weight, c.blocks[0].attn.qkv.weight)
@@ -98,7 +98,7 @@ def test_capture_on_cuda_matches_cpu():
 
 
 def test_app_threads_takes_half_the_cores_or_the_override(monkeypatch):
-    from tformer.device import app_threads
+    from tformer.process import app_threads
 
     monkeypatch.delenv("TFORMER_THREADS", raising=False)
     monkeypatch.setattr("os.cpu_count", lambda: 8)

@@ -17,10 +17,14 @@ PER_BLOCK = [
     "attn.hook_pattern",
     "attn.hook_z",
     "hook_attn_out",
+    "ln1.hook_scale",
+    "ln1.hook_normalized",
     "hook_resid_mid",
     "mlp.hook_pre",
     "mlp.hook_post",
     "hook_mlp_out",
+    "ln2.hook_scale",
+    "ln2.hook_normalized",
     "hook_resid_post",
 ]
 
@@ -45,7 +49,8 @@ def test_shapes_follow_transformerlens():
         assert cache[name, 1].shape == (2, 9, 3, 8)
     assert cache["attn_scores", 0].shape == (2, 3, 9, 9)
     assert cache["pattern", 0].shape == (2, 3, 9, 9)
-    assert cache["pre", 0].shape == (2, 9, 96) and cache["post", 0].shape == (2, 9, 96)
+    assert cache["mlp_pre", 0].shape == (2, 9, 96) and cache["mlp_post", 0].shape == (2, 9, 96)
+    assert cache["ln1_scale", 0].shape == (2, 9, 1) and cache["ln2_normalized", 1].shape == (2, 9, 24)
     for name in ("resid_pre", "attn_out", "resid_mid", "mlp_out", "resid_post"):
         assert cache[name, 1].shape == (2, 9, 24)
 
@@ -54,10 +59,12 @@ def test_short_names_resolve_to_full_names():
     model, ids = model_and_ids()
     _, cache = model.run_with_cache(ids)
     assert cache["pattern", 0] is cache["blocks.0.attn.hook_pattern"]
-    assert cache["scores", 1] is cache["blocks.1.attn.hook_attn_scores"]
+    assert cache["attn_scores", 1] is cache["blocks.1.attn.hook_attn_scores"]
     assert act_name("embed") == "hook_embed"
     with pytest.raises(ValueError, match="per-layer"):
         act_name("pattern")
+    with pytest.raises(ValueError, match="did you mean"):
+        act_name("scores")  # one name per concept: no aliases
     with pytest.raises(KeyError, match="not captured"):
         cache["pattern", 7]
 
@@ -65,8 +72,8 @@ def test_short_names_resolve_to_full_names():
 def test_mlp_hooks_are_before_and_after_the_activation():
     model, ids = model_and_ids(activation="relu")
     _, cache = model.run_with_cache(ids)
-    assert torch.equal(cache["post", 0], torch.relu(cache["pre", 0]))
-    assert (cache["pre", 0] < 0).any()  # so the check above is not vacuous
+    assert torch.equal(cache["mlp_post", 0], torch.relu(cache["mlp_pre", 0]))
+    assert (cache["mlp_pre", 0] < 0).any()  # so the check above is not vacuous
 
 
 def test_resid_post_is_the_output_and_chains_into_next_block():
@@ -153,3 +160,26 @@ def test_hook_receives_its_hookpoint_with_its_name():
     names = []
     model.run_with_hooks(ids, fwd_hooks=[("blocks.1.attn.hook_q", lambda t, h: names.append(h.name))])
     assert names == ["blocks.1.attn.hook_q"]
+
+
+def test_every_short_name_is_a_hook_of_a_model_that_has_it():
+    from tformer.hooks import ACTS
+
+    model = Encoder(tiny(type_vocab_size=2, embed_norm=True, pos_encoding="learned", norm="pre", n_outputs=5))
+    built = {act_name(n, 0 if a.per_layer else None) for n, a in ACTS.items()}
+    assert built <= set(model.hook_names())
+    # ...and every hook point of that model has a short name
+    assert {n.replace("blocks.1.", "blocks.0.") for n in model.hook_names()} == built
+
+
+def test_layernorm_hooks_show_sigma_and_the_normalized_values():
+    model, ids = model_and_ids()
+    _, cache = model.run_with_cache(ids)
+    x = cache["resid_pre", 0] + cache["attn_out", 0]  # post-norm: LayerNorm(x + SubLayer(x))
+    mu, var = x.mean(-1, keepdim=True), x.var(-1, unbiased=False, keepdim=True)
+    ln = model.blocks[0].ln1
+    assert torch.allclose(cache["ln1_scale", 0], (var + ln.eps).sqrt(), atol=1e-6)
+    assert torch.allclose(cache["ln1_normalized", 0], (x - mu) / (var + ln.eps).sqrt(), atol=1e-5)
+    expected = torch.nn.functional.layer_norm(x, (24,), ln.weight, ln.bias, ln.eps)
+    assert torch.allclose(cache["resid_mid", 0], expected, atol=1e-5)
+    assert set(ln.state_dict()) == {"weight", "bias"}  # loads nn.LayerNorm state dicts as before

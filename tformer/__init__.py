@@ -10,16 +10,23 @@ from .attention import (
     attention_scores,
     scaled_dot_product_attention,
 )
+from .capture import ATTENTION, TextCapture, capture_nbytes, capture_text
 from .config import EncoderConfig
 from .device import pick_device
 from .encoder import MLP, Encoder, EncoderBlock
-from .hooks import ActivationCache, HookedRootModule, HookPoint, act_name, capturing
+from .hooks import ACTS, ActivationCache, HookedRootModule, HookPoint, act_name, capturing
+from .interventions import ablate_heads, patterns_without_positions
+from .layernorm import LayerNorm
 from .positional import pe_frequencies, pe_shift_matrix, sinusoidal_encoding
 from .pretrained import PretrainedUnavailable, load_pretrained, pretrained_available
 from .tokenizer import Encoded, Tokenizer, scratch_tokenizer
-from .capture import TextCapture, ablate_heads, capture_text
 
 __all__ = [
+    "ACTS",
+    "ATTENTION",
+    "LayerNorm",
+    "capture_nbytes",
+    "patterns_without_positions",
     "ActivationCache",
     "Encoded",
     "PretrainedUnavailable",

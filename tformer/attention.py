@@ -19,9 +19,7 @@ from .config import EncoderConfig
 from .hooks import HookPoint, capturing
 
 
-def attention_scores(
-    q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | None = None
-) -> torch.Tensor:
+def attention_scores(q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
     r"""Scaled, masked scores :math:`QK^\top/\sqrt{d_k}`: exactly what the softmax receives.
 
     q, k: [batch, head_index, pos, d_head]; mask: bool [batch, 1, query_pos, key_pos], True where
@@ -54,7 +52,15 @@ def scaled_dot_product_attention(
     mask: torch.Tensor | None = None,
     dead_rows: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    r"""softmax(QKᵀ/√d_k)V on [batch, head_index, pos, d_head]; returns (z, pattern)."""
+    r"""One head's attention on [batch, head_index, pos, d_head]; returns (z, pattern).
+
+    .. math::
+        \mathrm{Attention}(Q,K,V)=\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V,
+        \qquad \text{masked scores} = -\infty
+
+    Row i of the output is :math:`z_i = \sum_j p_{ij} V_j`: the values, weighted by row i of the
+    pattern.
+    """
     pattern = attention_pattern(attention_scores(q, k, mask), dead_rows)
     return torch.matmul(pattern, v), pattern
 
@@ -81,6 +87,17 @@ class MultiHeadAttention(nn.Module):
         mask: torch.Tensor | None = None,
         dead_rows: torch.Tensor | None = None,
     ) -> torch.Tensor:
+        r"""Multi-head self-attention of x [batch, pos, d_model]; returns [batch, pos, d_model].
+
+        .. math::
+            Q = XW_Q,\quad K = XW_K,\quad V = XW_V
+
+            \mathrm{head}_i = \mathrm{softmax}\!\left(\frac{Q_iK_i^\top}{\sqrt{d_k}}\right)V_i,\qquad
+            \mathrm{MultiHead}(X) = \mathrm{Concat}(\mathrm{head}_1,\dots,\mathrm{head}_h)\,W_O
+
+        mask: bool [batch, 1, query_pos, key_pos], True where a query may attend; dead_rows:
+        bool [batch, 1, query_pos, 1] for queries with nothing to attend to.
+        """
         B, T, _ = x.shape  # [batch, pos, d_model]
         H, Dh = self.cfg.n_heads, self.cfg.d_head
 

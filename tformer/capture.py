@@ -1,43 +1,132 @@
-"""From text to every attention tensor, as read-only numpy on the CPU: what the pages plot.
+"""From text to the activations a page asks for, as read-only numpy on the CPU.
 
-No Streamlit here: the app caches `capture_text` results, a notebook can call it directly.
+A page names the activations it needs by their short names (``"pattern"``, ``"resid_mid"``,
+``"ln1_scale"``, ...; see `tformer.hooks.ACTS`) and gets one `TextCapture` holding exactly those,
+each per-layer one stacked over layers. No Streamlit here: the app caches `capture_text` per
+(model, text, names); a notebook calls it directly.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from .config import EncoderConfig
 from .encoder import Encoder
+from .hooks import ACTS, HookFn, HookPoint, act_name, act_shape
 from .tokenizer import Encoded, Tokenizer
 
-# The tensors the views need, stacked over layers. The residual stream and MLP hooks are
-# captured too when asked for by name (run_with_cache), but the app does not ship them.
-_STACKED = {
-    "patterns": "hook_pattern",  # [layer, head_index, query_pos, key_pos]
-    "scores": "hook_attn_scores",  # [layer, head_index, query_pos, key_pos]
-    "q": "hook_q",  # [layer, pos, head_index, d_head]
-    "k": "hook_k",
-    "v": "hook_v",
-    "z": "hook_z",
-}
+# What the attention views read: Q, K, V, the scores, the weights and the head outputs.
+ATTENTION = ("q", "k", "v", "attn_scores", "pattern", "z")
+
+
+def frozen_numpy(t: torch.Tensor) -> np.ndarray:
+    a = t.detach().to("cpu", torch.float32).numpy()
+    a.flags.writeable = False  # shared between sessions through the app's cache
+    return a
+
+
+def normalize_names(names: Iterable[str]) -> tuple[str, ...]:
+    """Short names, unique, in forward order (a stable cache key); unknown names raise."""
+    wanted = set(names)
+    unknown = sorted(wanted - ACTS.keys())
+    if unknown:
+        raise ValueError(f"unknown activation names {unknown}; known: {list(ACTS)}")
+    return tuple(n for n in ACTS if n in wanted)
+
+
+def available_names(cfg: EncoderConfig) -> tuple[str, ...]:
+    """The short names a model of this config has (e.g. no ``logits`` without an output head)."""
+    model_has = {
+        "token_type_embed": cfg.type_vocab_size > 0,
+        "embed_ln_scale": cfg.embed_norm,
+        "embed_ln_normalized": cfg.embed_norm,
+        "ln_final_scale": cfg.norm == "pre",
+        "ln_final_normalized": cfg.norm == "pre",
+        "logits": cfg.n_outputs > 0,
+    }
+    return tuple(n for n in ACTS if model_has.get(n, True))
+
+
+def _sizes(cfg: EncoderConfig, n_pos: int) -> dict[str, int]:
+    return {
+        "pos": n_pos,
+        "d_model": cfg.d_model,
+        "head_index": cfg.n_heads,
+        "d_head": cfg.d_head,
+        "d_mlp": cfg.d_mlp,
+        "n_outputs": cfg.n_outputs,
+    }
+
+
+def capture_shape(cfg: EncoderConfig, n_pos: int, name: str) -> tuple[int, ...]:
+    """Shape of ``name`` in a capture: [layer, ...] for per-layer activations."""
+    one = act_shape(name, _sizes(cfg, n_pos))
+    return (cfg.n_layers, *one) if ACTS[name].per_layer else one
+
+
+def capture_nbytes(cfg: EncoderConfig, n_pos: int, names: Iterable[str] = ATTENTION) -> int:
+    """Bytes a capture of these activations holds (float32, the output included): the app's
+    memory guard calls this before running anything."""
+    shapes = [capture_shape(cfg, n_pos, n) for n in normalize_names(names)]
+    return 4 * (sum(math.prod(s) for s in shapes) + n_pos * cfg.d_model)
 
 
 @dataclass(frozen=True, eq=False)
 class TextCapture:
-    """One forward pass over one text, batch dimension dropped, arrays read-only."""
+    """One forward pass over one text: the requested activations, batch dropped, read-only.
+
+    ``capture["pattern"]`` is [layer, head_index, query_pos, key_pos]; every per-layer
+    activation has the layer first, the others (``embed``, ``pos_embed``...) do not.
+    """
 
     encoded: Encoded
-    patterns: np.ndarray  # [layer, head_index, query_pos, key_pos]
-    scores: np.ndarray  # [layer, head_index, query_pos, key_pos], -inf where masked
-    q: np.ndarray  # [layer, pos, head_index, d_head]
-    k: np.ndarray  # [layer, pos, head_index, d_head]
-    v: np.ndarray  # [layer, pos, head_index, d_head]
-    z: np.ndarray  # [layer, pos, head_index, d_head]
-    hidden: np.ndarray  # [pos, d_model], the encoder's output
+    arrays: Mapping[str, np.ndarray]  # short name -> array
+    output: np.ndarray  # [pos, d_model], what the encoder returns (probabilities with a head)
+    cfg: EncoderConfig
     device: str
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        try:
+            return self.arrays[name]
+        except KeyError:
+            raise KeyError(f"{name!r} was not captured; this capture holds {list(self.arrays)}") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.arrays
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self.arrays)
+
+    # The attention activations, typed, under their short names.
+    @property
+    def pattern(self) -> np.ndarray:
+        return self["pattern"]  # [layer, head_index, query_pos, key_pos]
+
+    @property
+    def attn_scores(self) -> np.ndarray:
+        return self["attn_scores"]  # [layer, head_index, query_pos, key_pos], -inf where masked
+
+    @property
+    def q(self) -> np.ndarray:
+        return self["q"]  # [layer, pos, head_index, d_head]
+
+    @property
+    def k(self) -> np.ndarray:
+        return self["k"]  # [layer, pos, head_index, d_head]
+
+    @property
+    def v(self) -> np.ndarray:
+        return self["v"]  # [layer, pos, head_index, d_head]
+
+    @property
+    def z(self) -> np.ndarray:
+        return self["z"]  # [layer, pos, head_index, d_head]
 
     @property
     def labels(self) -> list[str]:
@@ -45,117 +134,68 @@ class TextCapture:
 
     @property
     def n_layers(self) -> int:
-        return self.patterns.shape[0]
+        return self.cfg.n_layers
 
     @property
     def n_heads(self) -> int:
-        return self.patterns.shape[1]
+        return self.cfg.n_heads
 
     @property
     def n_pos(self) -> int:
-        return self.patterns.shape[2]
-
-    def special_positions(self, token: str) -> list[int]:
-        return [i for i, t in enumerate(self.encoded.tokens) if t == token and self.encoded.special[i]]
+        return len(self.encoded.ids)
 
     @property
     def nbytes(self) -> int:
-        arrays = (self.patterns, self.scores, self.q, self.k, self.v, self.z, self.hidden)
-        return sum(a.nbytes for a in arrays)
+        return sum(a.nbytes for a in self.arrays.values()) + self.output.nbytes
 
 
-def _frozen(t: torch.Tensor) -> np.ndarray:
-    a = t.detach().to("cpu", torch.float32).numpy()
-    a.flags.writeable = False  # shared between sessions through the app's cache
-    return a
-
-
-def capture_text(model: Encoder, tokenizer: Tokenizer, text: str) -> TextCapture:
-    """Tokenize ``text`` (truncated to the model's max_len) and capture every head of every layer.
+def capture_text(
+    model: Encoder, tokenizer: Tokenizer, text: str, names: Iterable[str] = ATTENTION
+) -> TextCapture:
+    """Tokenize ``text`` (truncated to the model's max_len) and capture ``names`` in one pass.
 
     Each hook copies its tensor straight into a preallocated [layer, ...] array: one copy, no
-    torch.stack afterwards (at 512 tokens the patterns and scores alone are 150 MB).
+    torch.stack afterwards.
     """
-    encoded = tokenizer.encode(text)
+    return capture_ids(model, tokenizer.encode(text), names)
+
+
+def capture_ids(model: Encoder, encoded: Encoded, names: Iterable[str] = ATTENTION) -> TextCapture:
+    """`capture_text` for text that is already tokenized."""
     if not encoded.ids:
         raise ValueError("the tokenizer produced no tokens")
     cfg, n = model.cfg, len(encoded.ids)
-    square = (cfg.n_layers, cfg.n_heads, n, n)
-    per_head = (cfg.n_layers, n, cfg.n_heads, cfg.d_head)
-    arrays = {f: np.empty(square if f in ("patterns", "scores") else per_head, np.float32) for f in _STACKED}
+    wanted = normalize_names(names)
+    missing = [name for name in wanted if name not in available_names(cfg)]
+    if missing:
+        raise ValueError(f"this model has no {missing} (see available_names)")
+    arrays = {name: np.empty(capture_shape(cfg, n, name), np.float32) for name in wanted}
 
-    def into(field: str, layer: int):
-        def hook(tensor: torch.Tensor, hook) -> None:
-            arrays[field][layer] = tensor[0].detach().to("cpu", torch.float32).numpy()
+    def into(name: str, layer: int | None) -> HookFn:
+        def hook(tensor: torch.Tensor, hook: HookPoint) -> None:
+            a = tensor[0].detach().to("cpu", torch.float32).numpy()
+            if layer is None:
+                arrays[name][...] = a
+            else:
+                arrays[name][layer] = a
 
         return hook
 
     fwd_hooks = [
-        (f"blocks.{layer}.attn.{name}", into(field, layer))
-        for layer in range(cfg.n_layers)
-        for field, name in _STACKED.items()
+        (act_name(name, layer), into(name, layer))
+        for name in wanted
+        for layer in (range(cfg.n_layers) if ACTS[name].per_layer else [None])
     ]
     with torch.inference_mode(), model.hooks(fwd_hooks):
         out = model(encoded.ids)
     for a in arrays.values():
         a.flags.writeable = False  # shared between sessions through the app's cache
-    return TextCapture(encoded=encoded, hidden=_frozen(out[0]), device=str(model.device), **arrays)
-
-
-def capture_nbytes(n_layers: int, n_heads: int, n_pos: int, d_model: int) -> int:
-    """Bytes a TextCapture of this shape holds (float32): the app's memory guard uses it."""
-    per_layer = 2 * n_heads * n_pos * n_pos + 4 * n_pos * d_model
-    return 4 * (n_layers * per_layer + n_pos * d_model)
-
-
-def ablate_heads(
-    model: Encoder, ids: list[int], heads: list[tuple[int, int]]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Hidden states [pos, d_model] without and with the given (layer, head_index) zeroed.
-
-    A head is ablated by zeroing its slice of hook_z, so Concat(heads) W_O loses its share.
-    """
-    by_layer: dict[int, list[int]] = {}
-    for layer, head in heads:
-        if not (0 <= layer < model.cfg.n_layers and 0 <= head < model.cfg.n_heads):
-            raise ValueError(
-                f"head ({layer}, {head}) does not exist: the model has {model.cfg.n_layers} layers "
-                f"x {model.cfg.n_heads} heads"
-            )
-        by_layer.setdefault(layer, []).append(head)
-
-    def zero(index: list[int]):
-        def hook(z: torch.Tensor, hook) -> torch.Tensor:
-            # z: [batch, pos, head_index, d_head]
-            return z.index_fill(2, torch.tensor(index, device=z.device), 0.0)
-
-        return hook
-
-    fwd_hooks = [(f"blocks.{layer}.attn.hook_z", zero(idx)) for layer, idx in by_layer.items()]
-    base = model.run_with_hooks(ids, fwd_hooks=[])  # same explicit path as the ablated run
-    ablated = model.run_with_hooks(ids, fwd_hooks=fwd_hooks)
-    return _frozen(base[0]), _frozen(ablated[0])
-
-
-def patterns_without_positions(model: Encoder, ids: list[int]) -> np.ndarray:
-    """Every head's pattern [layer, head_index, query_pos, key_pos] with the positional
-    encoding switched off (hook_pos_embed replaced by zeros), same weights otherwise."""
-    patterns: dict[str, torch.Tensor] = {}
-
-    def no_positions(pos: torch.Tensor, hook) -> torch.Tensor:
-        return torch.zeros_like(pos)
-
-    def save(pattern: torch.Tensor, hook) -> None:
-        patterns[hook.name] = pattern
-
-    with torch.inference_mode(), model.hooks(
-        [("hook_pos_embed", no_positions), (lambda n: n.endswith("hook_pattern"), save)]
-    ):
-        model(ids)
-    return _frozen(torch.stack([patterns[f"blocks.{i}.attn.hook_pattern"][0] for i in range(model.cfg.n_layers)]))
+    return TextCapture(
+        encoded=encoded, arrays=arrays, output=frozen_numpy(out[0]), cfg=cfg, device=str(model.device)
+    )
 
 
 def positional_table(model: Encoder, n_pos: int) -> np.ndarray:
     """The positional vectors this model adds, [pos, d_model] for pos < min(n_pos, max_len)."""
     with torch.inference_mode():
-        return _frozen(model.positions(min(n_pos, model.cfg.max_len)))
+        return frozen_numpy(model.positions(min(n_pos, model.cfg.max_len)))

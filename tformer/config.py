@@ -46,15 +46,11 @@ class EncoderConfig:
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name}={value!r} must be a non-negative integer")
         if self.d_model % self.n_heads:
-            raise ValueError(
-                f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}"
-            )
+            raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
         if self.pos_encoding not in POS_ENCODINGS:
             raise ValueError(f"pos_encoding={self.pos_encoding!r} is not one of {POS_ENCODINGS}")
         if self.pos_encoding == "sinusoidal" and self.d_model % 2:
-            raise ValueError(
-                f"d_model={self.d_model} must be even for sinusoidal positions (sin/cos pairs)"
-            )
+            raise ValueError(f"d_model={self.d_model} must be even for sinusoidal positions (sin/cos pairs)")
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"activation={self.activation!r} is not one of {ACTIVATIONS}")
         if self.norm not in NORMS:
@@ -64,17 +60,20 @@ class EncoderConfig:
         if not float(self.layer_norm_eps) > 0.0:
             raise ValueError(f"layer_norm_eps={self.layer_norm_eps!r} must be > 0")
         if not isinstance(self.causal, bool) or not isinstance(self.embed_norm, bool):
-            raise ValueError(
-                f"causal={self.causal!r} and embed_norm={self.embed_norm!r} must be booleans"
-            )
+            raise ValueError(f"causal={self.causal!r} and embed_norm={self.embed_norm!r} must be booleans")
 
     @property
     def d_head(self) -> int:
         return self.d_model // self.n_heads
 
+    @property
+    def d_mlp(self) -> int:
+        """The FFN's inner width (d_ff once resolved): the ``d_mlp`` axis of the hook shapes."""
+        return self.d_ff if self.d_ff is not None else 4 * self.d_model
+
     def n_params(self) -> int:
         """Parameter count of the Encoder this config builds (without building it)."""
-        d, f = self.d_model, self.d_ff
+        d, f = self.d_model, self.d_mlp
         per_block = (3 * d * d + 3 * d) + (d * d + d) + (d * f + f) + (f * d + d) + 4 * d
         embed = self.vocab_size * d + self.type_vocab_size * d
         embed += self.max_len * d if self.pos_encoding == "learned" else 0

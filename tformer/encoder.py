@@ -9,6 +9,7 @@ with :math:`\mathrm{FFN}(x) = \max(0, xW_1 + b_1)W_2 + b_2`.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
@@ -17,7 +18,11 @@ from torch import nn
 from .attention import MultiHeadAttention
 from .config import EncoderConfig
 from .hooks import HookedRootModule, HookPoint
+from .layernorm import LayerNorm
 from .positional import sinusoidal_encoding
+
+# Token ids as a model takes them: [batch, pos] or [pos], a tensor or nested lists of ints.
+Ids = torch.Tensor | Sequence[int] | Sequence[Sequence[int]]
 
 
 class MLP(nn.Module):
@@ -25,8 +30,8 @@ class MLP(nn.Module):
 
     def __init__(self, cfg: EncoderConfig) -> None:
         super().__init__()
-        self.fc1 = nn.Linear(cfg.d_model, cfg.d_ff)  # W_1, b_1
-        self.fc2 = nn.Linear(cfg.d_ff, cfg.d_model)  # W_2, b_2
+        self.fc1 = nn.Linear(cfg.d_model, cfg.d_mlp)  # W_1, b_1
+        self.fc2 = nn.Linear(cfg.d_mlp, cfg.d_model)  # W_2, b_2
         self.act = F.relu if cfg.activation == "relu" else F.gelu  # exact (erf) GELU, as BERT
         self.hook_pre = HookPoint()  # [batch, pos, d_mlp]
         self.hook_post = HookPoint()  # [batch, pos, d_mlp]
@@ -47,17 +52,19 @@ class EncoderBlock(nn.Module):
         self.hook_resid_pre = HookPoint()  # [batch, pos, d_model]
         self.attn = MultiHeadAttention(cfg)
         self.hook_attn_out = HookPoint()  # [batch, pos, d_model]
-        self.ln1 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        self.ln1 = LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
         self.hook_resid_mid = HookPoint()  # [batch, pos, d_model]
         self.mlp = MLP(cfg)
         self.hook_mlp_out = HookPoint()  # [batch, pos, d_model]
-        self.ln2 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        self.ln2 = LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
         self.hook_resid_post = HookPoint()  # [batch, pos, d_model]
 
     def _drop(self, x: torch.Tensor) -> torch.Tensor:
         return F.dropout(x, self.cfg.dropout, self.training) if self.cfg.dropout else x
 
-    def forward(self, x, mask=None, dead_rows=None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None, dead_rows: torch.Tensor | None = None
+    ) -> torch.Tensor:
         resid_pre = self.hook_resid_pre(x)  # [batch, pos, d_model]
         if self.cfg.norm == "post":  # x' = LayerNorm(x + SubLayer(x))
             attn_out = self.hook_attn_out(self.attn(resid_pre, mask, dead_rows))
@@ -89,19 +96,13 @@ class Encoder(HookedRootModule):
             self.hook_token_type_embed = HookPoint()  # [batch, pos, d_model]
         with torch.random.fork_rng(devices=[]):
             self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
-            self.pos_embed = (
-                nn.Embedding(cfg.max_len, cfg.d_model) if cfg.pos_encoding == "learned" else None
-            )
+            self.pos_embed = nn.Embedding(cfg.max_len, cfg.d_model) if cfg.pos_encoding == "learned" else None
             self.token_type_embed = (
                 nn.Embedding(cfg.type_vocab_size, cfg.d_model) if cfg.type_vocab_size else None
             )
-            self.embed_ln = (
-                nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.embed_norm else None
-            )
+            self.embed_ln = LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.embed_norm else None
             self.blocks = nn.ModuleList(EncoderBlock(cfg) for _ in range(cfg.n_layers))
-            self.ln_final = (
-                nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.norm == "pre" else None
-            )
+            self.ln_final = LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.norm == "pre" else None
             self.head = nn.Linear(cfg.d_model, cfg.n_outputs) if cfg.n_outputs else None
         if cfg.pos_encoding == "sinusoidal":
             # Derived from the config, not learned: not saved in the state dict.
@@ -128,7 +129,7 @@ class Encoder(HookedRootModule):
                 module.bias.zero_()
             elif isinstance(module, nn.Embedding):
                 module.weight.copy_(torch.randn(module.weight.shape, generator=g))
-            elif isinstance(module, nn.LayerNorm):
+            elif isinstance(module, LayerNorm):
                 module.weight.fill_(1.0)
                 module.bias.zero_()
 
@@ -136,7 +137,7 @@ class Encoder(HookedRootModule):
     def device(self) -> torch.device:
         return self.embed.weight.device
 
-    def _as_ids(self, ids) -> torch.Tensor:
+    def _as_ids(self, ids: Ids) -> torch.Tensor:
         ids = torch.as_tensor(ids, dtype=torch.long, device=self.device)
         if ids.dim() == 1:
             ids = ids[None, :]  # [batch=1, pos]
@@ -147,13 +148,14 @@ class Encoder(HookedRootModule):
     def positions(self, n_pos: int) -> torch.Tensor:
         """Positional vectors for positions 0..n_pos-1: [pos, d_model] (zeros for "none")."""
         if self.cfg.pos_encoding == "sinusoidal":
-            return self.pe[:n_pos]
-        if self.cfg.pos_encoding == "learned":
+            pe = self.get_buffer("pe")  # [max_len, d_model]
+            return pe[:n_pos]
+        if self.pos_embed is not None:
             return self.pos_embed.weight[:n_pos]
         return self.embed.weight.new_zeros(n_pos, self.cfg.d_model)
 
     def attention_mask(
-        self, attention_mask: torch.Tensor | None, batch: int, n_pos: int
+        self, attention_mask: Ids | None, batch: int, n_pos: int
     ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
         """(mask, dead_rows) shared by every layer, computed once per forward.
 
@@ -178,7 +180,9 @@ class Encoder(HookedRootModule):
         dead = ~mask.any(dim=-1, keepdim=True)  # [batch, 1, query_pos, 1]
         return mask, (dead if bool(dead.any()) else None)
 
-    def forward(self, ids, attention_mask=None, token_type_ids=None) -> torch.Tensor:
+    def forward(
+        self, ids: Ids, attention_mask: Ids | None = None, token_type_ids: Ids | None = None
+    ) -> torch.Tensor:
         ids = self._as_ids(ids)
         B, T = ids.shape
         if T > self.cfg.max_len:

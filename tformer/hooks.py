@@ -16,6 +16,8 @@ import difflib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -55,35 +57,86 @@ class HookPoint(nn.Module):
         return self.name
 
 
-# Short names, as TransformerLens's utils.get_act_name understands them.
-_BLOCK_ACTS = {
-    "resid_pre": "blocks.{}.hook_resid_pre",
-    "attn_out": "blocks.{}.hook_attn_out",
-    "resid_mid": "blocks.{}.hook_resid_mid",
-    "mlp_out": "blocks.{}.hook_mlp_out",
-    "resid_post": "blocks.{}.hook_resid_post",
-    "q": "blocks.{}.attn.hook_q",
-    "k": "blocks.{}.attn.hook_k",
-    "v": "blocks.{}.attn.hook_v",
-    "attn_scores": "blocks.{}.attn.hook_attn_scores",
-    "scores": "blocks.{}.attn.hook_attn_scores",
-    "pattern": "blocks.{}.attn.hook_pattern",
-    "attn": "blocks.{}.attn.hook_pattern",
-    "z": "blocks.{}.attn.hook_z",
-    "pre": "blocks.{}.mlp.hook_pre",
-    "post": "blocks.{}.mlp.hook_post",
+@dataclass(frozen=True)
+class Act:
+    """One capturable activation: its full hook name and its axes (batch dropped).
+
+    ``template`` holds ``{layer}`` for the activations every block has. ``dims`` use the one
+    shape vocabulary of the code, docstrings and figures.
+    """
+
+    template: str
+    dims: tuple[str, ...]
+
+    @property
+    def per_layer(self) -> bool:
+        return "{layer}" in self.template
+
+
+_RESID = ("pos", "d_model")
+_HEADS = ("pos", "head_index", "d_head")
+_SQUARE = ("head_index", "query_pos", "key_pos")
+_SCALE = ("pos", "1")
+
+# Every short name, in the order a forward pass reaches it. The short name is also the capture
+# field, the figure argument and the state key; full names follow TransformerLens.
+ACTS: dict[str, Act] = {
+    "embed": Act("hook_embed", _RESID),
+    "pos_embed": Act("hook_pos_embed", _RESID),
+    "token_type_embed": Act("hook_token_type_embed", _RESID),
+    "embed_ln_scale": Act("embed_ln.hook_scale", _SCALE),
+    "embed_ln_normalized": Act("embed_ln.hook_normalized", _RESID),
+    "resid_pre": Act("blocks.{layer}.hook_resid_pre", _RESID),
+    "q": Act("blocks.{layer}.attn.hook_q", _HEADS),
+    "k": Act("blocks.{layer}.attn.hook_k", _HEADS),
+    "v": Act("blocks.{layer}.attn.hook_v", _HEADS),
+    "attn_scores": Act("blocks.{layer}.attn.hook_attn_scores", _SQUARE),
+    "pattern": Act("blocks.{layer}.attn.hook_pattern", _SQUARE),
+    "z": Act("blocks.{layer}.attn.hook_z", _HEADS),
+    "attn_out": Act("blocks.{layer}.hook_attn_out", _RESID),
+    "ln1_scale": Act("blocks.{layer}.ln1.hook_scale", _SCALE),
+    "ln1_normalized": Act("blocks.{layer}.ln1.hook_normalized", _RESID),
+    "resid_mid": Act("blocks.{layer}.hook_resid_mid", _RESID),
+    "mlp_pre": Act("blocks.{layer}.mlp.hook_pre", ("pos", "d_mlp")),
+    "mlp_post": Act("blocks.{layer}.mlp.hook_post", ("pos", "d_mlp")),
+    "mlp_out": Act("blocks.{layer}.hook_mlp_out", _RESID),
+    "ln2_scale": Act("blocks.{layer}.ln2.hook_scale", _SCALE),
+    "ln2_normalized": Act("blocks.{layer}.ln2.hook_normalized", _RESID),
+    "resid_post": Act("blocks.{layer}.hook_resid_post", _RESID),
+    "ln_final_scale": Act("ln_final.hook_scale", _SCALE),
+    "ln_final_normalized": Act("ln_final.hook_normalized", _RESID),
+    "logits": Act("hook_logits", ("pos", "n_outputs")),
 }
 
 
 def act_name(name: str, layer: int | None = None) -> str:
-    """``act_name("pattern", 0) == "blocks.0.attn.hook_pattern"``; full names pass through."""
-    if "." in name or name.startswith("hook_"):
-        return name
-    if name in _BLOCK_ACTS:
+    """The full hook name of a short name: ``act_name("pattern", 0) == "blocks.0.attn.hook_pattern"``.
+
+    Full names pass through unchanged. The one place where hook names are built.
+    """
+    if name not in ACTS:
+        if "." in name or name.startswith("hook_"):
+            return name
+        near = difflib.get_close_matches(name, ACTS, n=3)
+        raise ValueError(f"no activation named {name!r}" + (f"; did you mean {near}?" if near else ""))
+    act = ACTS[name]
+    if act.per_layer:
         if layer is None:
             raise ValueError(f"{name!r} is a per-layer activation: give a layer, e.g. ({name!r}, 0)")
-        return _BLOCK_ACTS[name].format(layer)
-    return f"hook_{name}"
+        return act.template.format(layer=layer)
+    if layer is not None:
+        raise ValueError(f"{name!r} is not per layer: give no layer")
+    return act.template
+
+
+def act_shape(name: str, sizes: Mapping[str, int]) -> tuple[int, ...]:
+    """Shape of one activation (batch dropped, one layer) from the sizes of its axes.
+
+    ``sizes`` maps axis names (``pos``, ``d_model``, ``head_index``, ``d_head``, ``d_mlp``,
+    ``n_outputs``) to lengths; ``query_pos`` and ``key_pos`` take ``pos``.
+    """
+    alias = {"query_pos": "pos", "key_pos": "pos"}
+    return tuple(1 if d == "1" else int(sizes[alias.get(d, d)]) for d in ACTS[name].dims)
 
 
 class ActivationCache(Mapping[str, torch.Tensor]):
@@ -184,18 +237,21 @@ class HookedRootModule(nn.Module):
         finally:
             _ACTIVE.reset(token)
 
-    def run_with_hooks(self, *args, fwd_hooks: Iterable[tuple] = (), **kwargs):
+    def run_with_hooks(
+        self, *args: Any, fwd_hooks: Iterable[tuple[str | Callable[[str], bool], HookFn]] = (), **kwargs: Any
+    ) -> torch.Tensor:
         """Forward pass with ``fn(tensor, hook)`` run at each named point; a returned tensor
         replaces the activation. No hook outlives the call, also when ``fn`` raises."""
         with torch.inference_mode(), self.hooks(fwd_hooks):
-            return self(*args, **kwargs)
+            out: torch.Tensor = self(*args, **kwargs)
+        return out
 
     def run_with_cache(
         self,
-        *args,
+        *args: Any,
         names_filter: str | Sequence[str] | Callable[[str], bool] | None = None,
         device: str | torch.device | None = None,
-        **kwargs,
+        **kwargs: Any,
     ) -> tuple[torch.Tensor, ActivationCache]:
         """Forward pass that returns ``(output, cache)`` with every selected activation.
 

@@ -24,6 +24,10 @@ def pe_frequencies(d_model: int) -> torch.Tensor:
 def sinusoidal_encoding(n_pos: int, d_model: int, start: int = 0) -> torch.Tensor:
     r"""PE for positions start..start+n_pos-1: even dims sin, odd dims cos. Returns [pos, d_model].
 
+    .. math::
+        PE_{(pos,2i)}=\sin\!\left(\frac{pos}{10000^{2i/d}}\right),\qquad
+        PE_{(pos,2i+1)}=\cos\!\left(\frac{pos}{10000^{2i/d}}\right)
+
     Computed in float64 then cast, so far positions stay accurate in float32.
     """
     if n_pos < 0:
@@ -39,8 +43,11 @@ def sinusoidal_encoding(n_pos: int, d_model: int, start: int = 0) -> torch.Tenso
 def pe_shift_matrix(k: int, d_model: int) -> torch.Tensor:
     r"""The matrix :math:`M_k` with :math:`PE_{pos+k} = M_k PE_{pos}` for every pos.
 
-    Block i acts on (sin, cos) of pair i:
-    :math:`\begin{pmatrix}\cos\omega_i k & \sin\omega_i k\\ -\sin\omega_i k & \cos\omega_i k\end{pmatrix}`,
+    .. math::
+        PE_{pos+k} = M_k\,PE_{pos},\qquad M_k=\mathrm{diag}_i\!\left(
+        \begin{pmatrix}\cos\omega_i k & \sin\omega_i k\\ -\sin\omega_i k & \cos\omega_i k\end{pmatrix}\right)
+
+    Block i acts on (sin, cos) of pair i,
     from sin(a+b) = sin a cos b + cos a sin b and cos(a+b) = cos a cos b - sin a sin b.
     It depends on k only, not on pos. Returns [d_model, d_model], float64.
     """

@@ -80,9 +80,7 @@ def pretrained_available() -> bool:
         folder = minilm_path()
     except PretrainedUnavailable:
         return False
-    return all(
-        (folder / name).is_file() and (folder / name).stat().st_size > 0 for name in _REQUIRED_FILES
-    )
+    return all((folder / name).is_file() and (folder / name).stat().st_size > 0 for name in _REQUIRED_FILES)
 
 
 # --- loading --------------------------------------------------------------------------------
@@ -112,8 +110,7 @@ def load_pretrained(
         folder = Path(name_or_path)
         if not folder.is_dir():
             raise ValueError(
-                f"{str(name_or_path)!r} is neither a folder nor a known model name "
-                f"(known: 'minilm')"
+                f"{str(name_or_path)!r} is neither a folder nor a known model name (known: 'minilm')"
             )
         model, tokenizer = _load_folder(folder)
     return model.to(target), tokenizer
@@ -126,9 +123,7 @@ def _load_folder(folder: Path) -> tuple[Encoder, Tokenizer]:
     if not weights_file.is_file():
         weights_file = folder / "pytorch_model.bin"
         if not weights_file.is_file():
-            raise ValueError(
-                f"{folder} has no weights: expected model.safetensors or pytorch_model.bin"
-            )
+            raise ValueError(f"{folder} has no weights: expected model.safetensors or pytorch_model.bin")
     weights = _read_weights(weights_file)
     state = state_dict_from_bert(weights, cfg, source=weights_file)
 
@@ -139,9 +134,7 @@ def _load_folder(folder: Path) -> tuple[Encoder, Tokenizer]:
 
     tok_file = folder / "tokenizer.json"
     if not tok_file.is_file():
-        raise ValueError(
-            f"{folder} has no tokenizer.json (the tokenizers-library file is required)"
-        )
+        raise ValueError(f"{folder} has no tokenizer.json (the tokenizers-library file is required)")
     tokenizer = Tokenizer.from_file(tok_file, max_len=cfg.max_len)
     if tokenizer.vocab_size > cfg.vocab_size:
         raise ValueError(
@@ -182,14 +175,10 @@ def config_from_bert(hf: Mapping, source: str | Path = "config.json") -> Encoder
             f"supported (only 'absolute')"
         )
     if hf.get("is_decoder") or hf.get("add_cross_attention"):
-        raise ValueError(
-            f"{source}: decoder / cross-attention BERT is not supported (encoder only)"
-        )
+        raise ValueError(f"{source}: decoder / cross-attention BERT is not supported (encoder only)")
     act = get("hidden_act")
     if act not in _ACTIVATIONS:
-        raise ValueError(
-            f"{source}: hidden_act={act!r} is not supported (supported: {sorted(_ACTIVATIONS)})"
-        )
+        raise ValueError(f"{source}: hidden_act={act!r} is not supported (supported: {sorted(_ACTIVATIONS)})")
     try:
         return EncoderConfig(
             vocab_size=hf["vocab_size"],
@@ -222,9 +211,7 @@ def _read_weights(path: Path) -> dict[str, torch.Tensor]:
         raise ValueError(
             f"{path} cannot be read (corrupt or not a weights file): {type(exc).__name__}: {exc}"
         ) from exc
-    if not isinstance(weights, Mapping) or not all(
-        isinstance(v, torch.Tensor) for v in weights.values()
-    ):
+    if not isinstance(weights, Mapping) or not all(isinstance(v, torch.Tensor) for v in weights.values()):
         raise ValueError(f"{path} does not hold a flat mapping of names to tensors")
     return dict(weights)
 
@@ -286,9 +273,7 @@ def state_dict_from_bert(
     for i in range(cfg.n_layers):
         layer = f"encoder.layer.{i}."
         for p in ("weight", "bias"):
-            q, k, v = (
-                take(f"{layer}attention.self.{part}.{p}") for part in ("query", "key", "value")
-            )
+            q, k, v = (take(f"{layer}attention.self.{part}.{p}") for part in ("query", "key", "value"))
             for part, t in zip(("query", "key", "value"), (q, k, v), strict=True):
                 want = (cfg.d_model, cfg.d_model) if p == "weight" else (cfg.d_model,)
                 if tuple(t.shape) != want:

@@ -17,7 +17,6 @@ keeps three views of every position side by side:
 from __future__ import annotations
 
 import functools
-
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -30,7 +29,7 @@ __all__ = ["Encoded", "Tokenizer", "scratch_tokenizer", "visible_label", "SCRATC
 
 SCRATCH_TOKENIZER_FILE = "scratch_tokenizer.json"
 
-# Texts up to this many characters are tokenized whole, so n_input_tokens is exact (~5 ms).
+# Texts up to this many characters are tokenized whole, so n_input_tokens is exact.
 # Longer texts are tokenized from a prefix just long enough to fill max_len (see Tokenizer.encode).
 EXACT_COUNT_CHARS = 20_000
 
@@ -44,18 +43,25 @@ class Encoded:
     ids: list[int]  # [pos] vocabulary ids, specials included
     tokens: list[str]  # [pos] vocabulary pieces, e.g. "[CLS]", "trans", "##former"
     labels: list[str]  # [pos] display labels: the text each token came from, made visible
-    offsets: list[
-        tuple[int, int]
-    ]  # [pos] (start, end) character span in the text; (0, 0) for specials
+    offsets: list[tuple[int, int]]  # [pos] (start, end) character span in the text; (0, 0) for specials
     special: list[bool]  # [pos] True for the specials the post-processor added ([CLS], [SEP])
     truncated: bool  # the text had more than max_len tokens; the tail was dropped, [SEP] kept
-    n_input_tokens: (
-        int  # token count before truncation, specials included (a lower bound if not exact)
-    )
+    n_input_tokens: int  # token count before truncation, specials included (a lower bound if not exact)
     n_input_exact: bool = True  # False when a very long text was only tokenized as far as needed
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    @property
+    def leading_special(self) -> int | None:
+        """Position of the special the tokenizer puts before the text (BERT's [CLS]), or None."""
+        return 0 if self.special and self.special[0] else None
+
+    @property
+    def trailing_specials(self) -> list[int]:
+        """Positions of the specials the tokenizer puts after the text (BERT's [SEP])."""
+        start = 0 if self.leading_special is None else 1
+        return [i for i in range(start, len(self.special)) if self.special[i]]
 
 
 # --- display labels ---------------------------------------------------------------------------
@@ -166,9 +172,7 @@ class Tokenizer:
         path = Path(path)
         try:
             tok = tokenizers.Tokenizer.from_file(str(path))
-        except (
-            Exception
-        ) as exc:  # the library raises a bare Exception for bad JSON and missing files
+        except Exception as exc:  # the library raises a bare Exception for bad JSON and missing files
             raise ValueError(f"cannot load tokenizer file {path}: {exc}") from exc
         return cls(tok, max_len)
 
@@ -252,17 +256,16 @@ class Tokenizer:
 
         ids = list(enc.ids)
         tokens = list(enc.tokens)
-        offsets = [tuple(o) for o in enc.offsets]
+        offsets = [(int(o[0]), int(o[1])) for o in enc.offsets]
         special = [bool(m) for m in enc.special_tokens_mask]
         labels = [
-            self._label(text, tok, off, sp)
-            for tok, off, sp in zip(tokens, offsets, special, strict=True)
+            self._label(text, tok, off, sp) for tok, off, sp in zip(tokens, offsets, special, strict=True)
         ]
         return Encoded(
             ids=ids,
             tokens=tokens,
             labels=labels,
-            offsets=offsets,  # type: ignore[arg-type]
+            offsets=offsets,
             special=special,
             truncated=truncated,
             n_input_tokens=total + self._n_special,

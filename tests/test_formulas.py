@@ -1,0 +1,62 @@
+"""Each formula a page shows is read from the docstring of the function that computes it."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from tformer.formulas import latex_of
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"))]
+
+
+def formulas_shown(path: Path) -> list[object]:
+    """The functions a page passes to ui.formula, resolved through the page's own imports."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    namespace: dict[str, object] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            exec(compile(ast.Module([node], []), str(path), "exec"), namespace)  # imports only
+    calls = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "formula"
+    ]
+    return [eval(compile(ast.Expression(c.args[0]), str(path), "eval"), namespace) for c in calls]
+
+
+SHOWN = [(p.name, fn) for p in PAGES for fn in formulas_shown(p)]
+
+
+def test_pages_show_formulas():
+    assert len(SHOWN) >= 6  # attention, Q/K/V, PE, offsets, rotations, head metrics, JS
+
+
+@pytest.mark.parametrize(("page", "fn"), SHOWN, ids=lambda x: getattr(x, "__qualname__", str(x)))
+def test_every_formula_shown_comes_from_its_functions_docstring(page, fn):
+    latex = latex_of(fn)
+    assert latex.count("{") == latex.count("}"), latex
+    assert "\n" not in latex
+
+
+def test_latex_of_reads_math_blocks_and_refuses_a_docstring_without_one():
+    def two():
+        r"""Two equations.
+
+        .. math::
+            a = b
+
+            c = \frac{d}{e}
+
+        Text after.
+        """
+
+    def none():
+        """No formula here."""
+
+    assert latex_of(two) == r"\begin{gathered}a = b \\ c = \frac{d}{e}\end{gathered}"
+    with pytest.raises(ValueError, match="no '.. math::' block"):
+        latex_of(none)
