@@ -17,8 +17,8 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
-import sys
 import statistics
+import sys
 import time
 
 import numpy as np
@@ -26,16 +26,15 @@ import numpy as np
 from tformer.figures import (
     ablation_effect_figure,
     attention_heatmap,
+    head_grid_data,
     head_metrics_figure,
     head_output_heatmap,
     head_similarity_heatmap,
-    head_grid_data,
     heads_side_by_side,
     qkv_figure,
 )
 
 N_LAYERS, N_HEADS, D_HEAD = 6, 12, 32
-
 
 
 def synthetic_patterns(n: int, seed: int = 0) -> np.ndarray:

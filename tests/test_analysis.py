@@ -22,13 +22,11 @@ from ._reference import np_sinusoidal
 
 
 def _stack(*heads: np.ndarray) -> np.ndarray:
-    """Heads [query_pos, key_pos] -> patterns [layer=1, head_index, query_pos, key_pos], float32."""
+    """Heads [query_pos, key_pos] -> pattern [layer=1, head_index, query_pos, key_pos], float32."""
     return np.stack(heads)[None].astype(np.float32)
 
 
-def _random_patterns(
-    rng: np.random.Generator, shape: tuple[int, ...], mask_p: float = 0.0
-) -> np.ndarray:
+def _random_pattern(rng: np.random.Generator, shape: tuple[int, ...], mask_p: float = 0.0) -> np.ndarray:
     """Softmax rows with some exact zeros (masked keys) and some all-zero rows (masked queries)."""
     logits = rng.normal(size=shape) * rng.uniform(0.1, 4.0)
     keep = rng.random(shape) > 0.2
@@ -40,13 +38,15 @@ def _random_patterns(
     return p.astype(np.float32)
 
 
-def _slow_metrics(p: np.ndarray, cls_pos=None, sep_pos=None, special=None) -> dict[str, np.ndarray]:
+def _slow_metrics(p: np.ndarray, cls_pos=None, sep_pos=None) -> dict[str, np.ndarray]:
     """Loop-per-row reference for head_metrics, straight from the formulas."""
     n_layer, n_head, n_q, n_k = p.shape
-    out = {name: np.full((n_layer, n_head), np.nan) for name in METRICS}
+    skip = {"cls"} if cls_pos is None else set()
+    skip |= {"sep"} if not sep_pos else set()
+    out = {name: np.full((n_layer, n_head), np.nan) for name in METRICS if name not in skip}
     for layer in range(n_layer):
         for head in range(n_head):
-            acc: dict[str, list[float]] = {name: [] for name in METRICS}
+            acc: dict[str, list[float]] = {name: [] for name in out}
             for q in range(n_q):
                 row = p[layer, head, q].astype(np.float64)
                 if row.sum() <= 0:
@@ -63,10 +63,8 @@ def _slow_metrics(p: np.ndarray, cls_pos=None, sep_pos=None, special=None) -> di
                 acc["max"].append(row.max())
                 if cls_pos is not None:
                     acc["cls"].append(row[cls_pos])
-                if sep_pos is not None:
+                if sep_pos:
                     acc["sep"].append(sum(row[s] for s in sep_pos))
-                if special is not None:
-                    acc["special"].append(sum(row[s] for s in special))
             for name, values in acc.items():
                 if values:
                     out[name][layer, head] = np.mean(values)
@@ -122,7 +120,7 @@ def test_causal_uniform_entropy_is_normalised_per_row():
 
 def test_masked_rows_are_ignored():
     rng = np.random.default_rng(0)
-    p = _random_patterns(rng, (1, 1, 6, 6))
+    p = _random_pattern(rng, (1, 1, 6, 6))
     masked = p.copy()
     masked[0, 0, [1, 4]] = 0.0
     m = head_metrics(masked)
@@ -147,17 +145,25 @@ def test_special_positions_cls_sep():
     p[:, 0] = 0.5  # [CLS]
     p[:, n - 1] = 0.3  # [SEP]
     p[:, 2] = 0.2
-    pats = _stack(p)
-    m = head_metrics(pats, cls_pos=0, sep_pos=n - 1, special=[0, n - 1])
+    pattern = _stack(p)
+    m = head_metrics(pattern, cls_pos=0, sep_pos=n - 1)
+    assert list(m) == list(METRICS)
     assert m["cls"][0, 0] == pytest.approx(0.5)
     assert m["sep"][0, 0] == pytest.approx(0.3)
-    assert m["special"][0, 0] == pytest.approx(0.8)
     mask = np.zeros(n, dtype=bool)
     mask[[2, n - 1]] = True
-    assert head_metrics(pats, sep_pos=mask)["sep"][0, 0] == pytest.approx(0.5)
-    plain = head_metrics(pats)
-    assert np.isnan(plain["cls"]).all() and np.isnan(plain["sep"]).all()
-    assert np.isnan(plain["special"]).all()
+    assert head_metrics(pattern, sep_pos=mask)["sep"][0, 0] == pytest.approx(0.5)
+
+
+def test_metrics_without_positions_are_left_out():
+    pattern = _stack(np.eye(4))
+    plain = head_metrics(pattern)
+    assert list(plain) == [name for name in METRICS if name not in ("cls", "sep")]
+    # no [SEP] position at all (an empty list or an all-False mask) is the same as not given
+    assert "sep" not in head_metrics(pattern, sep_pos=[])
+    assert "sep" not in head_metrics(pattern, sep_pos=np.zeros(4, dtype=bool))
+    only_cls = head_metrics(pattern, cls_pos=0)
+    assert "cls" in only_cls and "sep" not in only_cls
 
 
 def test_metrics_are_placed_at_their_layer_and_head():
@@ -179,11 +185,10 @@ def test_metrics_are_placed_at_their_layer_and_head():
 )
 def test_head_metrics_matches_slow_reference(seed, n_layer, n_head, n):
     rng = np.random.default_rng(seed)
-    p = _random_patterns(rng, (n_layer, n_head, n, n), mask_p=0.3)
+    p = _random_pattern(rng, (n_layer, n_head, n, n), mask_p=0.3)
     sep = sorted({int(rng.integers(n)), n - 1})
-    special = sorted({0, *sep})  # positions are a set: head_metrics ignores repeats
-    fast = head_metrics(p, cls_pos=0, sep_pos=sep, special=special)
-    slow = _slow_metrics(p, cls_pos=0, sep_pos=sep, special=special)
+    fast = head_metrics(p, cls_pos=0, sep_pos=sep + sep)  # positions are a set: repeats ignored
+    slow = _slow_metrics(p, cls_pos=0, sep_pos=sep)
     assert fast.keys() == slow.keys() == METRICS.keys()
     for name in METRICS:
         np.testing.assert_allclose(fast[name], slow[name], rtol=1e-9, atol=1e-9, err_msg=name)
@@ -196,7 +201,7 @@ def test_head_metrics_matches_slow_reference(seed, n_layer, n_head, n):
         ((1, 2, 3, 4), {}, "query_pos == key_pos"),
         ((1, 1, 4, 4), {"cls_pos": 4}, "outside 0..3"),
         ((1, 1, 4, 4), {"sep_pos": [0, -1]}, "outside 0..3"),
-        ((1, 1, 4, 4), {"special": np.ones(3, dtype=bool)}, r"\(4,\)"),
+        ((1, 1, 4, 4), {"sep_pos": np.ones(3, dtype=bool)}, r"\(4,\)"),
         ((1, 1, 4, 4), {"cls_pos": [0, 1]}, "one position"),
     ],
 )
@@ -209,13 +214,16 @@ def test_metrics_table_rows():
     n = 4
     heads = np.stack([np.eye(n), np.full((n, n), 1 / 3)])
     p = np.stack([heads] * 3).astype(np.float32)  # [layer=3, head_index=2, n, n]
-    rows = metrics_table(head_metrics(p))
+    metrics = head_metrics(p)
+    rows = metrics_table(metrics)
     assert len(rows) == 6
-    assert [(r["layer"], r["head"]) for r in rows] == [(l, h) for l in range(3) for h in range(2)]
-    assert list(rows[0]) == ["layer", "head", *METRICS]
+    assert [(r["layer"], r["head"]) for r in rows] == [(layer, h) for layer in range(3) for h in range(2)]
+    assert list(rows[0]) == ["layer", "head", *metrics]
+    assert "cls" not in rows[0]  # a metric head_metrics left out has no column
     assert rows[0]["self"] == 1.0 and type(rows[0]["self"]) is float
     assert rows[1]["self"] == 0.3333  # rounded to 4 decimals
-    assert rows[0]["cls"] is None  # NaN (not given) becomes an empty cell
+    # one position: "prev" is NaN for every head, which becomes an empty cell
+    assert metrics_table(head_metrics(p[:, :, :1, :1]))[0]["prev"] is None
     with pytest.raises(ValueError, match="one shape"):
         metrics_table({"a": np.zeros((2, 2)), "b": np.zeros((2, 3))})
 
@@ -246,7 +254,7 @@ def _slow_jsd(p: np.ndarray) -> np.ndarray:
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 6), t=st.integers(1, 8))
 def test_js_matches_slow_reference(seed, n, t):
     rng = np.random.default_rng(seed)
-    p = _random_patterns(rng, (n, t, t), mask_p=0.2)
+    p = _random_pattern(rng, (n, t, t), mask_p=0.2)
     fast = js_divergence_matrix(p)
     # a tiny chunk forces one head per block: the blocking must not change the answer
     chunked = js_divergence_matrix(p, max_chunk_elements=1)
@@ -257,7 +265,7 @@ def test_js_matches_slow_reference(seed, n, t):
 
 def test_js_matrix_properties():
     rng = np.random.default_rng(1)
-    p = _random_patterns(rng, (9, 12, 12))
+    p = _random_pattern(rng, (9, 12, 12))
     d = js_divergence_matrix(p)
     assert d.shape == (9, 9)
     np.testing.assert_array_equal(d, d.T)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import struct
 import zlib
@@ -13,18 +14,19 @@ import pytest
 from tformer.figures import (
     ablation_effect_figure,
     attention_heatmap,
+    grid_selection,
+    head_grid_data,
     head_metrics_figure,
     head_output_heatmap,
     head_similarity_heatmap,
-    grid_selection,
-    head_grid_data,
     heads_side_by_side,
     mosaic_png,
     qkv_figure,
     safe_label,
 )
-from tformer.figures._common import MAX_TICKS, max_pool_2d, text_px, tick_label_px
+from tformer.figures.labels import MAX_TICKS, text_px, tick_label_px
 from tformer.figures.overview import GAP_PX, N_LEVELS, default_cell_px, mosaic_palette
+from tformer.figures.pooling import max_pool_2d
 
 HOSTILE = ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "$x$", "a&b", "<b>B</b>"]
 
@@ -32,7 +34,7 @@ HOSTILE = ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "$x$", "
 # --------------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------------
-def softmax_patterns(shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
+def softmax_pattern(shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
     """Softmax of random scores plus a strong diagonal: [..., n, n] float32 rows summing to 1."""
     rng = np.random.default_rng(seed)
     n = shape[-1]
@@ -134,7 +136,7 @@ def test_safe_label_exact_forms():
 def test_hostile_tokens_are_escaped_in_every_text_of_the_figure():
     tokens = HOSTILE + ["ok"]
     n = len(tokens)
-    fig = attention_heatmap(softmax_patterns((n, n)), tokens)
+    fig = attention_heatmap(softmax_pattern((n, n)), tokens)
     text = fig.to_json()
     for bad in ("<script", "<img", "$x$", "<b>"):
         assert bad not in text
@@ -148,7 +150,7 @@ def test_hostile_tokens_are_escaped_in_every_text_of_the_figure():
 # --------------------------------------------------------------------------------------------
 def test_pattern_heatmap_data_axes_and_scale():
     n = len(TOKENS)
-    p = softmax_patterns((n, n))
+    p = softmax_pattern((n, n))
     fig = attention_heatmap(p, TOKENS, title="layer 0 head 1")
     heat = fig.data[-1]
     assert heat.z.dtype == np.float32
@@ -167,7 +169,7 @@ def test_pattern_heatmap_data_axes_and_scale():
 def test_many_tokens_thin_the_ticks_but_keep_every_hover_label():
     n = 200
     tokens = [f"t{i}" for i in range(n)]
-    fig = attention_heatmap(softmax_patterns((n, n)), tokens)
+    fig = attention_heatmap(softmax_pattern((n, n)), tokens)
     ticks = list(fig.layout.xaxis.tickvals)
     assert len(ticks) <= MAX_TICKS and ticks[0] == 0
     step = ticks[1] - ticks[0]
@@ -175,13 +177,14 @@ def test_many_tokens_thin_the_ticks_but_keep_every_hover_label():
     assert len(fig.data[-1].x) == n
 
 
-def test_scores_masked_entries_are_gaps_with_a_masked_hover_layer():
+def test_attn_scores_masked_entries_are_gaps_with_a_masked_hover_layer():
     n = 5
     rng = np.random.default_rng(1)
     s = rng.normal(size=(n, n)).astype(np.float32)
     s[0, 0] = -7.5  # largest magnitude
     s[np.triu_indices(n, 1)] = -np.inf
-    fig = attention_heatmap(s, TOKENS[:n], kind="scores")
+    fig = attention_heatmap(s, TOKENS[:n], kind="attn_scores")
+    assert fig.layout.meta["kind"] == "attn_scores"
     assert len(fig.data) == 2
     mask_layer, heat = fig.data
     assert np.isnan(heat.z[0, 1]) and heat.z[1, 0] == s[1, 0]
@@ -193,9 +196,9 @@ def test_scores_masked_entries_are_gaps_with_a_masked_hover_layer():
     assert "masked" in mask_layer.hovertemplate
 
 
-def test_scores_without_mask_have_one_trace():
+def test_attn_scores_without_mask_have_one_trace():
     s = np.array([[1.0, -2.0], [0.5, 0.0]], np.float32)
-    fig = attention_heatmap(s, ["a", "b"], kind="scores")
+    fig = attention_heatmap(s, ["a", "b"], kind="attn_scores")
     assert len(fig.data) == 1 and fig.data[0].zmax == 2.0
 
 
@@ -239,14 +242,19 @@ def test_attention_heatmap_shape_errors(matrix, tokens, needle):
     assert needle in str(err.value)
 
 
-def test_unknown_kind_is_rejected():
-    with pytest.raises(ValueError, match="kind"):
-        attention_heatmap(np.zeros((2, 2)), ["a", "b"], kind="weights")  # type: ignore[arg-type]
+@pytest.mark.parametrize("kind", ["weights", "scores"])
+def test_unknown_kind_is_rejected(kind):
+    with pytest.raises(ValueError, match="kind must be 'pattern' or 'attn_scores'"):
+        attention_heatmap(np.zeros((2, 2)), ["a", "b"], kind=kind)
+    with pytest.raises(ValueError, match="kind must be 'pattern' or 'attn_scores'"):
+        qkv_figure(
+            np.zeros((2, 1)), np.zeros((2, 1)), np.zeros((2, 1)), np.zeros((2, 2)), ["a", "b"], kind=kind
+        )
 
 
 def test_payload_at_512_tokens_stays_small_and_binary():
     n = 512
-    p = softmax_patterns((n, n))
+    p = softmax_pattern((n, n))
     fig = attention_heatmap(p, [f"w{i}" for i in range(n)])
     spec = json.loads(fig.to_json())
     assert set(bdata_dtypes(spec)) == {"f4"}
@@ -254,10 +262,10 @@ def test_payload_at_512_tokens_stays_small_and_binary():
 
 
 def test_same_input_gives_identical_json():
-    p = softmax_patterns((6, 6))
+    p = softmax_pattern((6, 6))
     assert attention_heatmap(p, TOKENS[:6]).to_json() == attention_heatmap(p, TOKENS[:6]).to_json()
-    pats = softmax_patterns((2, 3, 6, 6))
-    assert json.dumps(head_grid_data(pats)) == json.dumps(head_grid_data(pats))
+    pattern = softmax_pattern((2, 3, 6, 6))
+    assert json.dumps(head_grid_data(pattern)) == json.dumps(head_grid_data(pattern))
 
 
 # --------------------------------------------------------------------------------------------
@@ -267,7 +275,7 @@ def test_mosaic_png_decodes_to_the_expected_size_and_gaps():
     n_layers, n_heads, n = 2, 3, 16
     cell = default_cell_px(n)
     assert cell == 64
-    rgba = decode_png_rgba(mosaic_png(softmax_patterns((n_layers, n_heads, n, n)), cell))
+    rgba = decode_png_rgba(mosaic_png(softmax_pattern((n_layers, n_heads, n, n)), cell))
     pitch = cell + GAP_PX
     assert rgba.shape == (n_layers * pitch - GAP_PX, n_heads * pitch - GAP_PX, 4)
     assert (rgba[:, cell : cell + GAP_PX, 3] == 0).all()  # vertical gap is transparent
@@ -279,8 +287,8 @@ def test_mosaic_colors_follow_the_weights():
     # every head a constant weight, increasing with (layer, head): the palette index must too
     n_layers, n_heads, n, cell = 2, 4, 8, 16
     values = np.linspace(0.0, 1.0, n_layers * n_heads, dtype=np.float32)
-    pats = np.broadcast_to(values.reshape(n_layers, n_heads, 1, 1), (n_layers, n_heads, n, n))
-    rgba = decode_png_rgba(mosaic_png(np.ascontiguousarray(pats), cell))
+    pattern = np.broadcast_to(values.reshape(n_layers, n_heads, 1, 1), (n_layers, n_heads, n, n))
+    rgba = decode_png_rgba(mosaic_png(np.ascontiguousarray(pattern), cell))
     palette, _ = mosaic_palette()
     pitch = cell + GAP_PX
     seen = []
@@ -289,13 +297,13 @@ def test_mosaic_colors_follow_the_weights():
             px = rgba[layer * pitch + cell // 2, h * pitch + cell // 2, :3]
             seen.append(int(np.flatnonzero((palette[:N_LEVELS] == px).all(1))[0]))
     assert seen[0] == 0 and seen[-1] == N_LEVELS - 1
-    assert all(a < b for a, b in zip(seen, seen[1:]))
+    assert all(a < b for a, b in itertools.pairwise(seen))
 
 
 def test_mosaic_max_pooling_keeps_a_thin_diagonal():
     n, cell = 512, 64
-    pats = np.eye(n, dtype=np.float32)[None, None] * np.ones((1, 2, 1, 1), np.float32)
-    rgba = decode_png_rgba(mosaic_png(pats, cell))
+    pattern = np.eye(n, dtype=np.float32)[None, None] * np.ones((1, 2, 1, 1), np.float32)
+    rgba = decode_png_rgba(mosaic_png(pattern, cell))
     palette, _ = mosaic_palette()
     top, bottom = palette[N_LEVELS - 1], palette[0]
     thumb = rgba[:cell, :cell, :3]
@@ -305,25 +313,29 @@ def test_mosaic_max_pooling_keeps_a_thin_diagonal():
 
 def test_head_grid_data_describes_the_mosaic():
     n_layers, n_heads, n = 2, 3, 10
-    pats = softmax_patterns((n_layers, n_heads, n, n))
-    grid = head_grid_data(pats)
+    pattern = softmax_pattern((n_layers, n_heads, n, n))
+    grid = head_grid_data(pattern)
     cell = default_cell_px(n)
     assert {k: grid[k] for k in ("rows", "cols", "cell", "gap", "n_pos")} == {
-        "rows": n_layers, "cols": n_heads, "cell": cell, "gap": GAP_PX, "n_pos": n,
+        "rows": n_layers,
+        "cols": n_heads,
+        "cell": cell,
+        "gap": GAP_PX,
+        "n_pos": n,
     }
     assert "selected" not in grid
     png = png_of(grid)
-    assert png == mosaic_png(pats)
+    assert png == mosaic_png(pattern)
     pitch = cell + GAP_PX
     assert decode_png_rgba(png).shape[:2] == (n_layers * pitch - GAP_PX, n_heads * pitch - GAP_PX)
     # the digest follows the image: same patterns, same rev; other patterns, another rev
-    assert grid["rev"] == head_grid_data(pats.copy())["rev"]
-    assert grid["rev"] != head_grid_data(softmax_patterns((n_layers, n_heads, n, n), seed=1))["rev"]
+    assert grid["rev"] == head_grid_data(pattern.copy())["rev"]
+    assert grid["rev"] != head_grid_data(softmax_pattern((n_layers, n_heads, n, n), seed=1))["rev"]
     json.dumps(grid)  # what Streamlit sends must be plain JSON
 
 
 def test_grid_selection_outlines_one_head_and_keeps_the_image():
-    grid = head_grid_data(softmax_patterns((2, 3, 10, 10)))
+    grid = head_grid_data(softmax_pattern((2, 3, 10, 10)))
     chosen = grid_selection(grid, 1, 2)
     assert chosen["selected"] == [1, 2]
     assert {k: v for k, v in chosen.items() if k != "selected"} == grid
@@ -347,22 +359,25 @@ def test_qkv_figure_panels():
     n, d_head = 6, 4
     rng = np.random.default_rng(3)
     q, k, v = (rng.normal(size=(n, d_head)).astype(np.float32) for _ in range(3))
-    scores = (q @ k.T / np.sqrt(d_head)).astype(np.float32)
-    fig = qkv_figure(q, k, v, scores, TOKENS[:n])
+    attn_scores = (q @ k.T / np.sqrt(d_head)).astype(np.float32)
+    fig = qkv_figure(q, k, v, attn_scores, TOKENS[:n])  # kind="attn_scores" by default
+    assert fig.layout.meta["kind"] == "attn_scores"
     titles = [a.text for a in fig.layout.annotations]
-    assert titles[:3] == ["Q = X W_Q", "K = X W_K", "V = X W_V"] and titles[3].startswith("scores")
+    assert titles[:3] == ["Q = X W_Q", "K = X W_K", "V = X W_V"]
+    assert titles[3].startswith("attn_scores")
     heat_q, heat_k, heat_v, heat_s = fig.data
-    for tr, a in zip((heat_q, heat_k, heat_v), (q, k, v)):
+    for tr, a in zip((heat_q, heat_k, heat_v), (q, k, v), strict=True):
         np.testing.assert_array_equal(tr.z, a)
         assert tr.coloraxis == "coloraxis" and list(tr.y) == list(heat_s.y)
-    np.testing.assert_array_equal(heat_s.z, scores)
+    np.testing.assert_array_equal(heat_s.z, attn_scores)
     assert heat_s.coloraxis == "coloraxis2"
     m = float(max(np.abs(q).max(), np.abs(k).max(), np.abs(v).max()))
     axis = fig.layout.coloraxis
     assert axis.cmax == pytest.approx(m) and axis.cmin == -axis.cmax
     assert list(fig.layout.yaxis.ticktext) == TOKENS[:n]
-    pat = qkv_figure(q, k, v, softmax_patterns((n, n)), TOKENS[:n], kind="pattern")
+    pat = qkv_figure(q, k, v, softmax_pattern((n, n)), TOKENS[:n], kind="pattern")
     assert (pat.layout.coloraxis2.cmin, pat.layout.coloraxis2.cmax) == (0.0, 1.0)
+    assert pat.layout.annotations[3].text.startswith("pattern")
 
 
 def test_qkv_figure_shape_errors():
@@ -390,20 +405,20 @@ def test_head_output_heatmap():
 # --------------------------------------------------------------------------------------------
 def test_heads_side_by_side_shared_and_separate_scales():
     n = 5
-    pats = softmax_patterns((3, n, n)) * np.array([1.0, 0.5, 0.25], np.float32)[:, None, None]
-    fig = heads_side_by_side(pats, ["L0H0", "L0H1", "L1H2"], TOKENS[:n])
+    pattern = softmax_pattern((3, n, n)) * np.array([1.0, 0.5, 0.25], np.float32)[:, None, None]
+    fig = heads_side_by_side(pattern, ["L0H0", "L0H1", "L1H2"], TOKENS[:n])
     assert len(fig.data) == 3
     assert all(tr.coloraxis == "coloraxis" for tr in fig.data)
     assert (fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax) == (0.0, 1.0)
-    np.testing.assert_array_equal(fig.data[1].z, pats[1])
+    np.testing.assert_array_equal(fig.data[1].z, pattern[1])
     assert [a.text for a in fig.layout.annotations] == ["L0H0", "L0H1", "L1H2"]
-    sep = heads_side_by_side(pats, ["a", "b", "c"], TOKENS[:n], shared_scale=False)
-    assert [tr.zmax for tr in sep.data] == pytest.approx([float(p.max()) for p in pats])
+    sep = heads_side_by_side(pattern, ["a", "b", "c"], TOKENS[:n], shared_scale=False)
+    assert [tr.zmax for tr in sep.data] == pytest.approx([float(p.max()) for p in pattern])
     assert all(tr.coloraxis is None and tr.showscale is False for tr in sep.data)
 
 
 def test_heads_side_by_side_errors():
-    p = softmax_patterns((13, 4, 4))
+    p = softmax_pattern((13, 4, 4))
     with pytest.raises(ValueError, match="1..12"):
         heads_side_by_side(p, [str(i) for i in range(13)], TOKENS[:4])
     with pytest.raises(ValueError, match="2 titles"):
@@ -415,11 +430,13 @@ def test_heads_side_by_side_errors():
 def test_head_metrics_figure():
     ent = np.arange(6, dtype=np.float32).reshape(2, 3)
     fig = head_metrics_figure({"entropy": ent, "other": -ent}, "entropy")
-    heat, points = fig.data
+    (heat,) = fig.data  # one heatmap: nothing on top that looks clickable
     np.testing.assert_array_equal(heat.z, ent)
     assert (heat.zmin, heat.zmax) == (0.0, 5.0)
-    assert points.hovertext[4] == "layer 1, head 1<br>entropy 4"
-    assert [list(c) for c in points.customdata] == [[0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [1, 2]]
+    # the heatmap answers the hover itself: layer (y), head (x) and the value
+    assert heat.hoverinfo is None
+    assert heat.hovertemplate == "layer %{y}, head %{x}<br>entropy %{z:.4g}<extra></extra>"
+    assert heat.texttemplate == "%{z:.2f}"
     div = head_metrics_figure({"other": ent - 2}, "other")
     assert div.data[0].zmid == 0.0 and div.data[0].zmax == 3.0
     with pytest.raises(ValueError, match="'nope' is not one of"):
@@ -450,12 +467,12 @@ def test_ablation_effect_figure():
 
 
 def test_pattern_colorscale_matches_the_mosaic_gamma():
-    from tformer.figures._common import PATTERN_GAMMA, pattern_colorscale, sequential_lut
+    from tformer.figures.colors import PATTERN_GAMMA, pattern_colorscale, sequential_lut
 
     scale = pattern_colorscale()
     positions = [p for p, _ in scale]
     assert positions[0] == 0.0 and positions[-1] == 1.0
-    assert all(a < b for a, b in zip(positions, positions[1:]))
+    assert all(a < b for a, b in itertools.pairwise(positions))
     # halfway along the color map sits at weight 0.5 ** (1 / gamma): 0.25 for gamma 0.5
     mid = len(scale) // 2
     assert positions[mid] == pytest.approx(0.5 ** (1 / PATTERN_GAMMA))
@@ -467,8 +484,8 @@ def test_side_by_side_pools_each_panel_to_its_share_of_the_budget():
     from tformer.figures.heads import panel_max_side
 
     n = 300
-    pats = np.broadcast_to(np.eye(n, dtype=np.float32), (12, n, n))
-    fig = heads_side_by_side(pats, [str(i) for i in range(12)], [str(i) for i in range(n)])
+    pattern = np.broadcast_to(np.eye(n, dtype=np.float32), (12, n, n))
+    fig = heads_side_by_side(pattern, [str(i) for i in range(12)], [str(i) for i in range(n)])
     side = panel_max_side(12)
     assert side == 73
     assert all(tr.z.shape[0] <= side for tr in fig.data)

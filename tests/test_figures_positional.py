@@ -61,7 +61,7 @@ def test_matrix_heatmap_marks_end_of_trained_positions(pe):
 def test_waves_one_line_per_dim_with_wavelength(pe):
     fig = pe_waves(pe, [0, 1, 6, 0])
     assert len(fig.data) == 3  # the repeated dim is drawn once
-    for trace, d in zip(fig.data, [0, 1, 6]):
+    for trace, d in zip(fig.data, [0, 1, 6], strict=True):
         np.testing.assert_array_equal(trace.y, pe[:, d])
         np.testing.assert_array_equal(trace.x, np.arange(40))
     # dims 0, 1 share omega_0 = 1: wavelength 2*pi; dim 6 = pair 3: 2*pi*10000^(6/16) = 198.7
@@ -124,9 +124,7 @@ def test_attention_diff_figure():
     assert (fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax) == (0.0, 1.0)
     assert fig.layout.coloraxis2.cmin == -fig.layout.coloraxis2.cmax
     # unique "pos: token" categories (repeats stay apart, hover shows the token), escaped ticks
-    assert list(fig.data[0].x) == [
-        "0: [CLS]", "1: the", "2: &lt;b&gt;x&lt;/b&gt;", "3: the", "4: [SEP]"
-    ]
+    assert list(fig.data[0].x) == ["0: [CLS]", "1: the", "2: &lt;b&gt;x&lt;/b&gt;", "3: the", "4: [SEP]"]
     assert list(fig.layout.xaxis.tickvals) == [0, 1, 2, 3, 4]
     assert fig.layout.xaxis.ticktext[2] == "&lt;b&gt;x&lt;/b&gt;"
     assert fig.layout.yaxis.ticktext[1] == fig.layout.yaxis.ticktext[3] == "the"

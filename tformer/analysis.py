@@ -3,10 +3,11 @@
 Inputs are captured arrays (float32 is fine); sums that can lose precision are done in
 float64. Every function takes plain numpy arrays, so a page can cache its inputs with
 ``st.cache_data`` and a notebook can call it on anything shaped like an attention pattern.
+Parameters carry the model's hook short names (``pattern``: the softmax weights).
 
-Conventions: a pattern row is one query position's softmax weights over key positions, so it
-sums to 1. A row that is all zero (a fully masked query) carries no information and is ignored
-by every metric here.
+Conventions: a ``pattern`` row is one query position's softmax weights over key positions, so
+it sums to 1. A row that is all zero (a fully masked query) carries no information and is
+ignored by every metric here.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 __all__ = [
     "METRICS",
@@ -25,25 +27,27 @@ __all__ = [
     "offset_similarity",
 ]
 
+FloatArray = npt.NDArray[np.float64]
+Positions = int | Iterable[int] | npt.NDArray[np.integer] | npt.NDArray[np.bool_]
+
 # One line per metric, in the order head_metrics returns them: usable as column help in a table.
+# "cls" and "sep" are returned only when their positions are given.
 METRICS: dict[str, str] = {
-    "entropy": "mean over queries of H(p) = -sum_k p_k log2 p_k (bits); 0 = one key, "
-    "log2 n = uniform over n",
+    "entropy": "mean over queries of H(p) = -sum_k p_k log2 p_k (bits); 0 = one key, log2 n = uniform over n",
     "entropy_norm": "entropy / log2(number of visible keys); 0 = one key, 1 = uniform",
     "mean_distance": "mean over queries of sum_k p_k |q - k| (positions)",
     "self": "mean weight on the query's own position, p[q, q]",
     "prev": "mean weight on the previous position, p[q, q-1], over q >= 1",
     "first": "mean weight on position 0, p[q, 0]",
-    "cls": "mean weight on the [CLS] position (NaN when not given)",
-    "sep": "mean total weight on the [SEP] positions (NaN when not given)",
-    "special": "mean total weight on all special-token positions (NaN when not given)",
+    "cls": "mean weight on the position of the tokenizer's leading special token (e.g. [CLS])",
+    "sep": "mean total weight on the positions of the trailing special token(s) (e.g. [SEP])",
     "max": "mean over queries of the row maximum, max_k p_k",
 }
 
 _TINY32 = np.float32(np.finfo(np.float32).tiny)
 
 
-def _positions(name: str, value: Any, n_pos: int) -> np.ndarray | None:
+def _positions(name: str, value: Positions | None, n_pos: int) -> npt.NDArray[np.int64] | None:
     """Normalise an int, an iterable of ints or a bool mask [key_pos] to sorted unique positions."""
     if value is None:
         return None
@@ -57,77 +61,75 @@ def _positions(name: str, value: Any, n_pos: int) -> np.ndarray | None:
         raise ValueError(f"{name} must be an int, ints or a bool mask, got {value!r}")
     bad = arr[(arr < 0) | (arr >= n_pos)]
     if bad.size:
-        raise ValueError(
-            f"{name} position(s) {bad.tolist()} outside 0..{n_pos - 1} (key_pos={n_pos})"
-        )
+        raise ValueError(f"{name} position(s) {bad.tolist()} outside 0..{n_pos - 1} (key_pos={n_pos})")
     return np.unique(arr.astype(np.int64))
 
 
-def _check_patterns(patterns: Any) -> np.ndarray:
-    p = np.asarray(patterns)
+def _check_pattern(pattern: npt.ArrayLike) -> npt.NDArray[Any]:
+    p = np.asarray(pattern)
     if p.ndim != 4:
-        raise ValueError(
-            f"patterns must be [layer, head_index, query_pos, key_pos], got shape {p.shape}"
-        )
+        raise ValueError(f"pattern must be [layer, head_index, query_pos, key_pos], got shape {p.shape}")
     if p.shape[2] != p.shape[3]:
-        raise ValueError(
-            f"patterns must be self-attention (query_pos == key_pos), got shape {p.shape}"
-        )
+        raise ValueError(f"pattern must be self-attention (query_pos == key_pos), got shape {p.shape}")
     if p.shape[2] == 0:
-        raise ValueError(f"patterns has no positions, shape {p.shape}")
+        raise ValueError(f"pattern has no positions, shape {p.shape}")
     return p
 
 
-def _row_sum_and_plogp(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _row_sum_and_plogp(rows: npt.NDArray[np.floating]) -> tuple[FloatArray, FloatArray]:
     """For rows [..., key_pos]: (sum_k p, sum_k p log2 p) in float64, with 0·log 0 = 0."""
     x = rows.astype(np.float64)
     return x.sum(-1), (x * np.log2(np.where(x > 0, x, 1.0))).sum(-1)
 
 
-def _masked_mean(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
+def _masked_mean(values: FloatArray, mask: npt.NDArray[np.bool_]) -> FloatArray:
     """Mean over the last axis of ``values`` where ``mask``; 0 where the mask is empty."""
     return np.where(mask, values, 0.0).sum(-1) / np.maximum(mask.sum(-1), 1)
 
 
 def head_metrics(
-    patterns: np.ndarray,
+    pattern: npt.ArrayLike,
     *,
-    special: Iterable[int] | np.ndarray | None = None,
     cls_pos: int | None = None,
-    sep_pos: int | Iterable[int] | np.ndarray | None = None,
-) -> dict[str, np.ndarray]:
-    r"""Per-head summary numbers of attention patterns.
+    sep_pos: Positions | None = None,
+) -> dict[str, FloatArray]:
+    r"""Per-head summary numbers of attention ``pattern``: entropy, mean distance, and more.
 
-    ``patterns``: [layer, head_index, query_pos, key_pos], rows summing to 1; all-zero rows
-    (fully masked queries) are ignored. ``special``, ``sep_pos``: positions as ints or a bool
-    mask [key_pos]; ``cls_pos``: one position. Returns ``{name: array [layer, head_index]}``
-    (float64) with the keys of :data:`METRICS`, each a mean over the valid query rows q
-    (NaN for a head with no valid row):
+    .. math::
 
-    - entropy:       :math:`H_q = -\sum_k p_{qk} \log_2 p_{qk}` (bits, 0·log 0 = 0)
+        H_q = -\sum_k p_{qk} \log_2 p_{qk} \qquad \bar d_q = \sum_k p_{qk}\,|q - k|
+
+    ``pattern``: [layer, head_index, query_pos, key_pos], rows summing to 1; all-zero rows
+    (fully masked queries) are ignored. ``cls_pos``: the position of the tokenizer's leading
+    special token (e.g. [CLS]), one int. ``sep_pos``: the positions of its trailing special
+    token(s) (e.g. [SEP]), an int, ints or a bool mask [key_pos]. Returns
+    ``{name: array [layer, head_index]}`` (float64) with the keys of :data:`METRICS`, in that
+    order, each a mean over the valid query rows q (NaN for a head with no valid row); "cls"
+    and "sep" are left out when their positions are not given (None or none at all):
+
+    - entropy:       :math:`H_q` above (bits, 0·log 0 = 0)
     - entropy_norm:  :math:`H_q / \log_2 n_q`, :math:`n_q` = keys with :math:`p_{qk} > 0`
       (0 when :math:`n_q = 1`). Keys are counted from the pattern: a weight that underflowed
       to exactly 0 in float32 counts as masked.
-    - mean_distance: :math:`\sum_k p_{qk}\,|q - k|`
+    - mean_distance: :math:`\bar d_q` above (positions)
     - self:          :math:`p_{qq}`
-    - prev:          :math:`p_{q,q-1}`, over :math:`q \ge 1` only
+    - prev:          :math:`p_{q,q-1}`, over :math:`q \ge 1` only (NaN with one position)
     - first:         :math:`p_{q0}`
-    - cls:           :math:`p_{q,c}`, c = ``cls_pos`` (NaN if None)
-    - sep:           :math:`\sum_{s \in S} p_{qs}`, S = ``sep_pos`` (NaN if None or empty)
-    - special:       :math:`\sum_{s \in S} p_{qs}`, S = ``special`` (NaN if None or empty)
+    - cls:           :math:`p_{q,c}`, c = ``cls_pos``
+    - sep:           :math:`\sum_{s \in S} p_{qs}`, S = ``sep_pos``
     - max:           :math:`\max_k p_{qk}`
     """
-    p = _check_patterns(patterns)
+    p = _check_pattern(pattern)
     n_layer, n_head, n_q, n_k = p.shape
     cls = _positions("cls_pos", cls_pos, n_k)
     if cls is not None and cls.size != 1:
         raise ValueError(f"cls_pos must be one position, got {cls_pos!r}")
     sep = _positions("sep_pos", sep_pos, n_k)
-    spec = _positions("special", special, n_k)
+    given = {"cls": cls is not None, "sep": sep is not None and sep.size > 0}
 
     q_idx = np.arange(n_q)
     dist = np.abs(q_idx[:, None] - np.arange(n_k)[None, :]).astype(np.float64)  # |q - k|
-    out = {name: np.full((n_layer, n_head), np.nan) for name in METRICS}
+    out = {name: np.full((n_layer, n_head), np.nan) for name in METRICS if given.get(name, True)}
 
     # One layer at a time bounds the float64 temporaries to [head_index, query_pos, key_pos].
     for layer in range(n_layer):
@@ -140,7 +142,7 @@ def head_metrics(
         log_n = np.log2(np.maximum(positive.sum(-1), 1))
         entropy_norm = np.divide(entropy, log_n, out=np.zeros_like(entropy), where=log_n > 0)
 
-        rows = {  # each [head_index, query_pos], averaged over valid rows below
+        rows: dict[str, FloatArray] = {  # each [head_index, query_pos], averaged over valid rows
             "entropy": entropy,
             "entropy_norm": entropy_norm,
             "mean_distance": (pl * dist).sum(-1),
@@ -152,8 +154,6 @@ def head_metrics(
             rows["cls"] = pl[:, :, cls[0]]
         if sep is not None and sep.size:
             rows["sep"] = pl[:, :, sep].sum(-1)
-        if spec is not None and spec.size:
-            rows["special"] = pl[:, :, spec].sum(-1)
         for name, v in rows.items():
             out[name][layer] = np.where(has_rows, _masked_mean(v, valid), np.nan)
         if n_q > 1:
@@ -163,11 +163,12 @@ def head_metrics(
     return out
 
 
-def metrics_table(metrics: Mapping[str, np.ndarray], *, decimals: int = 4) -> list[dict[str, Any]]:
+def metrics_table(metrics: Mapping[str, npt.ArrayLike], *, decimals: int = 4) -> list[dict[str, Any]]:
     """Rows ``{"layer", "head", <metric>: float}`` for a sortable table, one per head.
 
-    ``metrics`` is :func:`head_metrics`'s output (every value [layer, head_index]). Values become
-    plain Python floats rounded to ``decimals``; NaN (not applicable) becomes ``None`` so a
+    ``metrics`` is :func:`head_metrics`'s output (every value [layer, head_index]); the columns
+    are its keys, in its order, so a metric it left out has no column. Values become plain
+    Python floats rounded to ``decimals``; NaN (a head with no valid row) becomes ``None`` so a
     table shows an empty cell rather than a number.
     """
     if not metrics:
@@ -177,7 +178,7 @@ def metrics_table(metrics: Mapping[str, np.ndarray], *, decimals: int = 4) -> li
     if len(shape) != 2 or any(s != shape for s in shapes.values()):
         raise ValueError(f"every metric must be [layer, head_index] of one shape, got {shapes}")
     arrays = {name: np.asarray(v, dtype=np.float64) for name, v in metrics.items()}
-    rows = []
+    rows: list[dict[str, Any]] = []
     for layer in range(shape[0]):
         for head in range(shape[1]):
             row: dict[str, Any] = {"layer": layer, "head": head}
@@ -188,26 +189,31 @@ def metrics_table(metrics: Mapping[str, np.ndarray], *, decimals: int = 4) -> li
     return rows
 
 
-def js_divergence_matrix(
-    patterns_flat: np.ndarray, *, max_chunk_elements: int = 1 << 22
-) -> np.ndarray:
+def js_divergence_matrix(pattern: npt.ArrayLike, *, max_chunk_elements: int = 1 << 22) -> FloatArray:
     r"""Mean Jensen-Shannon divergence between every pair of heads: [n, n], symmetric, 0 diagonal.
 
-    ``patterns_flat``: [n, query_pos, key_pos] (e.g. ``patterns.reshape(-1, q, k)`` for all
-    heads of all layers). For heads i, j and each query row q, with :math:`m = (p + r)/2`:
+    For heads i, j and each query row q, with p and r the two heads' rows:
 
-    .. math:: \mathrm{JSD}(p \| r) = H(m) - \tfrac12 (H(p) + H(r))
-              = \tfrac12 \sum_k \big[p_k \log_2 p_k + r_k \log_2 r_k\big] - \sum_k m_k \log_2 m_k
+    .. math::
 
-    in bits, so in [0, 1]; the result is the mean over rows valid (not all zero) in both heads
-    (NaN if there is none). Cost is one pass over [query_pos, key_pos] per pair of heads;
+        \mathrm{JSD}(p\,\|\,r) = \tfrac12 \mathrm{KL}(p\,\|\,m) + \tfrac12 \mathrm{KL}(r\,\|\,m),
+        \quad m = \tfrac12 (p + r)
+
+        \mathrm{JSD}(p\,\|\,r) = H(m) - \tfrac12 (H(p) + H(r))
+        = \tfrac12 \sum_k \big[p_k \log_2 p_k + r_k \log_2 r_k\big] - \sum_k m_k \log_2 m_k
+
+    ``pattern``: n heads' patterns [n, query_pos, key_pos] (e.g.
+    ``pattern.reshape(-1, query_pos, key_pos)`` of a [layer, head_index, query_pos, key_pos]
+    capture: all heads of all layers, layer-major). JSD is in bits, so in [0, 1]; the result
+    is the mean over rows valid (not all zero) in both heads (NaN if there is none). Cost is
+    one pass over [query_pos, key_pos] per pair of heads;
     ``max_chunk_elements`` bounds the float32 working buffers (two of that many elements).
-    The elementwise log runs in float32 (twice as fast as float64); per-row sums are combined
-    in float64, which keeps the error near 1e-6.
+    The elementwise log runs in float32 (faster than float64); per-row sums are combined in
+    float64, which keeps the error near 1e-6.
     """
-    p = np.asarray(patterns_flat)
+    p = np.asarray(pattern)
     if p.ndim != 3:
-        raise ValueError(f"patterns_flat must be [n, query_pos, key_pos], got shape {p.shape}")
+        raise ValueError(f"pattern must be [n, query_pos, key_pos], got shape {p.shape}")
     n, n_q, n_k = p.shape
     p = np.ascontiguousarray(p, dtype=np.float32)
     row_sum = np.empty((n, n_q))  # [n, query_pos]
@@ -244,7 +250,7 @@ def js_divergence_matrix(
     return out
 
 
-def output_change(base: np.ndarray, ablated: np.ndarray) -> np.ndarray:
+def output_change(base: npt.ArrayLike, ablated: npt.ArrayLike) -> FloatArray:
     r"""Relative change of each position's hidden state: :math:`\|a - b\|_2 / \|b\|_2`.
 
     ``base`` (b) and ``ablated`` (a): [..., pos, d_model] of the same shape, usually
@@ -265,13 +271,22 @@ def output_change(base: np.ndarray, ablated: np.ndarray) -> np.ndarray:
     return rel
 
 
-def offset_similarity(pe: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def offset_similarity(
+    pe: npt.ArrayLike,
+) -> tuple[npt.NDArray[np.int64], FloatArray, FloatArray]:
     r"""Dot products :math:`PE_i \cdot PE_{i+k}` grouped by offset k: (offsets, mean, std).
 
-    ``pe``: [pos, d_model]. Returns ``offsets = 0..pos-1`` (int64) and, per offset, the mean and
-    the standard deviation (float64) of the ``pos - k`` products. For sinusoidal encodings
-    :math:`PE_i \cdot PE_{i+k} = \sum_j \cos(\omega_j k)` depends on k alone, so std is ~0
-    (float32 rounding); a learned encoding generally shows a spread.
+    .. math::
+
+        \mu_k = \frac{1}{n - k} \sum_{i=0}^{n-1-k} PE_i \cdot PE_{i+k}
+
+        PE_i \cdot PE_{i+k} = \sum_j \cos(\omega_j k),\quad \omega_j = 10000^{-2j/d_\text{model}}
+        \quad \text{(sinusoidal)}
+
+    ``pe``: [pos, d_model], n = pos. Returns ``offsets = 0..pos-1`` (int64) and, per offset, the
+    mean :math:`\mu_k` and the standard deviation (float64) of the ``pos - k`` products. For
+    sinusoidal encodings the product depends on k alone (second line), so std is ~0 (float32
+    rounding); a learned encoding generally shows a spread.
     """
     x = np.asarray(pe, dtype=np.float64)
     if x.ndim != 2 or x.shape[0] == 0:

@@ -3,11 +3,28 @@
 The one exception is the all-heads overview: `head_grid_data` returns the JSON-ready dict (a
 PNG mosaic and its geometry) that the app's head grid draws without Plotly.
 
+Parameters carry the model's hook short names: ``pattern`` (softmax weights), ``attn_scores``
+(scaled, masked scores), ``q``, ``k``, ``v``, ``z``; a ``kind=`` selector takes the same names.
+
 Every builder validates shapes (``ValueError`` naming the shape and the token count), shows
-user text through :func:`safe_label`, and sends float32/uint8 arrays only (binary in the JSON).
+user text through :func:`safe_label`, and follows the same payload rules (the browser, not the
+model, is the bottleneck):
+
+- arrays handed to plotly are float32 or uint8 numpy (plotly.py base64-encodes those;
+  float16 would become text JSON, many times larger);
+- a [query_pos, key_pos] matrix is sent at full resolution up to
+  :data:`~tformer.figures.pooling.MAX_SIDE` positions a side and max-pooled in square blocks
+  above that (:mod:`~tformer.figures.pooling`);
+- token axes are category axes of unique ``"pos: token"`` names with ticks at integer
+  positions (:mod:`~tformer.figures.labels`);
+- margins are sized for the tick labels up front, so plotly lays a chart out once
+  (:func:`~tformer.figures.labels.axis_margin`).
+
+Shared helpers live in :mod:`.checks` (input validation), :mod:`.colors` (color scales),
+:mod:`.labels` (token text, axes, label margins), :mod:`.layout` (panel geometry) and
+:mod:`.pooling` (max-pooling of long inputs). Everything here is deterministic.
 """
 
-from ._common import safe_label
 from .attention import attention_heatmap
 from .heads import (
     ablation_effect_figure,
@@ -15,18 +32,19 @@ from .heads import (
     head_similarity_heatmap,
     heads_side_by_side,
 )
+from .labels import safe_label
 from .overview import grid_selection, head_grid_data, mosaic_png
 from .qkv import head_output_heatmap, qkv_figure
 
 __all__ = [
     "ablation_effect_figure",
     "attention_heatmap",
+    "grid_selection",
+    "head_grid_data",
     "head_metrics_figure",
     "head_output_heatmap",
     "head_similarity_heatmap",
     "heads_side_by_side",
-    "grid_selection",
-    "head_grid_data",
     "mosaic_png",
     "qkv_figure",
     "safe_label",

@@ -4,28 +4,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import plotly.graph_objects as go
 
-from ._common import (
-    COLORAXIS_BAR_PX,
-    COLORBAR_PX,
-    DIVERGING,
-    MAX_SIDE,
-    SEQUENTIAL,
-    as_float32,
-    axis_margin,
-    check_tokens,
-    grid_domains,
-    panel_title,
-    pattern_colorscale,
-    safe_label,
-    symmetric_range,
-    token_axis,
-    token_labels,
-)
 from .attention import attention_traces
+from .checks import as_float32, check_tokens
+from .colors import DIVERGING, SEQUENTIAL, pattern_colorscale, symmetric_range
+from .labels import axis_margin, safe_label, token_axis, token_labels
+from .layout import COLORAXIS_BAR_PX, COLORBAR_PX, grid_domains, panel_title
+from .pooling import MAX_SIDE
 
 MAX_PANELS = 12
 PANEL_COLS = 4
@@ -34,55 +24,60 @@ PANEL_TICKS = 12
 
 
 def panel_max_side(n_panels: int) -> int:
-    """Per-panel side cap so all panels together send at most MAX_SIDE**2 cells (~350 KB)."""
+    """Per-panel side cap so all panels together send at most MAX_SIDE**2 cells (one full
+    heatmap's worth)."""
     return max(32, int(MAX_SIDE / math.sqrt(max(1, n_panels))))
 
 
 def heads_side_by_side(
-    patterns: np.ndarray | Sequence[np.ndarray],
+    pattern: npt.NDArray[np.floating] | Sequence[npt.NDArray[np.floating]],
     titles: Sequence[str],
     tokens: Sequence[object],
     *,
     shared_scale: bool = True,
 ) -> go.Figure:
-    """1..12 heads' patterns [n_panels, query_pos, key_pos] in a grid of up to 4 columns.
+    """1..12 heads' ``pattern`` [n_panels, query_pos, key_pos] in a grid of up to 4 columns.
 
+    ``pattern`` is one array or a sequence of [query_pos, key_pos] arrays, one per panel.
     ``shared_scale=True``: one color axis, weights 0..1 (the same scale as
     :func:`attention_heatmap`), one colorbar. ``shared_scale=False``: each panel is colored from
     0 to its own largest weight (compare shapes, not strengths); no colorbar, the hover still
     shows true weights. Long inputs are max-pooled per panel (:func:`panel_max_side`).
     ``titles`` are shown as given (escape user text with ``safe_label``).
     """
-    p = as_float32(np.stack([np.asarray(a) for a in patterns]) if not isinstance(
-        patterns, np.ndarray) else patterns, 3, "patterns", "[n_panels, query_pos, key_pos]")
+    stacked = pattern if isinstance(pattern, np.ndarray) else np.stack([np.asarray(a) for a in pattern])
+    p = as_float32(stacked, 3, "pattern", "[n_panels, query_pos, key_pos]")
     n_panels, nq, nk = p.shape
     if not 1 <= n_panels <= MAX_PANELS:
-        raise ValueError(
-            f"patterns has shape {tuple(p.shape)}: 1..{MAX_PANELS} heads, got {n_panels}"
-        )
+        raise ValueError(f"pattern has shape {tuple(p.shape)}: 1..{MAX_PANELS} heads, got {n_panels}")
     if len(titles) != n_panels:
-        raise ValueError(f"patterns has shape {tuple(p.shape)} but {len(titles)} titles were given")
+        raise ValueError(f"pattern has shape {tuple(p.shape)} but {len(titles)} titles were given")
     n = len(tokens)
     if (nq, nk) != (n, n):
         raise ValueError(
-            f"patterns has shape {tuple(p.shape)} [n_panels, query_pos, key_pos] but {n} tokens "
+            f"pattern has shape {tuple(p.shape)} [n_panels, query_pos, key_pos] but {n} tokens "
             f"were given (expected ({n_panels}, {n}, {n}))"
         )
     if n == 0:
-        raise ValueError("patterns has no positions: at least one token is needed")
+        raise ValueError("pattern has no positions: at least one token is needed")
 
     cols = min(n_panels, PANEL_COLS)
     rows = math.ceil(n_panels / cols)
     domains = grid_domains(rows, cols, hspace=0.06, vspace=0.12 / rows + 0.04)
     side = panel_max_side(n_panels)
-    data: list[dict] = []
-    layout: dict = {"annotations": []}
+    data: list[dict[str, Any]] = []
+    annotations: list[dict[str, Any]] = []
+    layout: dict[str, Any] = {"annotations": annotations}
     block = 1
+    axis: dict[str, Any] = {}
     for i in range(n_panels):
         c = i % cols
         sx = "" if i == 0 else str(i + 1)
         traces, block = attention_traces(
-            p[i], tokens, kind="pattern", max_side=side,
+            p[i],
+            tokens,
+            kind="pattern",
+            max_side=side,
             coloraxis="coloraxis" if shared_scale else None,
         )
         heat = {**traces[-1], "xaxis": f"x{sx}", "yaxis": f"y{sx}"}
@@ -92,59 +87,52 @@ def heads_side_by_side(
         xd, yd = domains[i]
         axis = token_axis(tokens, block, max_ticks=PANEL_TICKS)
         # Token tick labels on the outer panels only: drawing 24 labelled axes is what makes
-        # this figure slow in the browser (measured 140 ms -> 30 ms without them at 16 tokens).
-        layout[f"xaxis{sx}"] = {**axis, "domain": xd, "anchor": f"y{sx}",
-                                "showticklabels": i + cols >= n_panels}
+        # this figure slow in the browser.
+        layout[f"xaxis{sx}"] = {
+            **axis,
+            "domain": xd,
+            "anchor": f"y{sx}",
+            "showticklabels": i + cols >= n_panels,
+        }
         # No scaleanchor: it would shrink each panel inside its cell, away from its title;
         # the height below keeps cells near square at a typical width instead.
-        layout[f"yaxis{sx}"] = {**axis, "domain": yd, "anchor": f"x{sx}",
-                                "autorange": "reversed", "showticklabels": c == 0}
-        layout["annotations"].append(panel_title(titles[i], xd, yd))
+        layout[f"yaxis{sx}"] = {
+            **axis,
+            "domain": yd,
+            "anchor": f"x{sx}",
+            "autorange": "reversed",
+            "showticklabels": c == 0,
+        }
+        annotations.append(panel_title(titles[i], xd, yd))
     if shared_scale:
-        layout["coloraxis"] = {"cmin": 0.0, "cmax": 1.0, "colorscale": pattern_colorscale(),
-                               "colorbar": {"title": {"text": "weight"}, "thickness": 12}}
+        layout["coloraxis"] = {
+            "cmin": 0.0,
+            "cmax": 1.0,
+            "colorscale": pattern_colorscale(),
+            "colorbar": {"title": {"text": "weight"}, "thickness": 12},
+        }
     layout.update(
         # ~900 px wide: a panel is ~0.8 * 900 / cols px wide; rows get that plus title/ticks
         height=rows * int(720 / cols + 60) + 60,
-        # room for the labels from the start: no second layout pass (see _common.axis_margin)
-        margin={"l": axis_margin(axis, title=False), "r": COLORAXIS_BAR_PX if shared_scale else 10,
-                "t": 40, "b": axis_margin(axis, title=False)},
+        # room for the labels from the start: no second layout pass (see labels.axis_margin)
+        margin={
+            "l": axis_margin(axis, title=False),
+            "r": COLORAXIS_BAR_PX if shared_scale else 10,
+            "t": 40,
+            "b": axis_margin(axis, title=False),
+        },
         meta={"block": block, "n_pos": n, "shared_scale": shared_scale},
     )
     return go.Figure({"data": data, "layout": layout})
 
 
-def _clickable_grid(hover: np.ndarray) -> dict:
-    """Transparent square markers over a layer x head grid, carrying the hover text.
+def head_metrics_figure(metrics: Mapping[str, npt.ArrayLike], metric: str) -> go.Figure:
+    """Heatmap of ``metrics[metric]`` [layer, head_index]; the hover names layer, head and value.
 
-    Streamlit's on_select returns a clicked scatter point (a clicked heatmap cell returns
-    nothing), with ``customdata = [layer, head_index]``. The markers, not the heatmap beneath,
-    answer the hover: a trace that skips the hover cannot be clicked either.
-    """
-    n_layers, n_heads = hover.shape
-    layer, head = np.divmod(np.arange(n_layers * n_heads), n_heads)
-    return {
-        "type": "scatter",
-        "name": "heads",
-        "x": head.tolist(),
-        "y": layer.tolist(),
-        "mode": "markers",
-        "marker": {"symbol": "square", "size": 28, "color": "rgba(0,0,0,0)",
-                   "line": {"width": 0}},
-        "customdata": np.stack([layer, head], axis=1).tolist(),
-        "hovertext": hover.ravel().tolist(),
-        "hovertemplate": "%{hovertext}<extra></extra>",
-        "showlegend": False,
-        "selected": {"marker": {"opacity": 1}},
-        "unselected": {"marker": {"opacity": 1}},
-    }
-
-
-def head_metrics_figure(metrics: Mapping[str, np.ndarray], metric: str) -> go.Figure:
-    """Heatmap of ``metrics[metric]`` [layer, head_index], value in each cell and in the hover.
-
-    Sequential colors for metrics that are never negative, diverging around 0 otherwise. A
-    transparent scatter over the cells makes a head clickable (customdata [layer, head_index]).
+    ``metrics`` is :func:`tformer.analysis.head_metrics`'s output (or any mapping of
+    [layer, head_index] arrays); ``metric`` must be one of its keys. Sequential colors for
+    metrics that are never negative, diverging around 0 otherwise. With at most 144 heads the
+    value is also written in each cell.
     """
     if metric not in metrics:
         raise ValueError(f"metric {metric!r} is not one of {sorted(metrics)}")
@@ -158,18 +146,15 @@ def head_metrics_figure(metrics: Mapping[str, np.ndarray], metric: str) -> go.Fi
     hi = float(finite.max()) if finite.size else 1.0
     if lo < 0:
         m = symmetric_range(a)
-        colors: dict = {"zmin": -m, "zmax": m, "zmid": 0.0, "colorscale": DIVERGING}
+        colors: dict[str, Any] = {"zmin": -m, "zmax": m, "zmid": 0.0, "colorscale": DIVERGING}
     else:
         colors = {"zmin": lo, "zmax": hi if hi > lo else lo + 1.0, "colorscale": SEQUENTIAL}
-    hover = np.array(
-        [[f"layer {i}, head {h}<br>{name} {a[i, h]:.4g}" for h in range(n_heads)]
-         for i in range(n_layers)]
-    )
-    heat = {
+    heat: dict[str, Any] = {
         "type": "heatmap",
         "name": name,
         "z": a,
-        "hoverinfo": "skip",  # the markers above answer the hover (and the click)
+        # x is the head index, y the layer (plotly's default 0..n-1: nothing sent)
+        "hovertemplate": "layer %{y}, head %{x}<br>" + name + " %{z:.4g}<extra></extra>",
         "xgap": 1,
         "ygap": 1,
         "colorbar": {"title": {"text": name}, "thickness": 12},
@@ -179,37 +164,51 @@ def head_metrics_figure(metrics: Mapping[str, np.ndarray], metric: str) -> go.Fi
         heat.update(texttemplate="%{z:.2f}", textfont={"size": 10})
     layout = {
         "height": n_layers * 40 + 120,
-        "margin": {"l": axis_margin({"ticktext": [str(n_layers - 1)]}), "r": COLORBAR_PX, "t": 30,
-                   "b": axis_margin({"ticktext": [str(n_heads - 1)]})},
-        "xaxis": {"title": {"text": "head_index"}, "tickmode": "array",
-                  "tickvals": list(range(n_heads)), "showgrid": False, "zeroline": False,
-                  "range": [-0.5, n_heads - 0.5]},
-        "yaxis": {"title": {"text": "layer"}, "tickmode": "array",
-                  "tickvals": list(range(n_layers)), "showgrid": False, "zeroline": False,
-                  "range": [n_layers - 0.5, -0.5]},
+        "margin": {
+            "l": axis_margin({"ticktext": [str(n_layers - 1)]}),
+            "r": COLORBAR_PX,
+            "t": 30,
+            "b": axis_margin({"ticktext": [str(n_heads - 1)]}),
+        },
+        "xaxis": {
+            "title": {"text": "head_index"},
+            "tickmode": "array",
+            "tickvals": list(range(n_heads)),
+            "showgrid": False,
+            "zeroline": False,
+            "range": [-0.5, n_heads - 0.5],
+        },
+        "yaxis": {
+            "title": {"text": "layer"},
+            "tickmode": "array",
+            "tickvals": list(range(n_layers)),
+            "showgrid": False,
+            "zeroline": False,
+            "range": [n_layers - 0.5, -0.5],
+        },
         "meta": {"metric": metric},
     }
-    return go.Figure({"data": [heat, _clickable_grid(hover)], "layout": layout})
+    return go.Figure({"data": [heat], "layout": layout})
 
 
-def head_similarity_heatmap(sim: np.ndarray, labels: Sequence[str]) -> go.Figure:
-    """Similarity of n heads [n, n] (e.g. cosine of their patterns), labels on both axes.
+def head_similarity_heatmap(sim: npt.ArrayLike, labels: Sequence[str]) -> go.Figure:
+    """Pairwise values of n heads ``sim`` [n, n] (e.g. cosine of their patterns), labels on both
+    axes (escaped here, shown as ``"i: label"`` in the hover so repeated labels stay apart).
 
-    Diverging around 0, fixed to -1..1 when every value lies there (cosine, correlation),
-    symmetric over the values otherwise.
+    Diverging around 0, fixed to -1..1 when every value lies there (cosine, correlation,
+    or a divergence in [0, 1] such as :func:`tformer.analysis.js_divergence_matrix`'s),
+    symmetric over the values otherwise. The colorbar and hover call the value "similarity".
     """
     s = as_float32(sim, 2, "sim", "[n, n] (head x head)")
     n = len(labels)
     if s.shape != (n, n):
-        raise ValueError(
-            f"sim has shape {tuple(s.shape)} but {n} labels were given (expected ({n}, {n}))"
-        )
+        raise ValueError(f"sim has shape {tuple(s.shape)} but {n} labels were given (expected ({n}, {n}))")
     if n == 0:
         raise ValueError("sim has shape (0, 0): at least one head is needed")
     m = symmetric_range(s)
     m = 1.0 if m <= 1.0 else m
     names = token_labels(labels)  # "i: label": unique even if two labels repeat
-    heat = {
+    heat: dict[str, Any] = {
         "type": "heatmap",
         "name": "similarity",
         "z": s,
@@ -223,10 +222,14 @@ def head_similarity_heatmap(sim: np.ndarray, labels: Sequence[str]) -> go.Figure
         "colorbar": {"title": {"text": "similarity"}, "thickness": 12},
     }
     axis = token_axis(labels)
-    layout = {
+    layout: dict[str, Any] = {
         "height": min(640, max(240, 22 * n)) + 140,
-        "margin": {"l": axis_margin(axis, title=False), "r": COLORBAR_PX, "t": 20,
-                   "b": axis_margin(axis, title=False)},
+        "margin": {
+            "l": axis_margin(axis, title=False),
+            "r": COLORBAR_PX,
+            "t": 20,
+            "b": axis_margin(axis, title=False),
+        },
         "xaxis": {**axis, "constrain": "domain"},
         "yaxis": {**axis, "autorange": "reversed", "scaleanchor": "x", "constrain": "domain"},
     }
@@ -234,32 +237,36 @@ def head_similarity_heatmap(sim: np.ndarray, labels: Sequence[str]) -> go.Figure
 
 
 def ablation_effect_figure(
-    delta: np.ndarray, tokens: Sequence[object], title: str | None = None
+    delta: npt.ArrayLike, tokens: Sequence[object], title: str | None = None
 ) -> go.Figure:
     """Bars per position: how much each token's output changed (``delta`` [pos]).
 
-    Typically ``||out_ablated[pos] - out[pos]||``; signed values are allowed (negative bars in
-    blue). ``title`` is shown as given (escape user text with ``safe_label``).
+    Typically :func:`tformer.analysis.output_change`, the relative change
+    ``||out_ablated[pos] - out[pos]|| / ||out[pos]||``; signed values are allowed (negative bars
+    in blue). ``title`` is shown as given (escape user text with ``safe_label``).
     """
     d = as_float32(delta, 1, "delta", "[pos]")
     check_tokens(tokens, d.shape[0], "delta", tuple(d.shape))
     if d.shape[0] == 0:
         raise ValueError("delta has shape (0,): at least one token is needed")
-    bars = {
+    bars: dict[str, Any] = {
         "type": "bar",
         "name": "change",
         "x": token_labels(tokens),
         "y": d,
-        "marker": {"color": np.where(d < 0, "#2166ac", "#b2182b").tolist() if (d < 0).any()
-                   else "#b2182b"},
+        "marker": {"color": np.where(d < 0, "#2166ac", "#b2182b").tolist() if (d < 0).any() else "#b2182b"},
         "hovertemplate": "pos %{x}<br>change %{y:.4g}<extra></extra>",
     }
     axis = token_axis(tokens)
-    layout = {
+    layout: dict[str, Any] = {
         "height": 320 + axis_margin(axis),
         # room for the labels from the start (value labels: at most ~7 characters, "-0.0123")
-        "margin": {"l": axis_margin({"ticktext": ["-0.0000"]}), "r": 10,
-                   "t": 50 if title else 20, "b": axis_margin(axis)},
+        "margin": {
+            "l": axis_margin({"ticktext": ["-0.0000"]}),
+            "r": 10,
+            "t": 50 if title else 20,
+            "b": axis_margin(axis),
+        },
         "xaxis": {**axis, "title": {"text": "pos"}},
         "yaxis": {"title": {"text": "change"}, "zeroline": True},
         "bargap": 0.15,

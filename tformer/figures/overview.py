@@ -1,12 +1,12 @@
 """Every head of every layer at a glance: one PNG mosaic, drawn by the head grid in the app.
 
-Why one image: 72 heatmap subplots take the browser 10-12 s to draw and 13 MB of JSON at 128
-tokens; one palette PNG of the same patterns is tens to hundreds of KB. Why not a Plotly chart
-of that image (measured, Streamlit 1.67, 2 cores, 16 tokens): Streamlit mounts a new Plotly chart
+Why one image: one heatmap subplot per head (72 for MiniLM) takes the browser seconds to draw
+and megabytes of JSON at a hundred tokens; one palette PNG of the same ``pattern`` is a small
+fraction of that. Why not a Plotly chart of that image: Streamlit mounts a new Plotly chart
 whenever its figure changes and draws it twice (newPlot, then a Plotly.react of a re-themed
-copy), ~40 ms of the browser's main thread per text edit for an image and a click target. The
-app's head grid (``tformer/ui/head_grid.py``) shows the same PNG in an ``<img>`` under one
-button per head, and only swaps the image source when the text changes.
+copy), which blocks the browser's main thread on every text edit for what is only an image and
+a click target. The app's head grid (``tformer/ui/head_grid.py``) shows the same PNG in an
+``<img>`` under one button per head, and only swaps the image source when the text changes.
 
 Mosaic layout: layers are rows, heads are columns, ``GAP_PX`` transparent pixels between
 thumbnails. Each thumbnail is ``cell_px`` square: inputs longer than that are max-pooled (a
@@ -22,15 +22,21 @@ import math
 import struct
 import zlib
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from ._common import HIGHLIGHT, PATTERN_GAMMA, as_float32, max_pool_2d, sequential_lut
+from .checks import Float32Array, as_float32
+from .colors import HIGHLIGHT, PATTERN_GAMMA, sequential_lut
+from .pooling import max_pool_2d
+
+UInt8Array = npt.NDArray[np.uint8]
 
 GAP_PX = 2
 # Color levels from weight 0 to 1 (palette indices 0..N_LEVELS-1). 64, not 255: the PNG of real
-# MiniLM patterns at 512 tokens is 241 KB instead of 372 KB, and the steps are not visible in
-# thumbnails (with gamma 0.5 the first step is at weight 0.00025).
+# MiniLM patterns at 512 tokens is markedly smaller, and the steps are not visible in
+# thumbnails (with gamma 0.5 the first step is at weight (1/63)^2 ~ 0.00025).
 N_LEVELS = 64
 # Palette index of the transparent gap.
 GAP_INDEX = N_LEVELS
@@ -54,20 +60,20 @@ def default_cell_px(n_pos: int) -> int:
     return math.ceil(n_pos / math.ceil(n_pos / MAX_CELL_PX))
 
 
-def _check_patterns(patterns: np.ndarray) -> np.ndarray:
-    p = as_float32(patterns, 4, "patterns", "[layer, head_index, query_pos, key_pos]")
+def _check_pattern(pattern: npt.ArrayLike) -> Float32Array:
+    p = as_float32(pattern, 4, "pattern", "[layer, head_index, query_pos, key_pos]")
     n_layers, n_heads, nq, nk = p.shape
     if nq != nk:
         raise ValueError(
-            f"patterns has shape {tuple(p.shape)} [layer, head_index, query_pos, key_pos]: "
+            f"pattern has shape {tuple(p.shape)} [layer, head_index, query_pos, key_pos]: "
             f"query_pos={nq} and key_pos={nk} must agree (self-attention over {nk} tokens)"
         )
     if min(p.shape) == 0:
-        raise ValueError(f"patterns has an empty axis: shape {tuple(p.shape)}")
+        raise ValueError(f"pattern has an empty axis: shape {tuple(p.shape)}")
     return p
 
 
-def resample_max(p: np.ndarray, cell_px: int) -> np.ndarray:
+def resample_max(p: npt.NDArray[np.floating], cell_px: int) -> npt.NDArray[np.floating]:
     """[..., n, n] -> [..., cell_px, cell_px]: max-pool in blocks of ceil(n / cell_px), then
     repeat pixels (nearest) up to ``cell_px``; NaN is ignored unless a block is all NaN."""
     pooled = max_pool_2d(p, math.ceil(p.shape[-1] / cell_px))
@@ -78,9 +84,10 @@ def resample_max(p: np.ndarray, cell_px: int) -> np.ndarray:
     return pooled[..., idx][..., idx, :]
 
 
-def mosaic_indices(patterns: np.ndarray, cell_px: int, gap_px: int = GAP_PX) -> np.ndarray:
-    """Palette indices of the mosaic, uint8 [height_px, width_px] (``GAP_INDEX`` in gaps)."""
-    p = _check_patterns(patterns)
+def mosaic_indices(pattern: npt.ArrayLike, cell_px: int, gap_px: int = GAP_PX) -> UInt8Array:
+    """Palette indices of the mosaic of ``pattern`` [layer, head_index, query_pos, key_pos]:
+    uint8 [height_px, width_px] (``GAP_INDEX`` in gaps), thumbnails ``cell_px`` a side."""
+    p = _check_pattern(pattern)
     n_layers, n_heads = p.shape[:2]
     if cell_px < 1:
         raise ValueError(f"cell_px must be >= 1, got {cell_px}")
@@ -98,29 +105,21 @@ def mosaic_indices(patterns: np.ndarray, cell_px: int, gap_px: int = GAP_PX) -> 
 
 def _png_chunk(kind: bytes, data: bytes) -> bytes:
     return (
-        struct.pack(">I", len(data))
-        + kind
-        + data
-        + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+        struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
     )
 
 
-def encode_png_palette(
-    indices: np.ndarray, palette: np.ndarray, alpha: Sequence[int] = ()
-) -> bytes:
+def encode_png_palette(indices: UInt8Array, palette: npt.ArrayLike, alpha: Sequence[int] = ()) -> bytes:
     """A palette (color type 3, 8 bit) PNG of ``indices`` uint8 [height, width].
 
     ``palette`` uint8 [n_colors, 3]; ``alpha`` the tRNS alphas of the first entries.
     A row equal to the one above uses filter 2 (Up: all zeros), every other row filter 0
-    (None); deflate runs with the Z_RLE strategy. Measured on real MiniLM patterns this is both
-    the smallest and the fastest of None/Sub/Up x default/RLE x levels 1-6 (512 tokens:
-    239 KB in 4 ms vs 242 KB in 36-56 ms for plain level 6); upsampled short inputs become
-    runs and zero rows (16 tokens: 21 KB).
+    (None); deflate runs with the Z_RLE strategy. On real MiniLM patterns this was both the
+    smallest and the fastest of None/Sub/Up x default/RLE x levels 1-6 (about as small as plain
+    level 6, many times faster); upsampled short inputs become runs and zero rows.
     """
     if indices.dtype != np.uint8 or indices.ndim != 2:
-        raise ValueError(
-            f"indices must be uint8 [height, width], got {indices.dtype} {indices.shape}"
-        )
+        raise ValueError(f"indices must be uint8 [height, width], got {indices.dtype} {indices.shape}")
     h, w = indices.shape
     same = np.zeros(h, dtype=bool)
     same[1:] = (indices[1:] == indices[:-1]).all(axis=1)
@@ -142,7 +141,7 @@ def encode_png_palette(
     return b"\x89PNG\r\n\x1a\n" + b"".join(chunks)
 
 
-def mosaic_palette() -> tuple[np.ndarray, list[int]]:
+def mosaic_palette() -> tuple[UInt8Array, list[int]]:
     """PLTE (uint8 [N_LEVELS + 1, 3]) and tRNS alphas: the color map, then the transparent gap."""
     palette = np.zeros((N_LEVELS + 1, 3), dtype=np.uint8)
     palette[:N_LEVELS] = sequential_lut(N_LEVELS)
@@ -151,20 +150,21 @@ def mosaic_palette() -> tuple[np.ndarray, list[int]]:
     return palette, alpha
 
 
-def mosaic_png(patterns: np.ndarray, cell_px: int | None = None) -> bytes:
-    """PNG bytes of the mosaic of ``patterns`` [layer, head_index, query_pos, key_pos].
+def mosaic_png(pattern: npt.ArrayLike, cell_px: int | None = None) -> bytes:
+    """PNG bytes of the mosaic of ``pattern`` [layer, head_index, query_pos, key_pos].
 
     Image size: ``layer * (cell_px + GAP_PX) - GAP_PX`` rows by
-    ``head_index * (cell_px + GAP_PX) - GAP_PX`` columns.
+    ``head_index * (cell_px + GAP_PX) - GAP_PX`` columns; ``cell_px`` defaults to
+    :func:`default_cell_px` of the number of positions.
     """
-    p = _check_patterns(patterns)
+    p = _check_pattern(pattern)
     cell = default_cell_px(p.shape[-1]) if cell_px is None else int(cell_px)
     palette, alpha = mosaic_palette()
     return encode_png_palette(mosaic_indices(p, cell), palette, alpha)
 
 
-def head_grid_data(patterns: np.ndarray, *, cell_px: int | None = None) -> dict:
-    """What the head grid draws for ``patterns`` [layer, head_index, query_pos, key_pos].
+def head_grid_data(pattern: npt.ArrayLike, *, cell_px: int | None = None) -> dict[str, Any]:
+    """What the head grid draws for ``pattern`` [layer, head_index, query_pos, key_pos].
 
     A JSON-ready dict: ``png`` (base64 of `mosaic_png`), ``rows`` (layers), ``cols`` (heads),
     ``cell`` and ``gap`` (image pixels per thumbnail and between thumbnails), ``n_pos``,
@@ -173,7 +173,7 @@ def head_grid_data(patterns: np.ndarray, *, cell_px: int | None = None) -> dict:
     browser decodes a new image only when it changes). No selection: add it with
     `grid_selection`, so the PNG can be cached per text while the chosen head moves.
     """
-    p = _check_patterns(patterns)
+    p = _check_pattern(pattern)
     n_layers, n_heads, n_pos, _ = p.shape
     cell = default_cell_px(n_pos) if cell_px is None else int(cell_px)
     png = mosaic_png(p, cell)
@@ -190,7 +190,7 @@ def head_grid_data(patterns: np.ndarray, *, cell_px: int | None = None) -> dict:
     }
 
 
-def grid_selection(data: dict, layer: int, head: int) -> dict:
+def grid_selection(data: dict[str, Any], layer: int, head: int) -> dict[str, Any]:
     """A copy of `head_grid_data`'s dict with head (layer, head) outlined."""
     if not (0 <= layer < data["rows"] and 0 <= head < data["cols"]):
         raise ValueError(

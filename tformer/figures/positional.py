@@ -13,26 +13,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import plotly.graph_objects as go
 
-from ._common import (
-    COLORAXIS_BAR_PX,
-    DIVERGING,
-    MAX_SIDE,
-    as_float32,
-    axis_margin,
-    block_labels,
-    check_tokens,
-    max_pool_2d,
-    panel_title,
-    pattern_colorscale,
-    pool_plan,
-    signed_absmax_pool_2d,
-    symmetric_range,
-    token_axis,
-)
+from .checks import Float32Array, as_float32, check_tokens
+from .colors import DIVERGING, pattern_colorscale, symmetric_range
+from .labels import axis_margin, block_labels, token_axis
+from .layout import COLORAXIS_BAR_PX, panel_title
+from .pooling import MAX_SIDE, max_pool_2d, pool_plan, signed_absmax_pool_2d
 
 __all__ = [
     "pe_matrix_heatmap",
@@ -44,7 +35,7 @@ __all__ = [
 ]
 
 
-def _matrix(name: str, x: object, what: str) -> np.ndarray:
+def _matrix(name: str, x: npt.ArrayLike, what: str) -> Float32Array:
     a = as_float32(x, 2, name, what)
     if 0 in a.shape:
         raise ValueError(f"{name} must be a non-empty 2-D array {what}, got shape {a.shape}")
@@ -52,13 +43,23 @@ def _matrix(name: str, x: object, what: str) -> np.ndarray:
 
 
 def _square_diverging(
-    z: np.ndarray, colorbar: str, hovertemplate: str, title: str, x_title: str, y_title: str
+    z: Float32Array, colorbar: str, hovertemplate: str, title: str, x_title: str, y_title: str
 ) -> go.Figure:
     """A square matrix on integer axes, row 0 on top, diverging colors symmetric around 0."""
     r = symmetric_range(z)
     idx = np.arange(z.shape[0], dtype=np.int32)
-    fig = go.Figure(go.Heatmap(z=z, x=idx, y=idx, colorscale=DIVERGING, zmin=-r, zmax=r,
-                               colorbar={"title": {"text": colorbar}}, hovertemplate=hovertemplate))
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=idx,
+            y=idx,
+            colorscale=DIVERGING,
+            zmin=-r,
+            zmax=r,
+            colorbar={"title": {"text": colorbar}},
+            hovertemplate=hovertemplate,
+        )
+    )
     fig.update_layout(
         title=title,
         xaxis_title=x_title,
@@ -72,7 +73,7 @@ def _square_diverging(
     return fig
 
 
-def pe_matrix_heatmap(pe: np.ndarray, *, max_len: int | None = None) -> go.Figure:
+def pe_matrix_heatmap(pe: npt.ArrayLike, *, max_len: int | None = None) -> go.Figure:
     """The encoding table as a heatmap: rows pos, columns d_model dimension.
 
     ``pe``: [pos, d_model]. If ``max_len`` (the positions the model was trained on) is given and
@@ -124,7 +125,7 @@ def _format_positions(x: float) -> str:
 
 
 def pe_waves(
-    pe: np.ndarray, dims: Sequence[int], *, sinusoidal: bool = True, base: float = 10000.0
+    pe: npt.ArrayLike, dims: Sequence[int], *, sinusoidal: bool = True, base: float = 10000.0
 ) -> go.Figure:
     """Line plot of PE[:, d] against pos, one line per chosen d_model dimension.
 
@@ -159,7 +160,7 @@ def pe_waves(
     return fig
 
 
-def pe_similarity_heatmap(pe: np.ndarray) -> go.Figure:
+def pe_similarity_heatmap(pe: npt.ArrayLike) -> go.Figure:
     r"""Dot products between positions, :math:`PE \, PE^\top` [pos, pos].
 
     For the sinusoidal encoding :math:`PE_i \cdot PE_j = \sum_k \cos(\omega_k (j - i))`
@@ -167,11 +168,17 @@ def pe_similarity_heatmap(pe: np.ndarray) -> go.Figure:
     """
     x = _matrix("pe", pe, "[pos, d_model]").astype(np.float64)
     z = (x @ x.T).astype(np.float32)  # [pos, pos]
-    return _square_diverging(z, "PE·PE", "pos %{y} · pos %{x}<br>%{z:.3f}<extra></extra>",
-                             "Similarity of positions, PE·PEᵀ", "pos", "pos")
+    return _square_diverging(
+        z,
+        "PE·PE",
+        "pos %{y} · pos %{x}<br>%{z:.3f}<extra></extra>",
+        "Similarity of positions, PE·PEᵀ",
+        "pos",
+        "pos",
+    )
 
 
-def pe_offset_figure(offsets: np.ndarray, mean: np.ndarray, std: np.ndarray) -> go.Figure:
+def pe_offset_figure(offsets: npt.ArrayLike, mean: npt.ArrayLike, std: npt.ArrayLike) -> go.Figure:
     r"""Similarity :math:`PE_i \cdot PE_{i+k}` against the offset k, with a ±std band.
 
     Takes the output of :func:`tformer.analysis.offset_similarity`; three 1-D arrays of one
@@ -182,8 +189,7 @@ def pe_offset_figure(offsets: np.ndarray, mean: np.ndarray, std: np.ndarray) -> 
     sd = np.asarray(std, dtype=np.float32)
     if not (k.ndim == mu.ndim == sd.ndim == 1) or not (k.shape == mu.shape == sd.shape):
         raise ValueError(
-            "offsets, mean, std must be 1-D of one length, "
-            f"got shapes {k.shape}, {mu.shape}, {sd.shape}"
+            f"offsets, mean, std must be 1-D of one length, got shapes {k.shape}, {mu.shape}, {sd.shape}"
         )
     if k.size == 0:
         raise ValueError("offsets is empty")
@@ -193,9 +199,7 @@ def pe_offset_figure(offsets: np.ndarray, mean: np.ndarray, std: np.ndarray) -> 
         k = k.astype(np.float32)
     fig = go.Figure(
         [
-            go.Scatter(
-                x=k, y=mu + sd, mode="lines", line={"width": 0}, showlegend=False, hoverinfo="skip"
-            ),
+            go.Scatter(x=k, y=mu + sd, mode="lines", line={"width": 0}, showlegend=False, hoverinfo="skip"),
             go.Scatter(
                 x=k,
                 y=mu - sd,
@@ -213,8 +217,7 @@ def pe_offset_figure(offsets: np.ndarray, mean: np.ndarray, std: np.ndarray) -> 
                 line={"color": "rgb(31, 119, 180)"},
                 name="mean over pos",
                 customdata=sd,
-                hovertemplate="offset %{x}<br>mean %{y:.4f}<br>std %{customdata:.2e}"
-                "<extra></extra>",
+                hovertemplate="offset %{x}<br>mean %{y:.4f}<br>std %{customdata:.2e}<extra></extra>",
             ),
         ]
     )
@@ -227,11 +230,12 @@ def pe_offset_figure(offsets: np.ndarray, mean: np.ndarray, std: np.ndarray) -> 
     return fig
 
 
-def shift_matrix_figure(m: np.ndarray, *, k: int | None = None) -> go.Figure:
-    r"""Shift matrix :math:`M_k` [d_model, d_model]: :math:`PE_{pos+k} = M_k PE_{pos}`.
+def shift_matrix_figure(m: npt.ArrayLike, *, k: int | None = None) -> go.Figure:
+    r"""Shift matrix ``m`` = :math:`M_k` [d_model, d_model]: :math:`PE_{pos+k} = M_k PE_{pos}`.
 
     For the sinusoidal encoding it is block-diagonal: one 2×2 rotation per (sin, cos) pair.
-    Rows are output dimensions, columns input dimensions.
+    Rows are output dimensions, columns input dimensions. ``k``, when given, is named in the
+    title.
     """
     z = _matrix("M", m, "[d_model, d_model]")
     if z.shape[0] != z.shape[1]:
@@ -239,20 +243,27 @@ def shift_matrix_figure(m: np.ndarray, *, k: int | None = None) -> go.Figure:
     title = "Shift matrix M"
     if k is not None:
         title = f"Shift matrix M_k for k={k}: PE[pos+{k}] = M_k PE[pos]"
-    return _square_diverging(z, "M value", "row %{y}, column %{x}<br>%{z:.4f}<extra></extra>", title,
-                             "d_model dimension (input, PE[pos])", "d_model dimension (output, PE[pos+k])")
+    return _square_diverging(
+        z,
+        "M value",
+        "row %{y}, column %{x}<br>%{z:.4f}<extra></extra>",
+        title,
+        "d_model dimension (input, PE[pos])",
+        "d_model dimension (output, PE[pos+k])",
+    )
 
 
 def attention_diff_figure(
-    with_pe: np.ndarray,
-    without_pe: np.ndarray,
+    with_pe: npt.ArrayLike,
+    without_pe: npt.ArrayLike,
     tokens: Sequence[object],
     *,
     max_side: int | None = MAX_SIDE,
 ) -> go.Figure:
-    """One head's pattern with and without positional encoding, and their difference.
+    """One head's ``pattern`` with and without positional encoding, and their difference.
 
-    ``with_pe``, ``without_pe``: [query_pos, key_pos] softmax weights for the same tokens.
+    ``with_pe``, ``without_pe``: the head's ``pattern`` [query_pos, key_pos] for the same
+    tokens, computed with and without positional encoding.
     The two patterns share one colour scale fixed at [0, 1] (the one every pattern heatmap
     uses); the difference (with − without) has its own diverging scale, symmetric around 0.
     A side longer than ``max_side`` is pooled in square blocks like every attention heatmap:
@@ -263,19 +274,19 @@ def attention_diff_figure(
     if a.shape != b.shape:
         raise ValueError(f"with_pe has shape {a.shape} but without_pe has shape {b.shape}")
     if a.shape[0] != a.shape[1]:
-        raise ValueError(f"patterns must be square [query_pos, key_pos], got shape {a.shape}")
+        raise ValueError(f"with_pe must be square [query_pos, key_pos], got shape {a.shape}")
     check_tokens(tokens, a.shape[0], "with_pe", a.shape)
     diff = a - b  # computed at full resolution, pooled after
     block = pool_plan(a.shape[0], max_side)
     labels = block_labels(tokens, block)
     r = symmetric_range(diff)
-    panels = (
+    panels: list[tuple[npt.NDArray[np.floating], str, str]] = [
         (max_pool_2d(a, block), "coloraxis", "weight"),
         (max_pool_2d(b, block), "coloraxis", "weight"),
         (signed_absmax_pool_2d(diff, block), "coloraxis2", "\u0394 weight"),
-    )
+    ]
     if block > 1:
-        panels = tuple((z, ax, f"{v} (largest in block of {block}x{block})") for z, ax, v in panels)
+        panels = [(z, ax, f"{v} (largest in block of {block}x{block})") for z, ax, v in panels]
     titles = ("with PE", "without PE", "difference (with \u2212 without)")
     # panels 1 and 2 share the weight scale, whose colorbar sits in the wider gap before the
     # difference panel; the difference's own colorbar sits in the right margin
@@ -285,8 +296,9 @@ def attention_diff_figure(
     domains = [([x, x + w], [0.0, 1.0]) for x in x0]
     pooled = "" if block == 1 else f" (max over blocks of {block})"
     axis = token_axis(tokens, block)
-    data, layout = [], {}
-    for i, ((z, coloraxis, value), (xd, yd)) in enumerate(zip(panels, domains)):
+    data: list[dict[str, Any]] = []
+    layout: dict[str, Any] = {}
+    for i, ((z, coloraxis, value), (xd, yd)) in enumerate(zip(panels, domains, strict=True)):
         sx = "" if i == 0 else str(i + 1)
         data.append({
             "type": "heatmap", "z": np.ascontiguousarray(z, dtype=np.float32),
@@ -294,8 +306,13 @@ def attention_diff_figure(
             "xaxis": f"x{sx}", "yaxis": f"y{sx}",
             "hovertemplate": "query_pos %{y}<br>key_pos %{x}<br>" + value + " %{z:.4f}<extra></extra>",
         })  # fmt: skip
-        layout[f"xaxis{sx}"] = {**axis, "domain": xd, "anchor": f"y{sx}", "tickangle": -90,
-                                "title": {"text": "key_pos" + pooled}}
+        layout[f"xaxis{sx}"] = {
+            **axis,
+            "domain": xd,
+            "anchor": f"y{sx}",
+            "tickangle": -90,
+            "title": {"text": "key_pos" + pooled},
+        }
         layout[f"yaxis{sx}"] = {**axis, "domain": yd, "anchor": f"x{sx}", "autorange": "reversed"}
         if i:  # the same rows in every panel: zoom together, label once
             layout[f"yaxis{sx}"].update(matches="y", showticklabels=False)
@@ -303,12 +320,20 @@ def attention_diff_figure(
     bar = {"xanchor": "left", "thickness": 12}
     layout.update(
         title={"text": "How attention changes when positional encoding is switched off"},
-        annotations=[panel_title(t, *d) for t, d in zip(titles, domains)],
-        coloraxis={"colorscale": pattern_colorscale(), "cmin": 0.0, "cmax": 1.0,
-                   "colorbar": {**bar, "title": {"text": "weight"}, "x": x0[1] + w + 0.01}},
-        coloraxis2={"colorscale": DIVERGING, "cmin": -r, "cmax": r,
-                    "colorbar": {**bar, "title": {"text": "\u0394 weight"}, "x": 1.0}},
-        # room for the labels from the start: no second layout pass (see _common.axis_margin)
+        annotations=[panel_title(t, *d) for t, d in zip(titles, domains, strict=True)],
+        coloraxis={
+            "colorscale": pattern_colorscale(),
+            "cmin": 0.0,
+            "cmax": 1.0,
+            "colorbar": {**bar, "title": {"text": "weight"}, "x": x0[1] + w + 0.01},
+        },
+        coloraxis2={
+            "colorscale": DIVERGING,
+            "cmin": -r,
+            "cmax": r,
+            "colorbar": {**bar, "title": {"text": "\u0394 weight"}, "x": 1.0},
+        },
+        # room for the labels from the start: no second layout pass (see labels.axis_margin)
         margin={"l": axis_margin(axis), "r": COLORAXIS_BAR_PX, "t": 70, "b": axis_margin(axis)},
     )
     return go.Figure({"data": data, "layout": layout})

@@ -1,0 +1,39 @@
+"""Input checks shared by the figure builders: a wrong shape raises ``ValueError`` naming it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+Float32Array = npt.NDArray[np.float32]
+
+
+def as_float32(x: npt.ArrayLike, ndim: int, name: str, dims: str) -> Float32Array:
+    """``x`` as a C-contiguous float32 array of rank ``ndim`` (``dims`` names the axes)."""
+    arr = np.asarray(x)
+    if arr.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D {dims}, got shape {tuple(arr.shape)}")
+    return np.ascontiguousarray(arr, dtype=np.float32)
+
+
+def check_tokens(tokens: Sequence[object], n: int, name: str, shape: tuple[int, ...]) -> None:
+    """Raise unless there are ``n`` tokens, naming ``name`` and its ``shape``."""
+    if len(tokens) != n:
+        raise ValueError(
+            f"{name} has shape {shape} but {len(tokens)} tokens were given (expected {n} tokens)"
+        )
+
+
+def square_matrix(matrix: npt.ArrayLike, n: int) -> Float32Array:
+    """``matrix`` as float32 [query_pos, key_pos], checked against ``n`` tokens (n >= 1)."""
+    m = as_float32(matrix, 2, "matrix", "[query_pos, key_pos]")
+    if m.shape != (n, n):
+        raise ValueError(
+            f"matrix has shape {tuple(m.shape)} [query_pos, key_pos] but {n} tokens were given "
+            f"(expected ({n}, {n}))"
+        )
+    if n == 0:
+        raise ValueError("matrix has shape (0, 0): at least one token is needed")
+    return m
