@@ -1,23 +1,28 @@
 """tformer: see what every attention head computes.  Run: streamlit run app.py
 
-The frame only: each page draws the shared sidebar through tformer.ui.page_context().
+The start page. Every page, this one included, draws the shared frame itself
+(`tformer.ui.frame`); `tformer/ui/registry.py` says why there is no st.navigation.
 """
 
 import streamlit as st
 
 from tformer import ui
-from tformer.device import keep_freed_memory
+from tformer.process import keep_freed_memory
 
 keep_freed_memory()  # reuse activation buffers across reruns instead of re-faulting them
-ui.set_threads()  # once per server: torch threads for a shared machine, gc.freeze()
 
-st.set_page_config(page_title="tformer: attention, step by step", layout="wide")
-
-pages = [
-    st.Page("app_pages/attention.py", title="Attention", icon=":material/grid_on:", url_path="attention", default=True),
-    st.Page("app_pages/qkv.py", title="Q, K, V", icon=":material/functions:", url_path="qkv"),
-    st.Page("app_pages/positional.py", title="Positional encoding", icon=":material/waves:", url_path="positional"),
-    st.Page("app_pages/heads.py", title="Heads compared", icon=":material/compare:", url_path="heads"),
-]
-with ui.no_traceback():
-    st.navigation(pages).run()
+with ui.frame(__file__):
+    st.markdown(
+        "Type a sentence in the sidebar, in English or Chinese, and follow what a Transformer encoder "
+        "computes on it: the queries, keys and values of every head, the scaled scores, the softmax "
+        "weights and what each head outputs. Choose the pretrained **MiniLM** (a 6-layer BERT) or a "
+        "**from-scratch encoder** whose layers, heads and width you set."
+    )
+    st.page_link(ui.PAGES[1].script, label=f"Start with {ui.PAGES[1].title}", icon=ui.PAGES[1].icon)
+    for section, specs in ui.by_section():
+        if section == "Start":
+            continue
+        st.subheader(section)
+        for spec in specs:
+            st.page_link(spec.script, label=spec.title, icon=spec.icon)
+            st.caption(spec.summary)

@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.e2e.streamlit_driver import (  # noqa: E402
+from tests.e2e.streamlit_driver import (
     FIRST_RUN_TIMEOUT_MS,
     AppServer,
     WsMonitor,
@@ -66,9 +66,14 @@ def open_cold(browser, base_url: str, url_path: str):
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--app-dir", type=Path, default=None, help="folder with app.py (default: repo root or $TFORMER_APP_DIR)")
+    ap.add_argument(
+        "--app-dir",
+        type=Path,
+        default=None,
+        help="folder with app.py (default: repo root or $TFORMER_APP_DIR)",
+    )
     ap.add_argument("--port", type=int, default=None, help="use a server already listening on 127.0.0.1:PORT")
-    ap.add_argument("--url-path", default="", help='page to measure ("" = default page)')
+    ap.add_argument("--url-path", default="attention", help='page to measure ("" = the start page)')
     ap.add_argument("--runs", type=int, default=7, help="measured edits per size (>= 5)")
     ap.add_argument("--sizes", default="16,128,512", help="token counts, comma-separated")
     ap.add_argument("--key", default="text", help="key of the text widget")
@@ -115,7 +120,11 @@ def main(argv: list[str] | None = None) -> int:
                         continue
                     # from the commit keydown as the page saw it (the mark is taken before
                     # Playwright is asked to press the key: ~5 ms of driver round trip)
-                    t0 = idle.key_at_ms if idle.key_at_ms is not None and idle.key_at_ms >= m.t_page_ms else m.t_page_ms
+                    t0 = (
+                        idle.key_at_ms
+                        if idle.key_at_ms is not None and idle.key_at_ms >= m.t_page_ms
+                        else m.t_page_ms
+                    )
                     lat.append(idle.settled_at_ms - t0)
                     drawn.append(idle.drawn_at_ms - t0)
                     byts.append(mon.bytes_received - b0)
@@ -151,26 +160,36 @@ def report(r: dict, fresh: bool) -> bool:
     good = cold_s <= COLD_BUDGET_S
     all_ok &= good
     where = "fresh server, its first session" if fresh else "server already running"
-    print(f"page {r['url_path'] or '(default)'}; token counts "
-          f"{'exact (MiniLM tokenizer)' if r['tokens_exact'] else 'APPROXIMATE (words + 2)'}")
-    print(f"cold start ({where}): first chart {cold_s:.2f} s, all charts settled "
-          f"{r['cold_idle_ms'] / 1000:.2f} s, {r['cold_bytes'] / 1e6:.2f} MB   budget <= "
-          f"{COLD_BUDGET_S:.0f} s  {mark(good)}")
-    print(f"page load (warm server, new browser context): first chart "
-          f"{r['warm_server_first_chart_ms'] / 1000:.2f} s, settled {r['warm_server_idle_ms'] / 1000:.2f} s")
+    print(
+        f"page {r['url_path'] or '(default)'}; token counts "
+        f"{'exact (MiniLM tokenizer)' if r['tokens_exact'] else 'APPROXIMATE (words + 2)'}"
+    )
+    print(
+        f"cold start ({where}): first chart {cold_s:.2f} s, all charts settled "
+        f"{r['cold_idle_ms'] / 1000:.2f} s, {r['cold_bytes'] / 1e6:.2f} MB   budget <= "
+        f"{COLD_BUDGET_S:.0f} s  {mark(good)}"
+    )
+    print(
+        f"page load (warm server, new browser context): first chart "
+        f"{r['warm_server_first_chart_ms'] / 1000:.2f} s, settled {r['warm_server_idle_ms'] / 1000:.2f} s"
+    )
     print()
-    print(f"{'tokens':>6}  {'runs':>4}  {'drawn ms':>8}  {'settled ms':>10}  {'min':>6}  {'max':>6}  {'budget':>6}  "
-          f"{'':4}  {'median bytes':>12}  {'budget':>9}")
+    print(
+        f"{'tokens':>6}  {'runs':>4}  {'drawn ms':>8}  {'settled ms':>10}  {'min':>6}  {'max':>6}  {'budget':>6}  "
+        f"{'':4}  {'median bytes':>12}  {'budget':>9}"
+    )
     for n, s in r["sizes"].items():
         budget = EDIT_BUDGET_MS.get(int(n))
         good = budget is None or s["median_ms"] <= budget
         bb = BYTES_BUDGET.get(int(n))
         bgood = bb is None or s["median_bytes"] <= bb
         all_ok &= good and bgood
-        print(f"{n:>6}  {len(s['runs_ms']):>4}  {s['median_drawn_ms']:>8.0f}  {s['median_ms']:>10.0f}  {min(s['runs_ms']):>6.0f}  "
-              f"{max(s['runs_ms']):>6.0f}  {budget or float('nan'):>6.0f}  {mark(good):4}  "
-              f"{s['median_bytes']:>12,.0f}  {f'{bb:,}' if bb else '-':>9}"
-              f"{'  ' + mark(bgood) if bb else ''}")
+        print(
+            f"{n:>6}  {len(s['runs_ms']):>4}  {s['median_drawn_ms']:>8.0f}  {s['median_ms']:>10.0f}  {min(s['runs_ms']):>6.0f}  "
+            f"{max(s['runs_ms']):>6.0f}  {budget or float('nan'):>6.0f}  {mark(good):4}  "
+            f"{s['median_bytes']:>12,.0f}  {f'{bb:,}' if bb else '-':>9}"
+            f"{'  ' + mark(bgood) if bb else ''}"
+        )
     if r.get("undecodable_frames"):
         print(f"warning: {r['undecodable_frames']} websocket frames did not parse as ForwardMsg")
     return all_ok

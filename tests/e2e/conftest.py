@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from .streamlit_driver import (
-    AppServer,
     CHROMIUM_PATH,
     FIRST_RUN_TIMEOUT_MS,
+    AppServer,
     WsMonitor,
     install,
     launch_chromium,
@@ -40,7 +40,7 @@ def _missing(what: str) -> None:
     pytest.skip(what)
 
 
-def warm_up(server: AppServer, url_path: str = "") -> None:
+def warm_up(server: AppServer, url_path: str = "attention") -> None:
     """Run the app once over a websocket before any test.
 
     Loads the model into the server's caches, so the first test does not pay for it.
@@ -158,7 +158,7 @@ def page(context: Any, probe: PageProbe, request: pytest.FixtureRequest) -> Iter
     if rep is not None and rep.failed:
         try:
             screenshot(p, f"FAILED-{request.node.name}")
-        except Exception:  # noqa: BLE001 - best effort
+        except Exception:
             pass
 
 

@@ -154,7 +154,7 @@ class AppServer:
                 ARTIFACTS_DIR.mkdir(parents=True, exist_ok=True)
                 self.log_path = ARTIFACTS_DIR / "streamlit-server.log"
             Path(self.log_path).parent.mkdir(parents=True, exist_ok=True)
-            log = open(self.log_path, "ab")  # noqa: SIM115 - lives as long as the process
+            log = open(self.log_path, "ab")
             log.write(f"\n=== {' '.join(self.command())} (cwd {self.app_dir})\n".encode())
             log.flush()
             self.proc = subprocess.Popen(
@@ -438,7 +438,6 @@ _SIG_JS = r"""
 _IDLE_JS, _SIG_JS = (js.replace("/*SIG_HELPERS*/", _SIG_HELPERS.strip()) for js in (_IDLE_JS, _SIG_JS))
 
 
-
 @dataclass
 class Mark:
     """What the page looked like before an action: `wait_idle(page, since=mark)`."""
@@ -478,7 +477,7 @@ class WsMonitor:
         try:
             from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
         except ImportError:  # pragma: no cover - streamlit is a dependency
-            ForwardMsg = None  # noqa: N806
+            ForwardMsg = None
         self._forward_msg = ForwardMsg
         self.cdp = page.context.new_cdp_session(page)
         self.cdp.on("Network.webSocketCreated", self._created)
@@ -506,7 +505,7 @@ class WsMonitor:
             msg = self._forward_msg()
             try:
                 msg.ParseFromString(raw)
-            except Exception:  # noqa: BLE001 - count, never break the page
+            except Exception:
                 self.undecodable += 1
                 return
             if msg.WhichOneof("type") == "script_finished":
@@ -574,8 +573,12 @@ def wait_idle(
         raise _timeout(page, timeout, "the page did not settle") from e
     v = h.json_value()
     key_at = v.get("keyAt")
-    return Idle(float(v["drawnAt"]), float(v["settledAt"]), int(v["charts"]),
-                None if key_at is None else float(key_at))
+    return Idle(
+        float(v["drawnAt"]),
+        float(v["settledAt"]),
+        int(v["charts"]),
+        None if key_at is None else float(key_at),
+    )
 
 
 def _timeout(page: Page, timeout: float, why: str) -> Exception:
@@ -592,7 +595,7 @@ def _timeout(page: Page, timeout: float, why: str) -> Exception:
                         document.querySelectorAll('[data-testid="stSkeleton"]').length]
                      : null; }"""
         )
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         state = f"unreadable: {e}"
     return PwTimeout(
         f"{why} within {timeout:.0f} ms; [script state, connection, charts, drawn charts, "
@@ -600,9 +603,7 @@ def _timeout(page: Page, timeout: float, why: str) -> Exception:
     )
 
 
-def open_page(
-    page: Page, url_path: str = "", timeout: float = FIRST_RUN_TIMEOUT_MS, **kw: Any
-) -> Idle:
+def open_page(page: Page, url_path: str = "", timeout: float = FIRST_RUN_TIMEOUT_MS, **kw: Any) -> Idle:
     """Load a page by URL (a fresh session) and wait for its first run to be drawn.
 
     Needs a context created with base_url (the fixtures do that); "" is the default page.
@@ -612,10 +613,14 @@ def open_page(
     return wait_idle(page, timeout, **kw)
 
 
+# The app's own page map in the sidebar (st.page_link; Streamlit's page list is switched off).
+NAV_LINKS = '[data-testid="stSidebar"] [data-testid="stPageLink-NavLink"]'
+
+
 def nav_to(page: Page, url_path: str, timeout: float = RERUN_TIMEOUT_MS, **kw: Any) -> Idle:
     """Switch page in the same session by clicking its sidebar link (keeps widget state)."""
     want = url_path.strip("/")
-    links = page.locator('[data-testid="stSidebarNavLink"]')
+    links = page.locator(NAV_LINKS)
     for i in range(links.count()):
         href = links.nth(i).get_attribute("href") or ""
         path = re.sub(r"^https?://[^/]+", "", href).split("?")[0].strip("/")
@@ -627,9 +632,7 @@ def nav_to(page: Page, url_path: str, timeout: float = RERUN_TIMEOUT_MS, **kw: A
 
 
 def nav_paths(page: Page) -> list[str]:
-    hrefs = page.eval_on_selector_all(
-        '[data-testid="stSidebarNavLink"]', "els => els.map(e => e.getAttribute('href'))"
-    )
+    hrefs = page.eval_on_selector_all(NAV_LINKS, "els => els.map(e => e.getAttribute('href'))")
     return [re.sub(r"^https?://[^/]+", "", h or "").split("?")[0].strip("/") for h in hrefs]
 
 
@@ -791,13 +794,17 @@ def charts(page: Page):  # -> Locator
 
 def axis_ticktext(page: Page, chart_index: int = 0, axis: str = "x") -> list[str]:
     """Tick labels drawn on the first `axis` ("x" or "y") of chart `chart_index`, from the DOM."""
-    return charts(page).nth(chart_index).evaluate(
-        """(c, axis) => {
+    return (
+        charts(page)
+        .nth(chart_index)
+        .evaluate(
+            """(c, axis) => {
           const layer = c.querySelectorAll('.cartesianlayer .' + axis + 'axislayer-above')[0];
           return layer ? Array.from(layer.querySelectorAll('.' + axis + 'tick text'))
                               .map((t) => t.textContent) : [];
         }""",
-        axis,
+            axis,
+        )
     )
 
 
@@ -812,10 +819,15 @@ def head_grids(page: Page):  # -> Locator
 
 def grid_heads(page: Page, grid_index: int = 0) -> list[tuple[int, int]]:
     """(layer, head) of every clickable head in a heads grid, in DOM order."""
-    return [tuple(v) for v in head_grids(page).nth(grid_index).evaluate(
-        """(g) => Array.from(g.querySelectorAll('button[data-layer]'),
+    return [
+        tuple(v)
+        for v in head_grids(page)
+        .nth(grid_index)
+        .evaluate(
+            """(g) => Array.from(g.querySelectorAll('button[data-layer]'),
                              (b) => [Number(b.dataset.layer), Number(b.dataset.head)])"""
-    )]
+        )
+    ]
 
 
 def grid_button(page: Page, layer: int, head: int, grid_index: int = 0):  # -> Locator
@@ -843,8 +855,7 @@ def screenshot(page: Page, name: str) -> Path:
 # --------------------------------------------------------------------------------------------
 
 _SENTENCE = (
-    "the quick brown fox jumps over the lazy dog while a small bird sings in the old tree "
-    "near the river"
+    "the quick brown fox jumps over the lazy dog while a small bird sings in the old tree near the river"
 ).split()  # every word is one MiniLM token
 
 

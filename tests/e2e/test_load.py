@@ -9,7 +9,7 @@ from .ws_client import StreamlitWsSession, run_load, run_sync, session_words, to
 def test_ws_client_sets_the_text_widget_and_reads_the_chart(app_server: AppServer):
 
     async def go():
-        async with StreamlitWsSession(app_server.ws_url) as s:
+        async with StreamlitWsSession(app_server.ws_url, "attention") as s:
             first = await s.run()
             assert first.status == "ok"
             assert {"text", "source"} <= set(s.widgets)
@@ -18,13 +18,12 @@ def test_ws_client_sets_the_text_widget_and_reads_the_chart(app_server: AppServe
             return first, r
 
     first, r = run_sync(go)
-    assert first.charts, "the default page sent no chart"
+    assert first.charts, "the attention page sent no chart"
     assert r.status == "ok" and r.exceptions == []
     assert tokens_in(session_words(0, 0), r.ticktext()) == []
 
 
 def test_five_sessions_three_edits_each(app_server: AppServer):
-    rep = run_load(app_server.ws_url, sessions=5, edits=3, max_seconds=240)
+    rep = run_load(app_server.ws_url, sessions=5, edits=3, url_path="attention", max_seconds=240)
     assert rep.errors == []
     assert len(rep.edit_latencies_s) == 15
-    assert app_server.rss_bytes() > 0

@@ -21,8 +21,8 @@ import concurrent.futures
 import json
 import re
 import time
-from dataclasses import dataclass, field
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from streamlit.proto.BackMsg_pb2 import BackMsg
@@ -68,7 +68,6 @@ class RunResult:
                 if re.match(r"^[xy]axis\d*$", name) and isinstance(axis, dict):
                     out.extend(str(t) for t in axis.get("ticktext") or [])
         return out
-
 
 
 class StreamlitWsSession:

@@ -1,14 +1,35 @@
-"""Streamlit glue shared by app.py and the pages: caches, sidebar, page context, page data.
+"""Streamlit glue shared by the pages: the page registry, the view state, caches, the frame.
 
 Only the app imports this package (``import tformer`` does not load Streamlit). Pages stay thin:
-they call `page_context()`, pick a figure builder from `tformer.figures` and render.
+they call `page_context(__file__, names)` (or `frame(__file__)` when they need no text), pick a
+figure builder from `tformer.figures` and render.
 """
 
-from .caches import ModelChoice, device, examples, get_capture, get_model, set_threads, shared_figure
-from .context import PageContext, layer_head, overview, page_context, select_head
+from .binding import bind, set_values, view
+from .caches import (
+    CaptureTooLarge,
+    ModelChoice,
+    device,
+    examples,
+    get_capture,
+    get_model,
+    set_threads,
+    shared_figure,
+)
+from .context import (
+    MATRIX_LABELS,
+    PageContext,
+    formula,
+    layer_head,
+    matrix_kind,
+    overview,
+    page_context,
+    select_head,
+    source,
+)
+from .frame import Frame, frame, no_traceback
 from .page_data import (
     ablation_change,
-    default_heads,
     head_names,
     head_similarity,
     head_stats,
@@ -17,15 +38,31 @@ from .page_data import (
     shift_check,
     sinusoids,
 )
-from .controls import no_traceback, sidebar
+from .registry import PAGES, SECTIONS, PageSpec, by_section
+from .state import AttentionState, HeadsState, PositionalState, QKVState, ViewState
 
 __all__ = [
+    "MATRIX_LABELS",
+    "matrix_kind",
+    "PAGES",
+    "SECTIONS",
+    "AttentionState",
+    "CaptureTooLarge",
+    "Frame",
+    "HeadsState",
     "ModelChoice",
     "PageContext",
+    "PageSpec",
+    "PositionalState",
+    "QKVState",
+    "ViewState",
     "ablation_change",
-    "default_heads",
+    "bind",
+    "by_section",
     "device",
     "examples",
+    "formula",
+    "frame",
     "get_capture",
     "get_model",
     "head_names",
@@ -39,8 +76,10 @@ __all__ = [
     "patterns_without_pe",
     "select_head",
     "set_threads",
+    "set_values",
     "shared_figure",
     "shift_check",
-    "sidebar",
     "sinusoids",
+    "source",
+    "view",
 ]

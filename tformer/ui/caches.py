@@ -1,36 +1,38 @@
 """Process-wide caches: the device, models shared by every session, captures, examples.
 
-Keys are plain values (a frozen dataclass, text); tensors and modules never are."""
+Keys are plain values (a frozen dataclass, text, a tuple of names); tensors and modules never are.
+"""
 
 from __future__ import annotations
 
-import json
 import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Any, TypeVar
 
 import streamlit as st
 import torch
 
-from ..capture import TextCapture, capture_text
+from .. import resources
+from ..capture import TextCapture, capture_ids, capture_nbytes, normalize_names
 from ..config import EncoderConfig
-from ..device import app_threads, pick_device
+from ..device import pick_device
 from ..encoder import Encoder
 from ..pretrained import load_pretrained
+from ..process import app_threads
 from ..tokenizer import Tokenizer, scratch_tokenizer
 
 log = logging.getLogger("tformer.app")
 
-PRETRAINED = "Pretrained MiniLM"
-SCRATCH = "From-scratch encoder"
-LOCAL = "Local BERT folder (TFORMER_MODEL_DIR)"
-MAX_CHARS = 20_000  # the text box refuses more; the tokenizer keeps at most max_len tokens anyway
 SCRATCH_MAX_LEN = 512
-# Memory guard for the from-scratch encoder: weights and one full-length capture must fit
+# Memory guard for the from-scratch encoder's weights and for any one capture: both must fit
 # comfortably on a 2-core, 24 GB laptop-class machine shared by a classroom.
 MAX_PARAMS = 50_000_000
 MAX_CAPTURE_BYTES = 768 * 2**20
-EXAMPLES_FILE = Path(__file__).resolve().parents[2] / "assets" / "examples.json"
+
+
+class CaptureTooLarge(ValueError):
+    """The requested capture would pass MAX_CAPTURE_BYTES; the message says by how much."""
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,7 @@ class ModelChoice:
     def label(self) -> str:
         if self.source == "minilm":
             return "all-MiniLM-L6-v2 (pretrained BERT)"
-        if self.source == "scratch":
+        if self.source == "scratch" and self.cfg is not None:
             c = self.cfg
             return f"from-scratch encoder: {c.n_layers} layers x {c.n_heads} heads, d_model {c.d_model}"
         return f"local checkpoint {self.source}"
@@ -83,27 +85,47 @@ def get_model(choice: ModelChoice) -> tuple[Encoder, Tokenizer]:
     """One shared model per choice, read by every session (capture is thread-safe)."""
     dev = device()[0]
     if choice.source == "scratch":
+        assert choice.cfg is not None
         model = Encoder(choice.cfg).eval().to(dev)
         return model, scratch_tokenizer(max_len=choice.cfg.max_len)
     model, tokenizer = load_pretrained(choice.source, device=dev)
     return model.eval(), tokenizer
 
 
+def get_capture(choice: ModelChoice, text: str, names: Iterable[str]) -> TextCapture:
+    """The activations ``names`` of ``text``, cached per (model, text, set of names).
+
+    Refuses (CaptureTooLarge) before running anything when the capture would pass
+    MAX_CAPTURE_BYTES for this text's length.
+    """
+    return _capture(choice, text, normalize_names(names))
+
+
 # cache_resource, not cache_data: a 512-token capture holds ~170 MB of float32, and cache_data
 # would pickle a copy on every rerun. The arrays are read-only, so sharing them is safe.
 @st.cache_resource(max_entries=8, ttl=3600, show_spinner="Running the model...")
-def get_capture(choice: ModelChoice, text: str) -> TextCapture:
+def _capture(choice: ModelChoice, text: str, names: tuple[str, ...]) -> TextCapture:
     model, tokenizer = get_model(choice)
-    return capture_text(model, tokenizer, text)
+    encoded = tokenizer.encode(text)
+    nbytes = capture_nbytes(model.cfg, len(encoded.ids), names)
+    if nbytes > MAX_CAPTURE_BYTES:
+        raise CaptureTooLarge(
+            f"capturing {', '.join(names)} for {len(encoded.ids)} tokens would take "
+            f"{nbytes / 2**20:.0f} MB; the limit is {MAX_CAPTURE_BYTES / 2**20:.0f} MB. "
+            "Use a shorter text, or fewer layers or heads."
+        )
+    return capture_ids(model, encoded, names)
 
 
 @st.cache_data(show_spinner=False)
-def examples() -> list[dict]:
-    with open(EXAMPLES_FILE, encoding="utf-8") as f:
-        return json.load(f)["examples"]
+def examples() -> list[dict[str, Any]]:
+    return resources.examples()
 
 
-def shared_figure(build, *args, **kwargs):
+F = TypeVar("F")
+
+
+def shared_figure(build: Callable[..., F], *args: Any, **kwargs: Any) -> F:
     """``build(*args, **kwargs)``, built once per argument values and shared by every session.
 
     For figures that do not depend on the text (the positional page's sinusoid plots): a
@@ -115,5 +137,5 @@ def shared_figure(build, *args, **kwargs):
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def _shared_figure(name: str, _build, args: tuple, kwargs: dict):
+def _shared_figure(name: str, _build: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     return _build(*args, **kwargs)

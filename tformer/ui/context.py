@@ -1,49 +1,75 @@
-"""What a page gets: the sidebar drawn, the capture for the current text, the chosen head."""
+"""What a page that shows a text gets: the frame drawn, the capture of the activations it asked
+for, the chosen head; and the helpers every such page shares."""
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import streamlit as st
 
-from ..figures.overview import head_grid_data
-from ..capture import TextCapture
+from ..capture import ATTENTION, TextCapture
 from ..encoder import Encoder
+from ..figures.attention import Kind
+from ..figures.overview import head_grid_data
+from ..formulas import latex_of
+from .binding import bind, set_values, view
 from .caches import ModelChoice, get_capture, get_model
-from .controls import _keep, no_traceback, sidebar
+from .frame import Frame, draw_frame, no_traceback
 from .head_grid import head_grid
-
-# --- page context -----------------------------------------------------------------------------
+from .state import ViewState
 
 
 @dataclass(frozen=True)
 class PageContext:
+    frame: Frame
     choice: ModelChoice
     capture: TextCapture
     model: Encoder
-    text: str
+
+    @property
+    def view(self) -> ViewState:
+        return self.frame.view
+
+    @property
+    def text(self) -> str:
+        return self.frame.text
 
     @property
     def labels(self) -> list[str]:
         return self.capture.labels
 
 
-def page_context() -> PageContext:
-    """Draw the sidebar, then return everything a page needs, or show a friendly message and
-    st.stop() when there is nothing to show."""
-    choice = None
+@contextmanager
+def page_context(script: str, names: Iterable[str] = ATTENTION) -> Iterator[PageContext]:
+    """Draw the frame, then capture ``names`` (short hook names) for the current text::
+
+        with ui.page_context(__file__, ("pattern", "resid_mid")) as ctx:
+            ...  # the page, guarded: an error becomes a short message, never a traceback
+
+    Shows a friendly message and stops the page when there is nothing to show: invalid model
+    settings, no text, a model that cannot run, a capture over the memory guard.
+    """
+    ctx = _open(script, names)
     with no_traceback():
-        choice = sidebar()
-    text = st.session_state.get("text", "")
-    if choice is None:
+        yield ctx
+
+
+def _open(script: str, names: Iterable[str]) -> PageContext:
+    fr = draw_frame(script)
+    if fr.choice is None:
         st.info("Fix the model settings in the sidebar to see the attention.")
         st.stop()
-    if not text.strip():
+    if not fr.text.strip():
         st.info("Type a sentence in the sidebar (English or Chinese) to see what attention computes.")
         st.stop()
+    choice = fr.choice
     try:
         model, _ = get_model(choice)
-        capture = get_capture(choice, text)
+        capture = get_capture(choice, fr.text, names)
     except ValueError as err:
         st.error(f"Could not run {choice.label}: {err}")
         st.stop()
@@ -53,35 +79,57 @@ def page_context() -> PageContext:
             f"The text has {enc.n_input_tokens}{'' if enc.n_input_exact else '+'} tokens; this model reads "
             f"at most {len(enc.ids)}, so only the first {len(enc.ids)} are shown."
         )
-    return PageContext(choice, capture, model, text)
+    return PageContext(fr, choice, capture, model)
 
 
 def layer_head(ctx: PageContext) -> tuple[int, int]:
-    """Layer and head pickers whose values survive page switches and model changes."""
-    n_layers, n_heads = ctx.capture.n_layers, ctx.capture.n_heads
-    for key, n in (("layer", n_layers), ("head", n_heads)):
-        kept = st.session_state.get(f"_{key}", 0)
-        st.session_state[key] = min(int(kept), n - 1)
+    """Layer and head pickers, shared by every page (the choice follows the user around)."""
     c1, c2 = st.columns(2)
-    layer = c1.selectbox("layer", range(n_layers), key="layer", on_change=_keep, args=("layer",))
-    head = c2.selectbox("head", range(n_heads), key="head", on_change=_keep, args=("head",))
+    layers, heads = range(ctx.capture.n_layers), range(ctx.capture.n_heads)
+    layer = c1.selectbox("layer", layers, **bind("layer", layers, clamp=True))
+    head = c2.selectbox("head", heads, **bind("head", heads, clamp=True))
     return int(layer), int(head)
+
+
+# What the two square matrices of a head are called on screen; values are the hooks' short names.
+MATRIX_LABELS = {"pattern": "softmax weights", "attn_scores": "scaled scores QKᵀ/√d_k"}
+
+
+def matrix_kind(label: str, key: str) -> Kind:
+    """A radio for "pattern" or "attn_scores", bound to the view-state value ``key`` (its
+    field's choices give the order)."""
+    choices = view().choices(key)
+    picked = st.radio(label, choices, horizontal=True, format_func=MATRIX_LABELS.__getitem__, **bind(key))
+    return "attn_scores" if picked == "attn_scores" else "pattern"
 
 
 def select_head(layer: int, head: int) -> None:
     """Make (layer, head) the chosen head on every page (e.g. after a click on the overview)."""
-    st.session_state["_layer"], st.session_state["_head"] = layer, head
-
-
-# --- shared figures ---------------------------------------------------------------------------
+    set_values(layer=layer, head=head)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def _overview_data(choice: ModelChoice, text: str) -> dict:
-    return head_grid_data(get_capture(choice, text).patterns)
+def _overview_data(choice: ModelChoice, text: str, names: tuple[str, ...]) -> dict[str, Any]:
+    return head_grid_data(get_capture(choice, text, names).pattern)
 
 
 def overview(ctx: PageContext, selected: tuple[int, int], *, key: str = "overview") -> None:
     """Every layer x head of the current text as one clickable grid; a click chooses that head
     on every page. The PNG is made once per text (cached); the outline moves on its own."""
-    head_grid(_overview_data(ctx.choice, ctx.text), selected, key=key, on_select=select_head)
+    head_grid(
+        _overview_data(ctx.choice, ctx.text, ctx.capture.names), selected, key=key, on_select=select_head
+    )
+
+
+def formula(fn: Callable[..., Any], *, code: bool = True, label: str = "The code that computed it") -> None:
+    """The formula in ``fn``'s docstring, and (collapsed) ``fn``'s source: written once, beside
+    the function that computes it, so the page and the code cannot drift apart."""
+    st.latex(latex_of(fn))
+    if code:
+        source(fn, label=label)
+
+
+def source(fn: Callable[..., Any], *, label: str = "The code that computed it") -> None:
+    """``fn``'s source in a collapsed box."""
+    with st.expander(label):
+        st.code(inspect.getsource(fn), language="python")

@@ -36,8 +36,9 @@ def picked_head(value: object) -> tuple[int, int] | None:
     return int(pick[0]), int(pick[1])
 
 
-def head_grid(data: dict, selected: tuple[int, int], *, key: str,
-              on_select: Callable[[int, int], None]) -> None:
+def head_grid(
+    data: dict, selected: tuple[int, int], *, key: str, on_select: Callable[[int, int], None]
+) -> None:
     """Draw `head_grid_data`'s ``data`` with ``selected`` outlined; a click calls
     ``on_select(layer, head)`` before the rerun it starts (so the pickers already show it)."""
 
@@ -46,5 +47,10 @@ def head_grid(data: dict, selected: tuple[int, int], *, key: str,
         if pick is not None:
             on_select(*pick)
 
-    _COMPONENT(key=key, data=grid_selection(data, *selected), on_select_change=_clicked,
-               width="stretch", height="content")
+    _COMPONENT(
+        key=key,
+        data=grid_selection(data, *selected),
+        on_select_change=_clicked,
+        width="stretch",
+        height="content",
+    )

@@ -2,24 +2,25 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 import streamlit as st
 
 from ..analysis import head_metrics, js_divergence_matrix, output_change
-from ..capture import ablate_heads, patterns_without_positions, positional_table
+from ..capture import ATTENTION, positional_table
+from ..interventions import ablate_heads, patterns_without_positions
 from ..positional import pe_shift_matrix, sinusoidal_encoding
 from .caches import ModelChoice, get_capture, get_model
-from .context import PageContext
-
-# --- cached analysis for the pages ------------------------------------------------------------
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def sinusoids(n_pos: int, d_model: int):
+def sinusoids(n_pos: int, d_model: int) -> np.ndarray:
     return sinusoidal_encoding(n_pos, d_model).numpy()
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def shift_check(pos: int, k: int, d_model: int) -> dict:
+def shift_check(pos: int, k: int, d_model: int) -> dict[str, Any]:
     """PE(pos+k) next to M_k PE(pos), as numbers, in float64."""
     m = pe_shift_matrix(k, d_model)
     lo = min(pos, pos + k)
@@ -27,47 +28,47 @@ def shift_check(pos: int, k: int, d_model: int) -> dict:
     here, there = (pe[0], pe[-1]) if k >= 0 else (pe[-1], pe[0])
     rotated = m @ here
     table = [
-        {"dim": i, f"PE({pos})": round(float(here[i]), 6), f"PE({pos + k})": round(float(there[i]), 6),
-         f"M_k·PE({pos})": round(float(rotated[i]), 6)}
+        {
+            "dim": i,
+            f"PE({pos})": round(float(here[i]), 6),
+            f"PE({pos + k})": round(float(there[i]), 6),
+            f"M_k·PE({pos})": round(float(rotated[i]), 6),
+        }
         for i in range(min(8, d_model))
     ]
     return {"table": table, "max_error": float((rotated - there).abs().max()), "matrix": m.numpy()}
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def model_positions(choice: ModelChoice, n_pos: int):
+def model_positions(choice: ModelChoice, n_pos: int) -> np.ndarray:
     return positional_table(get_model(choice)[0], n_pos)
 
 
 @st.cache_data(max_entries=8, show_spinner="Running without positions...")
-def patterns_without_pe(choice: ModelChoice, text: str):
-    return patterns_without_positions(get_model(choice)[0], get_capture(choice, text).encoded.ids)
+def patterns_without_pe(choice: ModelChoice, text: str) -> np.ndarray:
+    return patterns_without_positions(get_model(choice)[0], get_capture(choice, text, ATTENTION).encoded.ids)
 
 
 def head_names(n_layers: int, n_heads: int) -> list[str]:
-    return [f"L{l}H{h}" for l in range(n_layers) for h in range(n_heads)]
-
-
-def default_heads(ctx: PageContext) -> list[str]:
-    layer = min(int(st.session_state.get("_layer", 0)), ctx.capture.n_layers - 1)
-    return [f"L{layer}H{h}" for h in range(min(4, ctx.capture.n_heads))]
+    return [f"L{layer}H{head}" for layer in range(n_layers) for head in range(n_heads)]
 
 
 @st.cache_data(max_entries=16, show_spinner="Measuring every head...")
-def head_stats(choice: ModelChoice, text: str) -> dict:
-    cap = get_capture(choice, text)
-    cls = cap.special_positions("[CLS]")
-    return head_metrics(cap.patterns, cls_pos=cls[0] if cls else None,
-                        sep_pos=cap.special_positions("[SEP]") or None)
+def head_stats(choice: ModelChoice, text: str) -> dict[str, np.ndarray]:
+    """Every head's metrics; the special positions come from the tokenizer's own specials."""
+    cap = get_capture(choice, text, ATTENTION)
+    enc = cap.encoded
+    return head_metrics(cap.pattern, cls_pos=enc.leading_special, sep_pos=enc.trailing_specials or None)
 
 
 @st.cache_data(max_entries=16, show_spinner="Comparing heads...")
-def head_similarity(choice: ModelChoice, text: str):
-    p = get_capture(choice, text).patterns
+def head_similarity(choice: ModelChoice, text: str) -> np.ndarray:
+    p = get_capture(choice, text, ATTENTION).pattern
     return js_divergence_matrix(p.reshape(-1, *p.shape[2:]))
 
 
 @st.cache_data(max_entries=32, show_spinner="Ablating...")
-def ablation_change(choice: ModelChoice, text: str, heads: tuple[tuple[int, int], ...]):
-    base, ablated = ablate_heads(get_model(choice)[0], get_capture(choice, text).encoded.ids, list(heads))
+def ablation_change(choice: ModelChoice, text: str, heads: tuple[tuple[int, int], ...]) -> np.ndarray:
+    ids = get_capture(choice, text, ATTENTION).encoded.ids
+    base, ablated = ablate_heads(get_model(choice)[0], ids, list(heads))
     return output_change(base, ablated)

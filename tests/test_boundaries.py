@@ -1,0 +1,85 @@
+"""The import direction holds: core (torch, numpy) <- figures (plotly, numpy) <- ui (streamlit)
+<- pages. No module imports another's private names."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PKG = ROOT / "tformer"
+PAGES = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"))]
+
+
+def layer_of(path: Path) -> str:
+    rel = path.relative_to(PKG).parts if PKG in path.parents else ()
+    if not rel:
+        return "pages"
+    return rel[0] if rel[0] in ("figures", "ui") else "core"
+
+
+def imports(path: Path) -> list[tuple[str, list[str]]]:
+    """(absolute module, imported names) for every import in ``path``."""
+    out = []
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out += [(a.name, []) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            out.append((module, [a.name for a in node.names]))
+    return out
+
+
+MODULES = sorted(PKG.rglob("*.py"))
+# What each layer may not import (top-level packages, or tformer's own layers).
+FORBIDDEN = {
+    "core": {"streamlit", "plotly", "tformer.figures", "tformer.ui"},
+    "figures": {"streamlit", "torch", "tformer.ui"},
+    "ui": set(),
+    "pages": {"torch"},  # pages hold no tensor math
+}
+
+
+@pytest.mark.parametrize("path", MODULES + PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_each_module_imports_only_from_the_layers_below_it(path):
+    banned = FORBIDDEN[layer_of(path)]
+    for module, names in imports(path):
+        full = [module] + [f"{module}.{n}" for n in names]
+        hit = [m for m in full for b in banned if m == b or m.startswith(b + ".")]
+        assert not hit, f"{path.relative_to(ROOT)} imports {hit}"
+        if (
+            layer_of(path) == "figures"
+            and module.startswith("tformer")
+            and not module.startswith("tformer.figures")
+        ):
+            pytest.fail(f"{path.name}: figure builders import numpy and plotly only, not {module}")
+
+
+@pytest.mark.parametrize("path", MODULES + PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_module_imports_another_modules_private_names(path):
+    for module, names in imports(path):
+        private = [n for n in names if n.startswith("_") and n != "__future__"]
+        assert not private, f"{path.relative_to(ROOT)} imports {private} from {module}"
+        parts = [p for p in module.split(".") if p]
+        assert not any(p.startswith("_") and p != "__future__" for p in parts), (path, module)
+
+
+def test_import_tformer_loads_neither_streamlit_nor_plotly():
+    code = "import sys, tformer; print(sorted(m for m in ('streamlit', 'plotly') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]"
+
+
+def test_figure_builders_load_no_streamlit():
+    code = "import sys, tformer.figures, tformer.analysis; print('streamlit' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "False"

@@ -1,0 +1,98 @@
+"""The view state: typed values, round trips through URL query parameters, hostile links."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("streamlit")
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tformer.ui.state import MAX_CHARS, AttentionState, HeadsState, PositionalState, ViewState
+
+
+def test_defaults_give_a_short_link_with_the_text_only():
+    v = ViewState()
+    assert set(v.to_query()) == {"text"}
+    assert v.text.strip()  # the first example
+
+
+def test_a_changed_view_survives_a_round_trip():
+    v = ViewState(text="猫が好き <b>x</b> & y")
+    v.set("source", "scratch")
+    v.set("n_heads", 8)
+    v.set("causal", True)
+    v.set("d_ff", 100)
+    v.set("layer", 3)
+    v.set("attention.kind", "attn_scores")
+    v.set("positional.dims", [0, 5, 9])
+    v.set("heads.compare", ["L0H1", "L5H11"])
+    w, notices = ViewState.from_query(v.to_query())
+    assert notices == []
+    assert w == v
+    assert w.page(PositionalState).dims == [0, 5, 9]
+    assert w.page(AttentionState).kind == "attn_scores"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    text=st.text(max_size=200),
+    n_heads=st.integers(1, 32),
+    k=st.integers(-1000, 1000),
+    causal=st.booleans(),
+    dims=st.none() | st.lists(st.integers(0, 4095), min_size=1, max_size=12),
+)
+def test_round_trip_property(text, n_heads, k, causal, dims):
+    v = ViewState(text=text)
+    v.set("n_heads", n_heads)
+    v.set("positional.k", k)
+    v.set("causal", causal)
+    v.set("positional.dims", dims)
+    w, notices = ViewState.from_query(v.to_query())
+    assert notices == [] and w == v
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "why"),
+    [
+        ("n_heads", "<script>alert(1)</script>", "not an integer"),
+        ("n_heads", "1e309", "not an integer"),
+        ("n_heads", "9" * 400, "out of range"),
+        ("n_layers", "0", "outside 1..12"),
+        ("layer", "-1", "outside"),
+        ("source", "javascript:alert(1)", "not one of"),
+        ("causal", "maybe", "not 0 or 1"),
+        ("attention.kind", "scores", "not one of"),
+        ("positional.dims", "1,2," + "9" * 50, "out of range"),
+        ("heads.compare", "L0H1,<img src=x>", "not an allowed name"),
+        ("text", "x" * (MAX_CHARS + 1), "longer than"),
+    ],
+)
+def test_hostile_values_fall_back_to_the_default_with_a_notice(key, value, why):
+    v, notices = ViewState.from_query({key: value, "head": "2"})
+    assert v.get(key) == ViewState().get(key)
+    assert len(notices) == 1 and key in notices[0] and why in notices[0], notices
+    assert v.head == 2  # the rest of the link still applies
+
+
+def test_unknown_and_repeated_keys():
+    v, notices = ViewState.from_query({"nope": "1", "pages": "x", "n_heads": ["2", "8"]})
+    assert v.n_heads == 8  # the last of a repeated key
+    assert len(notices) == 2 and all("unknown" in n for n in notices)
+
+
+def test_set_refuses_what_a_widget_could_not_produce():
+    v = ViewState()
+    for key, value in [
+        ("n_heads", True),
+        ("n_heads", 2.5),
+        ("text", None),
+        ("heads.metric", 3),
+        ("positional.dims", list(range(13))),
+    ]:
+        with pytest.raises(ValueError):
+            v.set(key, value)
+    with pytest.raises(KeyError):
+        v.set("pages", {})
+    assert v.page(HeadsState).compare is None

@@ -1,0 +1,87 @@
+"""The session's `ViewState`, and widgets bound to it by key.
+
+``st.number_input("heads", 1, 32, **bind("n_heads"))``: before the widget is drawn its value is
+restored from the view state, and its on_change callback writes the new value back. A widget's
+key is its view-state key (``"n_heads"``, ``"attention.kind"``), so Streamlit dropping the state
+of a widget that a page does not draw loses nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import streamlit as st
+
+from .state import ViewState
+
+_VIEW = "view"
+
+
+def view() -> ViewState:
+    """This session's view state; on a session's first run it is read from the URL's query
+    parameters (a shared link), and every value that could not be used is reported once."""
+    state = st.session_state.get(_VIEW)
+    if isinstance(state, ViewState):
+        return state
+    params = {k: st.query_params.get_all(k) for k in st.query_params}
+    state, notices = ViewState.from_query(params) if params else (ViewState(), [])
+    st.session_state[_VIEW] = state
+    if notices:
+        st.session_state["_view_notices"] = notices
+    return state
+
+
+def pop_notices() -> list[str]:
+    notices = st.session_state.pop("_view_notices", None)
+    return list(notices) if isinstance(notices, list) else []
+
+
+def bind(
+    key: str, options: Sequence[Any] | None = None, *, clamp: bool = False, fallback: Any = None
+) -> dict[str, Any]:
+    """Widget kwargs (``key``, ``on_change``) bound to the view-state value ``key``.
+
+    With ``options`` (radio, selectbox, multiselect), a value that is not among them falls back
+    to the field's default, or the first option; with ``clamp`` an integer is clamped into the
+    options' range instead (the chosen head after the model shrank), the view state keeping
+    the value the user chose. ``fallback`` replaces a value of None (a default that depends on
+    the model, such as the dimensions to plot).
+    """
+    v = view()
+    value = v.get(key)
+    if value is None and fallback is not None:
+        value = fallback
+    if options is not None and clamp and options:
+        value = min(max(value, min(options)), max(options))
+    elif options is not None:
+        value = _within(v, key, value, list(options))
+    # Always set, also when equal: a widget drawn by another page has another id, and only a
+    # value set through st.session_state before drawing reaches the new widget.
+    st.session_state[key] = value
+    return {"key": key, "on_change": _store, "args": (key,)}
+
+
+def _within(v: ViewState, key: str, value: Any, options: list[Any]) -> Any:
+    if isinstance(value, list):
+        kept = [x for x in value if x in options]
+        return kept if kept or not value else v.default(key)
+    if value in options:
+        return value
+    default = v.default(key)
+    return default if default in options or default is None else (options[0] if options else None)
+
+
+def _store(key: str) -> None:
+    value = st.session_state.get(key)
+    try:
+        view().set(key, list(value) if isinstance(value, tuple) else value)
+    except ValueError:
+        pass  # the widget's own bounds make this unreachable; never store an invalid value
+
+
+def set_values(**values: Any) -> None:
+    """Set view-state values from code (e.g. a click on the heads grid)."""
+    v = view()
+    for key, value in values.items():
+        v.set(key, value)

