@@ -7,9 +7,6 @@ The start page. Every page, this one included, draws the shared frame itself
 import streamlit as st
 
 from tformer import ui
-from tformer.process import keep_freed_memory
-
-keep_freed_memory()  # reuse activation buffers across reruns instead of re-faulting them
 
 with ui.frame(__file__):
     st.markdown(

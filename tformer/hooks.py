@@ -53,6 +53,12 @@ class HookPoint(nn.Module):
                 x = out
         return x
 
+    @property
+    def hooked(self) -> bool:
+        """True when the run in progress on this thread has a function at this point."""
+        active = _ACTIVE.get()
+        return active is not None and self.name in active
+
     def extra_repr(self) -> str:
         return self.name
 

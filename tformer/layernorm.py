@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .hooks import HookPoint, capturing
+from .hooks import HookPoint
 
 
 class LayerNorm(nn.Module):
@@ -23,8 +23,8 @@ class LayerNorm(nn.Module):
         \sigma = \sqrt{\mathrm{Var}(x) + \varepsilon}
 
     Parameters are named ``weight`` (γ) and ``bias`` (β), as in ``nn.LayerNorm``, so state dicts
-    load unchanged. Outside a hooked run it calls the fused ``F.layer_norm``; inside one it takes
-    the explicit path so that σ (``hook_scale``) and (x − μ)/σ (``hook_normalized``) are seen.
+    load unchanged. It calls the fused ``F.layer_norm`` unless the run hooks σ (``hook_scale``)
+    or (x − μ)/σ (``hook_normalized``); then it takes the explicit path so that they are seen.
     """
 
     def __init__(self, d_model: int, eps: float = 1e-5) -> None:
@@ -36,7 +36,7 @@ class LayerNorm(nn.Module):
         self.hook_normalized = HookPoint()  # [batch, pos, d_model]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not capturing():
+        if not (self.hook_scale.hooked or self.hook_normalized.hooked):
             return F.layer_norm(x, (self.d_model,), self.weight, self.bias, self.eps)
         centred = x - x.mean(dim=-1, keepdim=True)  # [batch, pos, d_model]
         # Biased variance, as nn.LayerNorm: divide by d_model, not d_model - 1.

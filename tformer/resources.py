@@ -3,6 +3,7 @@ importlib.resources so that an editable install and a regular wheel install find
 
 from __future__ import annotations
 
+import functools
 import json
 from importlib.resources import files
 from typing import Any
@@ -15,4 +16,9 @@ def asset_text(name: str) -> str:
 
 def examples() -> list[dict[str, Any]]:
     """The example texts offered in the app: dicts with ``label``, ``lang`` and ``text``."""
-    return list(json.loads(asset_text("examples.json"))["examples"])
+    return [dict(e) for e in _examples()]
+
+
+@functools.cache
+def _examples() -> tuple[dict[str, Any], ...]:
+    return tuple(json.loads(asset_text("examples.json"))["examples"])

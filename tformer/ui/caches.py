@@ -13,13 +13,12 @@ from typing import Any, TypeVar
 import streamlit as st
 import torch
 
-from .. import resources
 from ..capture import TextCapture, capture_ids, capture_nbytes, normalize_names
 from ..config import EncoderConfig
 from ..device import pick_device
 from ..encoder import Encoder
 from ..pretrained import load_pretrained
-from ..process import app_threads
+from ..process import app_threads, keep_freed_memory
 from ..tokenizer import Tokenizer, scratch_tokenizer
 
 log = logging.getLogger("tformer.app")
@@ -66,10 +65,12 @@ def device() -> tuple[torch.device, str | None]:
 
 @st.cache_resource(show_spinner=False)
 def set_threads() -> int:
-    """Once per server: torch's thread count, and gc.freeze() so that Python's full
-    collections skip the long-lived objects of torch, transformers and plotly."""
+    """Once per server, from whichever page its first visitor opens: torch's thread count, the
+    allocator keeping freed activation buffers (`keep_freed_memory`), and gc.freeze() so that
+    Python's full collections skip the long-lived objects of torch, transformers and plotly."""
     import gc
 
+    keep_freed_memory()
     try:
         n = app_threads()
     except ValueError as err:
@@ -115,11 +116,6 @@ def _capture(choice: ModelChoice, text: str, names: tuple[str, ...]) -> TextCapt
             "Use a shorter text, or fewer layers or heads."
         )
     return capture_ids(model, encoded, names)
-
-
-@st.cache_data(show_spinner=False)
-def examples() -> list[dict[str, Any]]:
-    return resources.examples()
 
 
 F = TypeVar("F")

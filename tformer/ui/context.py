@@ -108,7 +108,9 @@ def select_head(layer: int, head: int) -> None:
     set_values(layer=layer, head=head)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+# cache_resource: the dict is shared, not unpickled on every rerun; nothing changes it
+# (grid_selection returns a new dict).
+@st.cache_resource(max_entries=16, show_spinner=False)
 def _overview_data(choice: ModelChoice, text: str, names: tuple[str, ...]) -> dict[str, Any]:
     return head_grid_data(get_capture(choice, text, names).pattern)
 

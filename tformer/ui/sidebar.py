@@ -8,9 +8,10 @@ import streamlit as st
 
 from ..config import EncoderConfig
 from ..pretrained import pretrained_available
+from ..resources import examples
 from ..tokenizer import scratch_tokenizer
 from .binding import bind, set_values, view
-from .caches import MAX_PARAMS, SCRATCH_MAX_LEN, ModelChoice, device, examples
+from .caches import MAX_PARAMS, SCRATCH_MAX_LEN, ModelChoice, device
 from .registry import PageSpec, by_section
 from .state import MAX_CHARS
 

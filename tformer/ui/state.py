@@ -14,6 +14,7 @@ anything else falls back to the default with a notice. No Streamlit here.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
 from dataclasses import dataclass, field
@@ -131,8 +132,9 @@ class ViewState:
 
     def _owner(self, key: str) -> tuple[Any, str]:
         page, _, name = key.rpartition(".")
-        owner = self.pages.get(page) if page else self
-        if owner is None or name == "pages" or name not in {f.name for f in dataclasses.fields(owner)}:
+        owner: Any = self.pages.get(page) if page else self
+        cls: type = type(owner)
+        if owner is None or name == "pages" or name not in _fields(cls):
             raise KeyError(f"no view setting {key!r}")
         return owner, name
 
@@ -171,11 +173,21 @@ T = TypeVar("T")
 
 
 def _field(cls: type, name: str) -> dataclasses.Field[Any]:
-    return next(f for f in dataclasses.fields(cls) if f.name == name)
+    return _fields(cls)[name]
 
 
 def _hint(cls: type, name: str) -> Any:
-    return typing.get_type_hints(cls)[name]
+    return _hints(cls)[name]
+
+
+@functools.cache
+def _fields(cls: type) -> dict[str, dataclasses.Field[Any]]:
+    return {f.name: f for f in dataclasses.fields(cls)}
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
 
 
 def _short(value: str, n: int = 40) -> str:
