@@ -11,11 +11,14 @@ from hypothesis import strategies as st
 
 from tformer.analysis import (
     METRICS,
+    cluster_order,
     head_metrics,
     js_divergence_matrix,
+    js_rows_budget,
     metrics_table,
     offset_similarity,
     output_change,
+    sample_rows,
 )
 
 from ._reference import np_sinusoidal
@@ -329,3 +332,38 @@ def test_offset_similarity_matches_diagonals_for_random_pe():
     assert std[1] > 0.1  # a random table is not translation invariant
     with pytest.raises(ValueError, match=r"\(3,\)"):
         offset_similarity(np.zeros(3))
+
+
+# --- long texts and many heads: sampled rows, clustered order ---------------------------------
+
+
+def test_js_divergence_over_sampled_rows_is_the_exact_one_on_those_rows():
+    rng = np.random.default_rng(3)
+    p = rng.random((5, 40, 40)).astype(np.float32)
+    p /= p.sum(-1, keepdims=True)
+    rows = sample_rows(40, 8)
+    assert len(rows) == 8 and rows[0] == 0 and rows[-1] == 39
+    assert np.allclose(js_divergence_matrix(p, max_rows=8), js_divergence_matrix(p[:, rows]), atol=1e-12)
+    assert np.array_equal(js_divergence_matrix(p, max_rows=40), js_divergence_matrix(p))
+
+
+def test_js_rows_budget_bounds_the_work_and_keeps_short_texts_exact():
+    assert js_rows_budget(72, 16) == 16  # MiniLM, a sentence: every row
+    rows = js_rows_budget(72, 512)
+    assert 8 <= rows < 512 and 72 * 71 // 2 * rows * 512 <= 2e8
+    assert js_rows_budget(384, 512) == 8  # never fewer than 8 rows
+
+
+def test_cluster_order_puts_each_group_of_heads_in_one_block():
+    rng = np.random.default_rng(0)
+    group = rng.permutation(np.repeat(np.arange(4), 6))  # 24 heads in 4 groups, shuffled
+    d = np.where(group[:, None] == group[None, :], 0.05, 0.9) + 0.01 * rng.random((24, 24))
+    d = (d + d.T) / 2
+    np.fill_diagonal(d, 0.0)
+    order = cluster_order(d)
+    assert sorted(order) == list(range(24))
+    runs = [g for i, g in enumerate(group[order]) if i == 0 or g != group[order][i - 1]]
+    assert len(runs) == 4  # each group is one contiguous block
+    d[3, :] = d[:, 3] = np.nan  # a head with no valid rows goes somewhere, once
+    assert sorted(cluster_order(d)) == list(range(24))
+    assert cluster_order(np.zeros((0, 0))) == []

@@ -114,3 +114,12 @@ def test_the_memory_guard_counts_exactly_the_requested_arrays(model_tok):
     assert capture_nbytes(cfg, n, ["pattern"]) == 4 * (square + n * cfg.d_model)
     assert capture_nbytes(cfg, n, ["pattern", "attn_scores"]) == 4 * (2 * square + n * cfg.d_model)
     assert capture_nbytes(cfg, n, ["mlp_pre"]) == 4 * (cfg.n_layers * n * cfg.d_ff + n * cfg.d_model)
+
+
+def test_ablation_can_reuse_the_captures_output_as_its_baseline(model_tok):
+    model, tok = model_tok
+    cap = capture_text(model, tok, "the cat sat on the mat")
+    base, ablated = ablate_heads(model, cap.encoded.ids, [(1, 2)])
+    reused, same = ablate_heads(model, cap.encoded.ids, [(1, 2)], base=cap.output)
+    assert np.array_equal(base, cap.output)  # the capture ran the same explicit path
+    assert reused is cap.output and np.array_equal(ablated, same)

@@ -23,6 +23,9 @@ __all__ = [
     "head_metrics",
     "metrics_table",
     "js_divergence_matrix",
+    "js_rows_budget",
+    "sample_rows",
+    "cluster_order",
     "output_change",
     "offset_similarity",
 ]
@@ -189,7 +192,9 @@ def metrics_table(metrics: Mapping[str, npt.ArrayLike], *, decimals: int = 4) ->
     return rows
 
 
-def js_divergence_matrix(pattern: npt.ArrayLike, *, max_chunk_elements: int = 1 << 22) -> FloatArray:
+def js_divergence_matrix(
+    pattern: npt.ArrayLike, *, max_rows: int | None = None, max_chunk_elements: int = 1 << 22
+) -> FloatArray:
     r"""Mean Jensen-Shannon divergence between every pair of heads: [n, n], symmetric, 0 diagonal.
 
     For heads i, j and each query row q, with p and r the two heads' rows:
@@ -206,7 +211,9 @@ def js_divergence_matrix(pattern: npt.ArrayLike, *, max_chunk_elements: int = 1 
     ``pattern.reshape(-1, query_pos, key_pos)`` of a [layer, head_index, query_pos, key_pos]
     capture: all heads of all layers, layer-major). JSD is in bits, so in [0, 1]; the result
     is the mean over rows valid (not all zero) in both heads (NaN if there is none). Cost is
-    one pass over [query_pos, key_pos] per pair of heads;
+    one pass over [query_pos, key_pos] per pair of heads. With ``max_rows`` (for long texts and
+    many heads) the mean is taken over that many evenly spaced query rows (`sample_rows`), an
+    estimate of the mean over all rows;
     ``max_chunk_elements`` bounds the float32 working buffers (two of that many elements).
     The elementwise log runs in float32 (faster than float64); per-row sums are combined in
     float64, which keeps the error near 1e-6.
@@ -214,6 +221,8 @@ def js_divergence_matrix(pattern: npt.ArrayLike, *, max_chunk_elements: int = 1 
     p = np.asarray(pattern)
     if p.ndim != 3:
         raise ValueError(f"pattern must be [n, query_pos, key_pos], got shape {p.shape}")
+    if max_rows is not None:
+        p = p[:, sample_rows(p.shape[1], max_rows)]
     n, n_q, n_k = p.shape
     p = np.ascontiguousarray(p, dtype=np.float32)
     row_sum = np.empty((n, n_q))  # [n, query_pos]
@@ -248,6 +257,58 @@ def js_divergence_matrix(pattern: npt.ArrayLike, *, max_chunk_elements: int = 1 
     # A head with no valid row has an undefined divergence even from itself.
     out[np.arange(n), np.arange(n)] = np.where(valid.any(-1), 0.0, np.nan)
     return out
+
+
+def sample_rows(n: int, max_rows: int) -> npt.NDArray[np.intp]:
+    """``min(n, max_rows)`` evenly spaced indices into ``range(n)``, first and last included."""
+    if max_rows < 1:
+        raise ValueError(f"max_rows={max_rows} must be >= 1")
+    if n <= max_rows:
+        return np.arange(n)
+    return np.unique(np.round(np.linspace(0, n - 1, max_rows)).astype(np.intp))
+
+
+def js_rows_budget(n_heads: int, n_pos: int, budget: float = 2e8) -> int:
+    """How many query rows `js_divergence_matrix` can average over for ``n_heads`` heads of
+    ``n_pos`` tokens while its elementwise work (pairs x rows x keys) stays within ``budget``."""
+    pairs = max(n_heads * (n_heads - 1) // 2, 1)
+    return int(min(n_pos, max(8, budget // (pairs * max(n_pos, 1)))))
+
+
+def cluster_order(distance: npt.ArrayLike) -> list[int]:
+    r"""An order of the items that puts similar ones next to each other: the leaf order of an
+    average-linkage clustering of the symmetric ``distance`` matrix [n, n].
+
+    Each step merges the two clusters with the smallest mean distance between their members
+    (NaN counts as the largest distance); a merged cluster keeps its two parts side by side,
+    so every cluster of the tree is a contiguous block of the returned order.
+    """
+    d = np.array(distance, dtype=np.float64)
+    if d.ndim != 2 or d.shape[0] != d.shape[1]:
+        raise ValueError(f"distance must be a square [n, n] matrix, got shape {d.shape}")
+    n = d.shape[0]
+    if n == 0:
+        return []
+    finite = d[np.isfinite(d)]
+    d = np.where(np.isfinite(d), d, (finite.max() if finite.size else 0.0) + 1.0)
+    d = (d + d.T) / 2  # [n, n], symmetric
+    members: dict[int, list[int]] = {i: [i] for i in range(n)}
+    size = np.ones(n)
+    alive = np.ones(n, dtype=bool)
+    np.fill_diagonal(d, np.inf)
+    for _ in range(n - 1):
+        masked = np.where(alive[:, None] & alive[None, :], d, np.inf)
+        i, j = (int(x) for x in np.unravel_index(np.argmin(masked), masked.shape))
+        a, b = min(i, j), max(i, j)
+        # average linkage: the merged cluster's distance to c is the size-weighted mean
+        merged = (size[a] * d[a] + size[b] * d[b]) / (size[a] + size[b])
+        d[a], d[:, a] = merged, merged
+        d[a, a] = np.inf
+        size[a] += size[b]
+        alive[b] = False
+        members[a] = members[a] + members.pop(b)
+    (order,) = members.values()
+    return order
 
 
 def output_change(base: npt.ArrayLike, ablated: npt.ArrayLike) -> FloatArray:

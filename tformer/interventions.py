@@ -15,11 +15,13 @@ from .hooks import HookFn, HookPoint, act_name
 
 
 def ablate_heads(
-    model: Encoder, ids: list[int], heads: list[tuple[int, int]]
+    model: Encoder, ids: list[int], heads: list[tuple[int, int]], *, base: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Outputs [pos, d_model] without and with the given (layer, head_index) zeroed.
 
     A head is ablated by zeroing its slice of hook_z, so Concat(heads) W_O loses its share.
+    ``base``: the unablated output if already at hand from a hooked run of the same ids
+    (`TextCapture.output`: the same explicit path), which saves one forward pass.
     """
     by_layer: dict[int, list[int]] = {}
     for layer, head in heads:
@@ -38,9 +40,10 @@ def ablate_heads(
         return hook
 
     fwd_hooks = [(act_name("z", layer), zero(idx)) for layer, idx in by_layer.items()]
-    base = model.run_with_hooks(ids, fwd_hooks=[])  # same explicit path as the ablated run
-    ablated = model.run_with_hooks(ids, fwd_hooks=fwd_hooks)
-    return frozen_numpy(base[0]), frozen_numpy(ablated[0])
+    ablated = frozen_numpy(model.run_with_hooks(ids, fwd_hooks=fwd_hooks)[0])
+    if base is None:
+        base = frozen_numpy(model.run_with_hooks(ids, fwd_hooks=[])[0])  # the same explicit path
+    return base, ablated
 
 
 def patterns_without_positions(model: Encoder, ids: list[int]) -> np.ndarray:
