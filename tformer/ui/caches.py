@@ -26,7 +26,7 @@ log = logging.getLogger("tformer.app")
 SCRATCH_MAX_LEN = 512
 # Memory guard for the from-scratch encoder's weights and for any one capture: both must fit
 # comfortably on a 2-core, 24 GB laptop-class machine shared by a classroom.
-MAX_PARAMS = 50_000_000
+MAX_PARAMS = 64_000_000
 MAX_CAPTURE_BYTES = 768 * 2**20
 
 
