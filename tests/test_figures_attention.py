@@ -24,7 +24,7 @@ from tformer.figures import (
     qkv_figure,
     safe_label,
 )
-from tformer.figures.labels import MAX_TICKS, text_px, tick_label_px
+from tformer.figures.labels import LABEL_ALL, text_px, tick_label_px
 from tformer.figures.overview import GAP_PX, N_LEVELS, default_cell_px, mosaic_palette
 from tformer.figures.pooling import max_pool_2d
 
@@ -162,8 +162,8 @@ def test_pattern_heatmap_data_axes_and_scale():
     ax, ay = fig.layout.xaxis, fig.layout.yaxis
     assert list(ax.tickvals) == list(range(n)) and list(ax.ticktext) == TOKENS
     assert ay.autorange == "reversed" and ay.scaleanchor == "x"
-    assert ax.title.text == "key_pos" and ay.title.text == "query_pos"
-    assert "query_pos %{y}" in heat.hovertemplate and "%{z:.5g}" in heat.hovertemplate
+    assert ax.title.text == "key token (column)" and ay.title.text == "query token (row)"
+    assert "query token %{y}" in heat.hovertemplate and "%{z:.4g}" in heat.hovertemplate
 
 
 def test_many_tokens_thin_the_ticks_but_keep_every_hover_label():
@@ -171,9 +171,11 @@ def test_many_tokens_thin_the_ticks_but_keep_every_hover_label():
     tokens = [f"t{i}" for i in range(n)]
     fig = attention_heatmap(softmax_pattern((n, n)), tokens)
     ticks = list(fig.layout.xaxis.tickvals)
-    assert len(ticks) <= MAX_TICKS and ticks[0] == 0
-    step = ticks[1] - ticks[0]
-    assert step == 4 and list(fig.layout.xaxis.ticktext[:2]) == ["t0", "t4"]
+    assert n > LABEL_ALL and len(ticks) < n and ticks[0] == 0
+    step = fig.layout.meta["tick_step"]
+    assert step >= 2 and ticks == list(range(0, n, step))
+    shown = [t.replace("<br>", "").strip("\u2002") for t in fig.layout.xaxis.ticktext[:2]]
+    assert shown == ["t0", f"t{step}"]
     assert len(fig.data[-1].x) == n
 
 
@@ -363,8 +365,9 @@ def test_qkv_figure_panels():
     fig = qkv_figure(q, k, v, attn_scores, TOKENS[:n])  # kind="attn_scores" by default
     assert fig.layout.meta["kind"] == "attn_scores"
     titles = [a.text for a in fig.layout.annotations]
-    assert titles[:3] == ["Q = X W_Q", "K = X W_K", "V = X W_V"]
+    assert titles[:3] == ["Q = XW<sub>Q</sub>", "K = XW<sub>K</sub>", "V = XW<sub>V</sub>"]
     assert titles[3].startswith("attn_scores")
+    assert titles[4] == "dimension of the head (d_head = 4)"
     heat_q, heat_k, heat_v, heat_s = fig.data
     for tr, a in zip((heat_q, heat_k, heat_v), (q, k, v), strict=True):
         np.testing.assert_array_equal(tr.z, a)
@@ -395,7 +398,8 @@ def test_head_output_heatmap():
     fig = head_output_heatmap(z, ["a", "a", "<b>"])
     np.testing.assert_array_equal(fig.data[0].z, z)
     assert list(fig.data[0].y) == ["0: a", "1: a", "2: &lt;b&gt;"]
-    assert fig.data[0].zmax == 6.0 and fig.data[0].zmin == -6.0
+    assert fig.data[0].zmax == 6.0 and fig.data[0].zmin == -6.0  # no outliers: the largest |z|
+    assert fig.layout.meta["color"]["clipped"] is False
     with pytest.raises(ValueError, match="2 tokens"):
         head_output_heatmap(z, ["a", "b"])
 
@@ -436,7 +440,9 @@ def test_head_metrics_figure():
     # the heatmap answers the hover itself: layer (y), head (x) and the value
     assert heat.hoverinfo is None
     assert heat.hovertemplate == "layer %{y}, head %{x}<br>entropy %{z:.4g}<extra></extra>"
-    assert heat.texttemplate == "%{z:.2f}"
+    # 3 heads in 370 px: cells wide enough for their values (2 significant digits)
+    assert heat.texttemplate == "%{text}" and fig.layout.meta["values_shown"] is True
+    assert [list(r) for r in heat.text] == [["0", "1.0", "2.0"], ["3.0", "4.0", "5.0"]]
     div = head_metrics_figure({"other": ent - 2}, "other")
     assert div.data[0].zmid == 0.0 and div.data[0].zmax == 3.0
     with pytest.raises(ValueError, match="'nope' is not one of"):
@@ -444,11 +450,11 @@ def test_head_metrics_figure():
 
 
 def test_head_similarity_heatmap():
-    sim = np.array([[1.0, 0.2, -0.3], [0.2, 1.0, 0.1], [-0.3, 0.1, 1.0]], np.float32)
+    sim = np.array([[0.0, 0.2, 0.7], [0.2, 0.0, 0.1], [0.7, 0.1, 0.0]], np.float32)
     fig = head_similarity_heatmap(sim, ["L0H0", "L0H0", "L1H1"])
     heat = fig.data[0]
     np.testing.assert_array_equal(heat.z, sim)
-    assert (heat.zmin, heat.zmax) == (-1.0, 1.0)
+    assert (heat.zmin, heat.zmax) == (0.0, 1.0)  # JS divergence: sequential, 0 = identical
     assert len(set(heat.x)) == 3  # duplicate labels stay separate
     with pytest.raises(ValueError, match="2 labels"):
         head_similarity_heatmap(sim, ["a", "b"])
@@ -508,7 +514,10 @@ def test_heatmap_margins_follow_the_longest_label():
     short = attention_heatmap(np.eye(3, dtype=np.float32), ["a", "b", "c"])
     long_ = attention_heatmap(np.eye(3, dtype=np.float32), ["a", "extraordinary", "c"])
     ms, ml = short.layout.margin, long_.layout.margin
-    assert ml.l > ms.l and ml.b > ms.b
-    assert ml.l >= 13 * 0.62 * 12  # 13 characters at 12 px
-    # the plot area keeps its size: the figure grows by what the margins take
-    assert long_.layout.height - ml.t - ml.b == short.layout.height - ms.t - ms.b
+    assert ml.l > ms.l and ml.b >= ms.b
+    assert ml.l >= 10 * 0.62 * 12  # a tick label cut to 10 characters, at 12 px at least
+    # the square plot fills the width left by the margins, and the height follows
+    for fig in (short, long_):
+        m, side = fig.layout.margin, fig.layout.meta["plot_px"]
+        assert m.l + side + m.r == fig.layout.meta["width"]
+        assert fig.layout.height - m.t - m.b == side

@@ -44,8 +44,8 @@ def test_matrix_heatmap_data_and_axes(pe):
     np.testing.assert_array_equal(trace.z, pe)
     np.testing.assert_array_equal(trace.x, np.arange(16))
     np.testing.assert_array_equal(trace.y, np.arange(40))
-    assert fig.layout.xaxis.title.text == "d_model dimension"
-    assert fig.layout.yaxis.title.text == "pos"
+    assert fig.layout.xaxis.title.text == "dimension of the encoding (d_model = 16)"
+    assert fig.layout.yaxis.title.text == "position"
     assert trace.zmin == -trace.zmax  # diverging scale centred on 0
     assert len(fig.layout.shapes) == 0
 
@@ -68,7 +68,15 @@ def test_waves_one_line_per_dim_with_wavelength(pe):
     assert fig.data[0].name == "dim 0 (sin, wavelength 6.28)"
     assert fig.data[1].name == "dim 1 (cos, wavelength 6.28)"
     assert fig.data[2].name == "dim 6 (sin, wavelength 199)"
-    assert fig.layout.xaxis.title.text == "pos"
+    # one row per dimension, the position axis labelled under the last row only
+    assert [t.yaxis for t in fig.data] == ["y", "y2", "y3"]
+    assert fig.layout.xaxis3.title.text == "position" and fig.layout.xaxis3.showticklabels
+    assert fig.layout.xaxis.showticklabels is False
+    assert [a.text for a in fig.layout.annotations][:2] == [
+        "dim 0 (sin)<br>wavelength 6.28",
+        "dim 1 (cos)<br>wavelength 6.28",
+    ]
+    assert fig.layout.meta["dims"] == [0, 1, 6]
     assert pe_waves(pe, [3], sinusoidal=False).data[0].name == "dim 3"
 
 
@@ -128,8 +136,8 @@ def test_attention_diff_figure():
     assert list(fig.layout.xaxis.tickvals) == [0, 1, 2, 3, 4]
     assert fig.layout.xaxis.ticktext[2] == "&lt;b&gt;x&lt;/b&gt;"
     assert fig.layout.yaxis.ticktext[1] == fig.layout.yaxis.ticktext[3] == "the"
-    assert fig.layout.yaxis.title.text == "query_pos"
-    assert fig.layout.xaxis3.title.text == "key_pos"
+    assert fig.layout.yaxis.title.text == "query token (row)"
+    assert fig.layout.xaxis3.title.text == "key token (column)"
 
 
 def test_attention_diff_pools_long_inputs():
@@ -144,8 +152,10 @@ def test_attention_diff_pools_long_inputs():
     assert zd[0, 0] == 1.0 or zd[0, 0] == -1.0  # signed largest |with - without| of the block
     assert zd[5, 0] == -1.0 and zd[5, 5] == 1.0
     assert "block" in fig.data[2].hovertemplate
-    vals = list(fig.layout.xaxis.tickvals)
-    assert 30 <= len(vals) <= 64 and vals[0] == 0
+    vals = list(fig.layout.xaxis.tickvals)  # in cells of 2 positions, every k-th position
+    step = fig.layout.meta["tick_step"]
+    assert 10 <= len(vals) <= 64 and vals == list(range(0, 150, step // 2))
+    assert list(fig.layout.yaxis.tickvals) == vals
     exact = attention_diff_figure(a, b, [f"t{i}" for i in range(n)], max_side=None)
     assert exact.data[0].z.shape == (n, n)
 

@@ -27,15 +27,46 @@ import numpy.typing as npt
 import plotly.graph_objects as go
 
 from .checks import Float32Array, square_matrix
-from .colors import DIVERGING, pattern_colorscale, symmetric_range
-from .labels import axis_margin, block_labels, token_axis
-from .layout import COLORBAR_PX, square_plot_px
+from .colors import SymmetricScale, pattern_colorscale, robust_symmetric
+from .labels import TokenAxis, block_labels, token_axes
+from .layout import (
+    DETAIL_WIDTH,
+    TOP_BARE_PX,
+    TOP_TITLE_PX,
+    colorbar,
+    colorbar_px,
+    figure_title,
+    fit_side,
+)
 from .pooling import MAX_SIDE, max_pool_2d, pool_plan, signed_absmax_pool_2d
 
 # The hook short names of the two [query_pos, key_pos] matrices a head computes.
 Kind = Literal["pattern", "attn_scores"]
 KINDS: tuple[Kind, ...] = ("pattern", "attn_scores")
 MASKED_TEXT = "masked (-\u221e, weight 0)"
+QUERY_TITLE = "query token (row)"
+KEY_TITLE = "key token (column)"
+# The detail heatmap's plot keeps at least this side (px) at its default width: its y labels
+# give way (smaller font, then shorter) when they would take more.
+MIN_DETAIL_PX = 552
+# Colorbar tick labels of the weight scale (0 .. 1), for its width.
+WEIGHT_TICKS = ("0.25", "0.5", "0.75", "1")
+
+
+def pooled_note(block: int) -> str:
+    """What an axis title adds when cells pool ``block x block`` positions."""
+    return "" if block == 1 else f", cells of {block}\u00d7{block} positions"
+
+
+def weight_ticks() -> dict[str, Any]:
+    """Colorbar ticks of the weight scale."""
+    return {"tickmode": "array", "tickvals": [0.0, 0.25, 0.5, 0.75, 1.0], "ticktext": ["0", *WEIGHT_TICKS]}
+
+
+def score_scale(matrix: Float32Array) -> SymmetricScale:
+    """The diverging range of ``attn_scores``: symmetric over the finite values, robust to a few
+    outliers (see :func:`~tformer.figures.colors.robust_symmetric`)."""
+    return robust_symmetric(matrix)
 
 
 def attention_traces(
@@ -45,12 +76,14 @@ def attention_traces(
     kind: Kind,
     max_side: int | None = MAX_SIDE,
     coloraxis: str | None = None,
+    scores: SymmetricScale | None = None,
 ) -> tuple[list[dict[str, Any]], int]:
     """The heatmap trace dicts of :func:`attention_heatmap` and its pooling block (1 = exact).
 
     ``matrix`` must already be validated float32 [query_pos, key_pos]; ``kind`` as in
     :func:`attention_heatmap`; with ``coloraxis`` the heatmap uses that layout color axis
-    instead of its own scale. Shared with the multi-panel figures (qkv, heads side by side) so
+    instead of its own scale; ``scores`` overrides the attn_scores range (default
+    :func:`score_scale`). Shared with the multi-panel figures (qkv, heads side by side) so
     every panel hovers and pools alike. Returns ``[heatmap]``, or ``[mask_layer, heatmap]`` when
     some attn_scores are masked: the mask layer (uint8, drawn beneath in light gray) answers the
     hover on the heatmap's NaN gaps, because plotly's hover prints a NaN as "NaN" and ignores
@@ -61,7 +94,7 @@ def attention_traces(
     n = matrix.shape[0]
     block = pool_plan(n, max_side)
     labels = block_labels(tokens, block)
-    where = "query_pos %{y}<br>key_pos %{x}<br>"
+    where = "query token %{y}<br>key token %{x}<br>"
     traces: list[dict[str, Any]] = []
     z: npt.NDArray[np.floating]
     if kind == "pattern":
@@ -70,10 +103,10 @@ def attention_traces(
         colors: dict[str, Any] = {"zmin": 0.0, "zmax": 1.0, "colorscale": pattern_colorscale()}
     else:
         z = np.where(np.isfinite(matrix), matrix, np.float32(np.nan)).astype(np.float32)
-        m = symmetric_range(z)
+        scale = score_scale(z) if scores is None else scores
         z = signed_absmax_pool_2d(z, block)
         value = "score" if block == 1 else f"largest |score| in block of {block}x{block}"
-        colors = {"zmin": -m, "zmax": m, "zmid": 0.0, "colorscale": DIVERGING}
+        colors = scale.colors()
         masked = np.isnan(z)
         if masked.any():
             traces.append(
@@ -99,7 +132,7 @@ def attention_traces(
             "z": np.ascontiguousarray(z, dtype=np.float32),
             "x": labels,
             "y": labels,
-            "hovertemplate": where + value + " %{z:.5g}<extra></extra>",
+            "hovertemplate": where + value + " %{z:.4g}<extra></extra>",
             "hoverongaps": False,
             **colors,
         }
@@ -114,42 +147,75 @@ def attention_heatmap(
     kind: Kind = "pattern",
     title: str | None = None,
     max_side: int | None = MAX_SIDE,
+    width: int = DETAIL_WIDTH,
 ) -> go.Figure:
     """Heatmap of one head's ``matrix`` [query_pos, key_pos] with token tick labels.
 
-    ``kind="pattern"``: softmax weights on a fixed 0..1 scale (colored by
+    ``kind="pattern"``: softmax weights on a fixed 0..1 sequential scale (colored by
     ``weight ** PATTERN_GAMMA`` so that small weights show; the colorbar reads true weights).
     ``kind="attn_scores"``: scaled, masked dot products on a diverging scale centred at 0,
-    symmetric over the finite values; ``-inf`` (masked) entries are gaps whose hover says
-    "masked". Query 0 is on top. Sides longer than ``max_side`` are max-pooled (see the module
-    docstring); ``max_side=None`` never pools. ``title`` is shown as given: escape user text in
-    it with ``safe_label``. ``layout.meta`` holds ``kind``, ``block`` and ``n_pos``.
+    symmetric over the finite values, or over their 99th percentile when a few outliers are
+    more than 1.5 times larger (the colorbar's end labels then read "\u2264" and "\u2265");
+    ``-inf`` (masked) entries are gaps whose hover says "masked". Query 0 is on top.
+
+    Sized for a column ``width`` px wide (default: the Attention page's ~745 px column): the
+    square plot fills the width left of its colorbar, which is as tall as the plot. Up to 64
+    tokens every token is labelled on both axes; beyond, every k-th one (same k on both), and
+    the hover names every position. Sides longer than ``max_side`` are max-pooled (see the
+    module docstring); ``max_side=None`` never pools. ``title`` is shown as given: escape user
+    text in it with ``safe_label``. ``layout.meta`` holds ``kind``, ``block``, ``n_pos``,
+    ``width``, ``plot_px`` (the plot side), ``tick_step`` and, for attn_scores, ``color``
+    (limit, clipped, rule).
     """
     n = len(tokens)
     m = square_matrix(matrix, n)
-    traces, block = attention_traces(m, tokens, kind=kind, max_side=max_side)
-    traces[-1]["colorbar"] = {
-        "title": {"text": "weight" if kind == "pattern" else "score"},
-        "thickness": 12,
-    }
-    pooled = "" if block == 1 else f" (max over blocks of {block})"
-    axis = token_axis(tokens, block)
-    # Margins that fit the labels already: no second layout pass (see labels.axis_margin).
-    margin = {"l": axis_margin(axis), "r": COLORBAR_PX, "t": 50 if title else 20, "b": axis_margin(axis)}
+    scale = score_scale(m) if kind == "attn_scores" else None
+    traces, block = attention_traces(m, tokens, kind=kind, max_side=max_side, scores=scale)
+    ticks = weight_ticks() if scale is None else scale.colorbar_ticks()
+    r = colorbar_px(ticks["ticktext"])
+    traces[-1]["colorbar"] = colorbar("weight" if scale is None else "score", ticks=ticks)
+    note = pooled_note(block)
+    axes: list[tuple[TokenAxis, TokenAxis]] = []
+
+    def available(side: float) -> float:
+        axes.append(
+            token_axes(
+                tokens,
+                side,
+                side,
+                block=block,
+                x_title=KEY_TITLE + note,
+                y_title=QUERY_TITLE + note,
+                y_max_margin=width - r - MIN_DETAIL_PX,
+            )
+        )
+        return width - axes[-1][1].margin - r
+
+    side = int(fit_side(available, width - r - 90))
+    x_axis, y_axis = axes[-1]
+    # Margins that fit the labels already: no second layout pass (TokenAxis.margin).
+    margin = {"l": width - r - side, "r": r, "t": TOP_TITLE_PX if title else TOP_BARE_PX, "b": x_axis.margin}
     layout: dict[str, Any] = {
-        "height": square_plot_px(-(-n // block)) + margin["t"] + margin["b"],
-        "margin": margin,
-        "xaxis": {**axis, "title": {"text": "key_pos" + pooled}, "constrain": "domain"},
+        "height": side + margin["t"] + margin["b"],
+        "margin": {**margin, "pad": 0},
+        "xaxis": {**x_axis.props, "constrain": "domain"},
         "yaxis": {
-            **axis,
-            "title": {"text": "query_pos" + pooled},
+            **y_axis.props,
             "autorange": "reversed",
             "scaleanchor": "x",
             "scaleratio": 1,
             "constrain": "domain",
         },
-        "meta": {"kind": kind, "block": block, "n_pos": n},
+        "meta": {
+            "kind": kind,
+            "block": block,
+            "n_pos": n,
+            "width": width,
+            "plot_px": side,
+            "tick_step": x_axis.step,
+            **({"color": scale.meta()} if scale is not None else {}),
+        },
     }
     if title:
-        layout["title"] = {"text": title}
+        layout["title"] = figure_title(title)
     return go.Figure({"data": traces, "layout": layout})

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -84,3 +86,101 @@ def symmetric_range(values: npt.NDArray[np.floating]) -> float:
     finite = values[np.isfinite(values)]
     m = float(np.abs(finite).max()) if finite.size else 0.0
     return m if m > 0 else 1.0
+
+
+# Robust color limits: a few outliers (a learned position table's first rows, the massive
+# activations of some q/k dimensions) would stretch a symmetric scale until everything else
+# is white. When the largest magnitude is more than OUTLIER_RATIO times the ROBUST_PERCENTILE-th
+# percentile of the magnitudes, colors stop at that percentile instead (the hover still shows
+# the true value, and the colorbar's end labels say "<=" and ">=").
+ROBUST_PERCENTILE = 99.0
+OUTLIER_RATIO = 1.5
+ROBUST_SAMPLE = 1 << 15
+
+
+@dataclass(frozen=True)
+class SymmetricScale:
+    """A diverging color range ``-limit .. limit`` centred at 0."""
+
+    limit: float
+    clipped: bool  # True: limit is the robust percentile and larger magnitudes saturate
+    largest: float  # the largest finite magnitude
+
+    @property
+    def rule(self) -> str:
+        """The limit in words, for a caption or ``layout.meta``."""
+        if self.clipped:
+            return f"\u00b1{ROBUST_PERCENTILE:g}th percentile of |value| (largest |value| {self.largest:.3g})"
+        return "\u00b1largest |value|"
+
+    def colors(self, prefix: str = "z") -> dict[str, Any]:
+        """``zmin``/``zmax``/``zmid`` (or ``cmin``... with ``prefix="c"``) and the diverging scale."""
+        return {
+            f"{prefix}min": -self.limit,
+            f"{prefix}max": self.limit,
+            f"{prefix}mid": 0.0,
+            "colorscale": DIVERGING,
+        }
+
+    def colorbar_ticks(self) -> dict[str, Any]:
+        """Round ticks inside ``-limit .. limit``, and the ends when no round tick is near them;
+        when clipped the ends are ticks reading "\u2264 -limit" and "\u2265 limit"."""
+        m = self.limit
+        step = nice_step(m / 2.5)
+        k = int(np.floor(m / step + 1e-9))
+        vals = [i * step for i in range(-k, k + 1)]
+        if self.clipped or k * step < 0.75 * m:  # the ends get a label too
+            vals = [v for v in vals if abs(v) < 0.75 * m]
+            vals = [-m, *vals, m]
+        text = [format_value(v) for v in vals]
+        if self.clipped:
+            text[0] = "\u2264" + text[0]
+            text[-1] = "\u2265" + text[-1]
+        return {"tickmode": "array", "tickvals": vals, "ticktext": text}
+
+    def meta(self) -> dict[str, Any]:
+        """What a page caption needs: the limit, whether colors are clipped, the rule."""
+        return {"limit": self.limit, "clipped": self.clipped, "rule": self.rule}
+
+
+def robust_symmetric(values: npt.ArrayLike) -> SymmetricScale:
+    """The symmetric range for ``values`` (NaN and infinities ignored): the largest magnitude,
+    or the 99th percentile of the magnitudes when outliers exceed it by more than 1.5x."""
+    a = np.abs(np.asarray(values, dtype=np.float32))
+    finite = a[np.isfinite(a)]
+    if not finite.size:
+        return SymmetricScale(1.0, False, 0.0)
+    largest = float(finite.max())
+    if largest <= 0:
+        return SymmetricScale(1.0, False, 0.0)
+    # a strided sample is plenty for a percentile and keeps a 512 x 512 matrix cheap
+    sample = finite[:: max(1, finite.size // ROBUST_SAMPLE)]
+    robust = float(np.percentile(sample, ROBUST_PERCENTILE))
+    if robust > 0 and largest > OUTLIER_RATIO * robust:
+        return SymmetricScale(robust, True, largest)
+    return SymmetricScale(largest, False, largest)
+
+
+def nice_step(x: float) -> float:
+    """The smallest of 1, 2, 2.5, 5 times a power of ten that is at least ``x`` (``x`` > 0)."""
+    if not x > 0:
+        return 1.0
+    p = 10.0 ** np.floor(np.log10(x))
+    return float(min(f * p for f in (1.0, 2.0, 2.5, 5.0, 10.0) if f * p >= x * (1 - 1e-9)))
+
+
+def format_value(v: float) -> str:
+    """A short label for a color-scale value: 2 significant digits, whole numbers from 10,
+    a real minus sign."""
+    a = abs(v)
+    if a == 0:
+        text = "0"
+    elif a >= 10:
+        text = f"{a:.0f}"
+    elif a >= 1:
+        text = f"{a:.1f}".rstrip("0").rstrip(".")
+    else:
+        text = f"{a:.2g}"
+        if "e" in text:
+            text = f"{a:.1e}"
+    return ("\u2212" + text) if v < 0 and text != "0" else text

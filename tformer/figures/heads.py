@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -10,17 +11,48 @@ import numpy as np
 import numpy.typing as npt
 import plotly.graph_objects as go
 
-from .attention import attention_traces
+from .attention import attention_traces, pooled_note, weight_ticks
 from .checks import as_float32, check_tokens
-from .colors import DIVERGING, SEQUENTIAL, pattern_colorscale, symmetric_range
-from .labels import axis_margin, safe_label, token_axis, token_labels
-from .layout import COLORAXIS_BAR_PX, COLORBAR_PX, grid_domains, panel_title
+from .colors import SEQUENTIAL, pattern_colorscale, robust_symmetric
+from .labels import (
+    TokenAxis,
+    axis_title,
+    numeric_axis_margin,
+    safe_label,
+    text_px,
+    tick_step,
+    token_axis,
+    token_labels,
+    x_numeric_margin,
+)
+from .layout import (
+    EDGE_PX,
+    FULL_WIDTH,
+    PANEL_GAP_PX,
+    PANEL_VGAP_PX,
+    TOP_BARE_PX,
+    TOP_PANEL_TITLE_PX,
+    TOP_TITLE_PX,
+    colorbar,
+    colorbar_px,
+    figure_title,
+    fit_side,
+    panel_cols,
+    panel_title,
+    px_domain,
+)
 from .pooling import MAX_SIDE
 
 MAX_PANELS = 12
 PANEL_COLS = 4
-# Tick labels per axis in a small panel.
-PANEL_TICKS = 12
+# Beyond 64 tokens (labels thinned) panels are at least this wide, so up to 4 fit in 940 px.
+LONG_PANEL_PX = 180
+# The width the Heads page gives the head metric map (the left of two columns, 2 : 3).
+METRIC_WIDTH = 370
+# Cell text of the metric map: drawn only when the widest value fits its cell with this air.
+CELL_TEXT_PX = 13
+CELL_TEXT_PAD = 8
+JS_TITLE = "JS divergence, 0 = identical"
 
 
 def panel_max_side(n_panels: int) -> int:
@@ -35,14 +67,21 @@ def heads_side_by_side(
     tokens: Sequence[object],
     *,
     shared_scale: bool = True,
+    width: int = FULL_WIDTH,
 ) -> go.Figure:
-    """1..12 heads' ``pattern`` [n_panels, query_pos, key_pos] in a grid of up to 4 columns.
+    """1..12 heads' ``pattern`` [n_panels, query_pos, key_pos] in a grid of square panels.
 
     ``pattern`` is one array or a sequence of [query_pos, key_pos] arrays, one per panel.
     ``shared_scale=True``: one color axis, weights 0..1 (the same scale as
-    :func:`attention_heatmap`), one colorbar. ``shared_scale=False``: each panel is colored from
-    0 to its own largest weight (compare shapes, not strengths); no colorbar, the hover still
-    shows true weights. Long inputs are max-pooled per panel (:func:`panel_max_side`).
+    :func:`attention_heatmap`), one colorbar beside the top row, as tall as a panel.
+    ``shared_scale=False``: each panel is colored from 0 to its own largest weight (compare
+    shapes, not strengths); no colorbar, the hover still shows true weights.
+
+    Sized for a column ``width`` px wide (default 940). Up to 64 tokens every token is labelled
+    (x labels under the bottom panel of each column, y labels left of the first column), so
+    the grid has up to 4 columns while a panel still gives each token 9 px, fewer (down to 1)
+    for longer texts; beyond 64 tokens labels thin out (same step on both axes) and up to 4
+    panels fit a row. Long inputs are max-pooled per panel (:func:`panel_max_side`).
     ``titles`` are shown as given (escape user text with ``safe_label``).
     """
     stacked = pattern if isinstance(pattern, np.ndarray) else np.stack([np.asarray(a) for a in pattern])
@@ -61,78 +100,120 @@ def heads_side_by_side(
     if n == 0:
         raise ValueError("pattern has no positions: at least one token is needed")
 
-    cols = min(n_panels, PANEL_COLS)
-    rows = math.ceil(n_panels / cols)
-    domains = grid_domains(rows, cols, hspace=0.06, vspace=0.12 / rows + 0.04)
-    side = panel_max_side(n_panels)
     data: list[dict[str, Any]] = []
-    annotations: list[dict[str, Any]] = []
-    layout: dict[str, Any] = {"annotations": annotations}
     block = 1
-    axis: dict[str, Any] = {}
     for i in range(n_panels):
-        c = i % cols
         sx = "" if i == 0 else str(i + 1)
         traces, block = attention_traces(
             p[i],
             tokens,
             kind="pattern",
-            max_side=side,
+            max_side=panel_max_side(n_panels),
             coloraxis="coloraxis" if shared_scale else None,
         )
         heat = {**traces[-1], "xaxis": f"x{sx}", "yaxis": f"y{sx}"}
         if not shared_scale:
             heat.update(zmax=max(float(np.nanmax(heat["z"])), 1e-6), showscale=False)
         data.append(heat)
-        xd, yd = domains[i]
-        axis = token_axis(tokens, block, max_ticks=PANEL_TICKS)
-        # Token tick labels on the outer panels only: drawing 24 labelled axes is what makes
-        # this figure slow in the browser.
-        layout[f"xaxis{sx}"] = {
-            **axis,
-            "domain": xd,
-            "anchor": f"y{sx}",
-            "showticklabels": i + cols >= n_panels,
-        }
-        # No scaleanchor: it would shrink each panel inside its cell, away from its title;
-        # the height below keeps cells near square at a typical width instead.
+
+    ticks = weight_ticks()
+    r = colorbar_px(ticks["ticktext"]) if shared_scale else EDGE_PX
+    cols = panel_cols(n, n_panels, width - r - 90, max_cols=PANEL_COLS, long_side=LONG_PANEL_PX)
+    rows = math.ceil(n_panels / cols)
+    note = pooled_note(block)
+    plan: list[tuple[TokenAxis, TokenAxis]] = []
+
+    def available(side: float) -> float:
+        step = tick_step(tokens, [("x", side), ("y", side)], block=block, edges=cols == 1)
+        x_axis = token_axis(
+            tokens, side, "x", step=step, block=block, title="key token" + note, edges=cols == 1
+        )
+        y_axis = token_axis(tokens, side, "y", step=step, block=block, title="query token" + note)
+        plan.append((x_axis, y_axis))
+        return (width - y_axis.margin - r - (cols - 1) * PANEL_GAP_PX) / cols
+
+    side = int(fit_side(available, (width - r - 90 - (cols - 1) * PANEL_GAP_PX) / cols))
+    x_axis, y_axis = plan[-1]
+    paper_w = cols * side + (cols - 1) * PANEL_GAP_PX
+    plot_h = rows * side + (rows - 1) * PANEL_VGAP_PX
+    margin = {"l": width - r - paper_w, "r": r, "t": TOP_PANEL_TITLE_PX, "b": x_axis.margin}
+    annotations: list[dict[str, Any]] = []
+    layout: dict[str, Any] = {"annotations": annotations}
+    for i in range(n_panels):
+        row, c = divmod(i, cols)
+        sx = "" if i == 0 else str(i + 1)
+        x0, y0 = c * (side + PANEL_GAP_PX), row * (side + PANEL_VGAP_PX)
+        xd, yd = px_domain(x0, x0 + side, y0, y0 + side, paper_w, plot_h)
+        bottom = i + cols >= n_panels  # the lowest panel of its column
+        # Token tick labels on the outer panels only: drawing every axis's labels is what
+        # makes this figure slow in the browser.
+        layout[f"xaxis{sx}"] = {**x_axis.props, "domain": xd, "anchor": f"y{sx}", "showticklabels": bottom}
         layout[f"yaxis{sx}"] = {
-            **axis,
+            **y_axis.props,
             "domain": yd,
             "anchor": f"x{sx}",
             "autorange": "reversed",
             "showticklabels": c == 0,
         }
+        if not bottom:
+            layout[f"xaxis{sx}"]["title"] = None
+        if c:
+            layout[f"yaxis{sx}"]["title"] = None
         annotations.append(panel_title(titles[i], xd, yd))
     if shared_scale:
         layout["coloraxis"] = {
             "cmin": 0.0,
             "cmax": 1.0,
             "colorscale": pattern_colorscale(),
-            "colorbar": {"title": {"text": "weight"}, "thickness": 12},
+            # beside the top row, as tall as one panel
+            "colorbar": colorbar("weight", y=1.0 - side / 2 / plot_h, length=side / plot_h, ticks=ticks),
         }
     layout.update(
-        # ~900 px wide: a panel is ~0.8 * 900 / cols px wide; rows get that plus title/ticks
-        height=rows * int(720 / cols + 60) + 60,
-        # room for the labels from the start: no second layout pass (see labels.axis_margin)
-        margin={
-            "l": axis_margin(axis, title=False),
-            "r": COLORAXIS_BAR_PX if shared_scale else 10,
-            "t": 40,
-            "b": axis_margin(axis, title=False),
+        height=plot_h + margin["t"] + margin["b"],
+        # room for the labels from the start: no second layout pass (TokenAxis.margin)
+        margin={**margin, "pad": 0},
+        meta={
+            "block": block,
+            "n_pos": n,
+            "shared_scale": shared_scale,
+            "width": width,
+            "cols": cols,
+            "plot_px": side,
+            "tick_step": x_axis.step,
         },
-        meta={"block": block, "n_pos": n, "shared_scale": shared_scale},
     )
     return go.Figure({"data": data, "layout": layout})
 
 
-def head_metrics_figure(metrics: Mapping[str, npt.ArrayLike], metric: str) -> go.Figure:
+def format_cell(v: float) -> str:
+    """A value in a cell: 2 significant digits (3 digits from 100 on), "" for NaN."""
+    if not np.isfinite(v):
+        return ""
+    a = abs(v)
+    if a >= 100:
+        text = f"{v:.0f}"
+    elif a >= 10 or a == 0:
+        text = f"{v:.0f}"
+    elif a >= 1:
+        text = f"{v:.1f}"
+    else:
+        text = f"{v:.2g}"
+        if "e" in text:
+            text = f"{v:.0e}"
+    return text.replace("-", "\u2212")
+
+
+def head_metrics_figure(
+    metrics: Mapping[str, npt.ArrayLike], metric: str, *, width: int = METRIC_WIDTH
+) -> go.Figure:
     """Heatmap of ``metrics[metric]`` [layer, head_index]; the hover names layer, head and value.
 
     ``metrics`` is :func:`tformer.analysis.head_metrics`'s output (or any mapping of
-    [layer, head_index] arrays); ``metric`` must be one of its keys. Sequential colors for
-    metrics that are never negative, diverging around 0 otherwise. With at most 144 heads the
-    value is also written in each cell.
+    [layer, head_index] arrays); ``metric`` must be one of its keys. Metrics that are never
+    negative are sequential from 0 (to 1 when every value lies in 0..1, as shares do; to the
+    largest value otherwise); signed ones diverge around 0. Each value is also written in its
+    cell (2 significant digits) when the cells are wide enough for the widest of them at 13 px
+    (at the default ``width``, 370 px for 12 heads, they are not: the hover always has it).
     """
     if metric not in metrics:
         raise ValueError(f"metric {metric!r} is not one of {sorted(metrics)}")
@@ -144,11 +225,26 @@ def head_metrics_figure(metrics: Mapping[str, npt.ArrayLike], metric: str) -> go
     finite = a[np.isfinite(a)]
     lo = float(finite.min()) if finite.size else 0.0
     hi = float(finite.max()) if finite.size else 1.0
+    color_meta: dict[str, Any]
     if lo < 0:
-        m = symmetric_range(a)
-        colors: dict[str, Any] = {"zmin": -m, "zmax": m, "zmid": 0.0, "colorscale": DIVERGING}
+        scale = robust_symmetric(a)
+        colors: dict[str, Any] = scale.colors()
+        ticks = scale.colorbar_ticks()
+        color_meta = scale.meta()
     else:
-        colors = {"zmin": lo, "zmax": hi if hi > lo else lo + 1.0, "colorscale": SEQUENTIAL}
+        top = 1.0 if hi <= 1.0 else hi
+        colors = {"zmin": 0.0, "zmax": top, "colorscale": SEQUENTIAL}
+        ticks = {"tickmode": "auto", "nticks": 5}
+        color_meta = {"range": [0.0, top]}
+    r = colorbar_px([format_cell(-abs(hi)) if lo < 0 else format_cell(hi), "0.25"])
+    margin = {
+        "l": numeric_axis_margin(str(n_layers - 1), font=13),
+        "r": r,
+        "t": TOP_BARE_PX,
+        "b": x_numeric_margin(font=13),
+    }
+    cell_w = (width - margin["l"] - margin["r"]) / n_heads
+    cell_h = float(min(44, max(24, cell_w)))
     heat: dict[str, Any] = {
         "type": "heatmap",
         "name": name,
@@ -157,47 +253,61 @@ def head_metrics_figure(metrics: Mapping[str, npt.ArrayLike], metric: str) -> go
         "hovertemplate": "layer %{y}, head %{x}<br>" + name + " %{z:.4g}<extra></extra>",
         "xgap": 1,
         "ygap": 1,
-        "colorbar": {"title": {"text": name}, "thickness": 12},
+        "colorbar": colorbar(name, ticks=ticks),
         **colors,
     }
-    if a.size <= 144:
-        heat.update(texttemplate="%{z:.2f}", textfont={"size": 10})
+    cells = [[format_cell(float(v)) for v in row] for row in a]
+    widest = max((text_px(t, CELL_TEXT_PX) for row in cells for t in row), default=0.0)
+    show_values = widest + CELL_TEXT_PAD <= min(cell_w, cell_h * 3)
+    if show_values:
+        heat.update(text=cells, texttemplate="%{text}", textfont={"size": CELL_TEXT_PX})
     layout = {
-        "height": n_layers * 40 + 120,
-        "margin": {
-            "l": axis_margin({"ticktext": [str(n_layers - 1)]}),
-            "r": COLORBAR_PX,
-            "t": 30,
-            "b": axis_margin({"ticktext": [str(n_heads - 1)]}),
-        },
+        "height": math.ceil(n_layers * cell_h) + margin["t"] + margin["b"],
+        "margin": {**margin, "pad": 0},
         "xaxis": {
-            "title": {"text": "head_index"},
+            "title": axis_title("head"),
             "tickmode": "array",
             "tickvals": list(range(n_heads)),
+            "tickfont": {"size": 13},
+            "ticks": "",
             "showgrid": False,
             "zeroline": False,
             "range": [-0.5, n_heads - 0.5],
         },
         "yaxis": {
-            "title": {"text": "layer"},
+            "title": axis_title("layer"),
             "tickmode": "array",
             "tickvals": list(range(n_layers)),
+            "tickfont": {"size": 13},
+            "ticks": "",
             "showgrid": False,
             "zeroline": False,
             "range": [n_layers - 0.5, -0.5],
         },
-        "meta": {"metric": metric},
+        "meta": {"metric": metric, "width": width, "values_shown": show_values, "color": color_meta},
     }
     return go.Figure({"data": [heat], "layout": layout})
 
 
-def head_similarity_heatmap(sim: npt.ArrayLike, labels: Sequence[str]) -> go.Figure:
-    """Pairwise values of n heads ``sim`` [n, n] (e.g. cosine of their patterns), labels on both
-    axes (escaped here, shown as ``"i: label"`` in the hover so repeated labels stay apart).
+def head_similarity_heatmap(
+    sim: npt.ArrayLike,
+    labels: Sequence[str],
+    *,
+    order: Sequence[int] | None = None,
+    width: int = FULL_WIDTH,
+) -> go.Figure:
+    """Jensen-Shannon divergence between every pair of n heads, ``sim`` [n, n] in 0..1.
 
-    Diverging around 0, fixed to -1..1 when every value lies there (cosine, correlation,
-    or a divergence in [0, 1] such as :func:`tformer.analysis.js_divergence_matrix`'s),
-    symmetric over the values otherwise. The colorbar and hover call the value "similarity".
+    ``sim`` is :func:`tformer.analysis.js_divergence_matrix`'s output (0 = identical patterns,
+    1 = no overlap); ``labels`` name the heads (escaped here). Sequential colors on a fixed
+    0..1 scale: **dark = 0 = identical**, bright yellow = 1 = nothing in common; NaN (no row to
+    compare) is a gap. The colorbar and hover say "JS divergence"; ``layout.meta`` holds
+    ``value``, ``dark_end`` and ``order``.
+
+    ``order`` (a permutation of ``range(n)``, e.g. :func:`tformer.analysis.cluster_order`)
+    sets the order of the heads on both axes, so that heads of one cluster form a dark block
+    on the diagonal; their labels follow. Every head is labelled on both axes; the plot is
+    square and fills a column ``width`` px wide (default 940).
     """
     s = as_float32(sim, 2, "sim", "[n, n] (head x head)")
     n = len(labels)
@@ -205,45 +315,76 @@ def head_similarity_heatmap(sim: npt.ArrayLike, labels: Sequence[str]) -> go.Fig
         raise ValueError(f"sim has shape {tuple(s.shape)} but {n} labels were given (expected ({n}, {n}))")
     if n == 0:
         raise ValueError("sim has shape (0, 0): at least one head is needed")
-    m = symmetric_range(s)
-    m = 1.0 if m <= 1.0 else m
-    names = token_labels(labels)  # "i: label": unique even if two labels repeat
+    perm = list(range(n)) if order is None else [int(i) for i in order]
+    if sorted(perm) != list(range(n)):
+        raise ValueError(
+            f"order must be a permutation of 0..{n - 1} (one entry per head), got {list(order or [])}"
+        )
+    idx = np.asarray(perm, dtype=np.intp)
+    z = np.ascontiguousarray(s[np.ix_(idx, idx)], dtype=np.float32)
+    shown = [str(labels[i]) for i in perm]
+    # hover names: the labels, with the head index when two labels repeat
+    unique = len(set(labels)) == n
+    names = [safe_label(labels[i]) if unique else f"{i}: {safe_label(labels[i])}" for i in perm]
+    ticks = weight_ticks()
     heat: dict[str, Any] = {
         "type": "heatmap",
-        "name": "similarity",
-        "z": s,
+        "name": "JS divergence",
+        "z": z,
         "x": names,
         "y": names,
-        "zmin": -m,
-        "zmax": m,
-        "zmid": 0.0,
-        "colorscale": DIVERGING,
-        "hovertemplate": "%{y}<br>%{x}<br>similarity %{z:.4g}<extra></extra>",
-        "colorbar": {"title": {"text": "similarity"}, "thickness": 12},
+        "zmin": 0.0,
+        "zmax": 1.0,
+        "colorscale": SEQUENTIAL,
+        "hoverongaps": False,
+        "hovertemplate": "%{y}<br>%{x}<br>JS divergence %{z:.3f}<extra></extra>",
+        "colorbar": colorbar(JS_TITLE, ticks=ticks),
     }
-    axis = token_axis(labels)
+    r = colorbar_px(ticks["ticktext"])
+    plan: list[tuple[TokenAxis, TokenAxis]] = []
+
+    def available(side: float) -> float:
+        plan.append(
+            (
+                token_axis(shown, side, "x", title="head"),
+                token_axis(shown, side, "y", title="head"),
+            )
+        )
+        return width - plan[-1][1].margin - r
+
+    side = int(fit_side(available, width - r - 80))
+    x_axis, y_axis = plan[-1]
+    margin = {"l": width - r - side, "r": r, "t": TOP_BARE_PX, "b": x_axis.margin}
     layout: dict[str, Any] = {
-        "height": min(640, max(240, 22 * n)) + 140,
-        "margin": {
-            "l": axis_margin(axis, title=False),
-            "r": COLORBAR_PX,
-            "t": 20,
-            "b": axis_margin(axis, title=False),
+        "height": side + margin["t"] + margin["b"],
+        "margin": {**margin, "pad": 0},
+        "xaxis": {**x_axis.props, "constrain": "domain"},
+        "yaxis": {**y_axis.props, "autorange": "reversed", "scaleanchor": "x", "constrain": "domain"},
+        "meta": {
+            "value": "JS divergence",
+            "range": [0.0, 1.0],
+            "dark_end": "0 = identical",
+            "order": perm,
+            "width": width,
+            "plot_px": side,
         },
-        "xaxis": {**axis, "constrain": "domain"},
-        "yaxis": {**axis, "autorange": "reversed", "scaleanchor": "x", "constrain": "domain"},
     }
     return go.Figure({"data": [heat], "layout": layout})
 
 
 def ablation_effect_figure(
-    delta: npt.ArrayLike, tokens: Sequence[object], title: str | None = None
+    delta: npt.ArrayLike,
+    tokens: Sequence[object],
+    title: str | None = None,
+    *,
+    width: int = FULL_WIDTH,
 ) -> go.Figure:
     """Bars per position: how much each token's output changed (``delta`` [pos]).
 
     Typically :func:`tformer.analysis.output_change`, the relative change
     ``||out_ablated[pos] - out[pos]|| / ||out[pos]||``; signed values are allowed (negative bars
-    in blue). ``title`` is shown as given (escape user text with ``safe_label``).
+    in blue). Every token is labelled up to 64 tokens, every k-th beyond (the hover names
+    each). ``title`` is shown as given (escape user text with ``safe_label``).
     """
     d = as_float32(delta, 1, "delta", "[pos]")
     check_tokens(tokens, d.shape[0], "delta", tuple(d.shape))
@@ -255,22 +396,40 @@ def ablation_effect_figure(
         "x": token_labels(tokens),
         "y": d,
         "marker": {"color": np.where(d < 0, "#2166ac", "#b2182b").tolist() if (d < 0).any() else "#b2182b"},
-        "hovertemplate": "pos %{x}<br>change %{y:.4g}<extra></extra>",
+        "hovertemplate": "token %{x}<br>change %{y:.4g}<extra></extra>",
     }
-    axis = token_axis(tokens)
+    # value labels: at most ~6 characters, "-0.012"
+    margin_l = numeric_axis_margin("\u22120.000", font=12)
+    margin_r = EDGE_PX
+    for _ in range(3):  # a flat last label may hang out to the right (labels._flat_extents)
+        plot_w = width - margin_l - margin_r
+        step = tick_step(tokens, [("x", plot_w)])
+        axis = token_axis(tokens, plot_w, "x", step=step, title="token")
+        last = html.unescape(str(axis.props["ticktext"][-1]).split("<br>")[-1])
+        need = math.ceil(text_px(last, axis.font)) if axis.angle == 0 else EDGE_PX
+        if need <= margin_r:
+            break
+        margin_r = need
     layout: dict[str, Any] = {
-        "height": 320 + axis_margin(axis),
-        # room for the labels from the start (value labels: at most ~7 characters, "-0.0123")
+        "height": 300 + (TOP_TITLE_PX if title else TOP_BARE_PX) + axis.margin,
+        # room for the labels from the start
         "margin": {
-            "l": axis_margin({"ticktext": ["-0.0000"]}),
-            "r": 10,
-            "t": 50 if title else 20,
-            "b": axis_margin(axis),
+            "l": margin_l,
+            "r": margin_r,
+            "t": TOP_TITLE_PX if title else TOP_BARE_PX,
+            "b": axis.margin,
+            "pad": 0,
         },
-        "xaxis": {**axis, "title": {"text": "pos"}},
-        "yaxis": {"title": {"text": "change"}, "zeroline": True},
+        "xaxis": axis.props,
+        "yaxis": {
+            "title": axis_title("relative change"),
+            "zeroline": True,
+            "tickfont": {"size": 12},
+            "ticks": "",
+        },
         "bargap": 0.15,
+        "meta": {"n_pos": len(tokens), "width": width, "tick_step": step},
     }
     if title:
-        layout["title"] = {"text": title}
+        layout["title"] = figure_title(title)
     return go.Figure({"data": [bars], "layout": layout})

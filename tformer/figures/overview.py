@@ -45,7 +45,7 @@ MAX_CELL_PX = 96
 # Short inputs are repeated up to at least this many pixels a side.
 MIN_CELL_PX = 64
 # On-screen thumbnail side (CSS px) while the grid fits its column; it shrinks to fit otherwise.
-DISPLAY_PX = 64
+DISPLAY_PX = 128
 
 
 def default_cell_px(n_pos: int) -> int:

@@ -19,10 +19,35 @@ import numpy as np
 import numpy.typing as npt
 import plotly.graph_objects as go
 
+from .attention import KEY_TITLE, QUERY_TITLE, pooled_note, weight_ticks
 from .checks import Float32Array, as_float32, check_tokens
-from .colors import DIVERGING, pattern_colorscale, symmetric_range
-from .labels import axis_margin, block_labels, token_axis
-from .layout import COLORAXIS_BAR_PX, panel_title
+from .colors import SymmetricScale, pattern_colorscale, robust_symmetric, symmetric_range
+from .labels import (
+    TokenAxis,
+    axis_title,
+    block_labels,
+    numeric_axis_margin,
+    text_px,
+    tick_step,
+    token_axis,
+    x_numeric_margin,
+)
+from .layout import (
+    EDGE_PX,
+    FULL_WIDTH,
+    HALF_WIDTH,
+    PANEL_GAP_PX,
+    PANEL_VGAP_PX,
+    TOP_PANEL_TITLE_PX,
+    TOP_TITLE_PX,
+    colorbar,
+    colorbar_px,
+    figure_title,
+    fit_side,
+    panel_cols,
+    panel_title,
+    px_domain,
+)
 from .pooling import MAX_SIDE, max_pool_2d, pool_plan, signed_absmax_pool_2d
 
 __all__ = [
@@ -34,6 +59,22 @@ __all__ = [
     "attention_diff_figure",
 ]
 
+POSITION_TITLE = "position"
+# Margins of the plots with plain integer axes (positions, dimensions: up to 4 digits).
+NUMERIC_LEFT = numeric_axis_margin("0000", font=12)
+NUMERIC_BOTTOM = x_numeric_margin(font=12)
+# The colorbar beside a square matrix, wide enough for labels like "\u22120.25" or "\u22121000".
+SQUARE_BAR_PX = colorbar_px(["\u22120.25"])
+# Tallest plot area of the encoding table (rows are positions).
+TABLE_MAX_PX = 560
+TABLE_MIN_PX = 300
+# pe_waves: one row per dimension, this tall, this far apart.
+WAVE_ROW_PX = 84
+WAVE_ROW_GAP_PX = 22
+WAVE_LABEL_FONT = 13
+# pe_waves draws a dot at every position up to this many positions.
+WAVE_MARKERS_UP_TO = 64
+
 
 def _matrix(name: str, x: npt.ArrayLike, what: str) -> Float32Array:
     a = as_float32(x, 2, name, what)
@@ -42,60 +83,99 @@ def _matrix(name: str, x: npt.ArrayLike, what: str) -> Float32Array:
     return a
 
 
+def _int_axis(title: str, *, font: int = 12) -> dict[str, Any]:
+    return {
+        "title": axis_title(title),
+        "tickfont": {"size": font},
+        "ticks": "",
+        "showgrid": False,
+        "zeroline": False,
+        "automargin": True,
+    }
+
+
 def _square_diverging(
-    z: Float32Array, colorbar: str, hovertemplate: str, title: str, x_title: str, y_title: str
+    z: Float32Array,
+    positions: npt.NDArray[np.int32],
+    *,
+    colorbar_title: str,
+    hovertemplate: str,
+    title: str,
+    x_title: str,
+    y_title: str,
+    width: int,
+    dtick: int | None = None,
 ) -> go.Figure:
-    """A square matrix on integer axes, row 0 on top, diverging colors symmetric around 0."""
-    r = symmetric_range(z)
-    idx = np.arange(z.shape[0], dtype=np.int32)
-    fig = go.Figure(
-        go.Heatmap(
-            z=z,
-            x=idx,
-            y=idx,
-            colorscale=DIVERGING,
-            zmin=-r,
-            zmax=r,
-            colorbar={"title": {"text": colorbar}},
-            hovertemplate=hovertemplate,
-        )
-    )
-    fig.update_layout(
-        title=title,
-        xaxis_title=x_title,
-        yaxis_title=y_title,
-        yaxis_autorange="reversed",
-        yaxis_scaleanchor="x",
-        xaxis_constrain="domain",
-        yaxis_constrain="domain",
-        margin={"l": 60, "r": 20, "t": 50, "b": 50},
-    )
-    return fig
+    """A square matrix on integer axes, row 0 on top, diverging colors symmetric around 0,
+    filling a column ``width`` px wide with its colorbar beside it, as tall as the plot."""
+    scale = SymmetricScale(symmetric_range(z), False, symmetric_range(z))
+    ticks = scale.colorbar_ticks()
+    # a colorbar width that does not depend on the values: the height is known up front
+    r = SQUARE_BAR_PX
+    side = width - NUMERIC_LEFT - r
+    margin = {"l": NUMERIC_LEFT, "r": r, "t": TOP_TITLE_PX, "b": NUMERIC_BOTTOM}
+    heat = {
+        "type": "heatmap",
+        "z": z,
+        "x": positions,
+        "y": positions,
+        **scale.colors(),
+        "colorbar": colorbar(colorbar_title, ticks=ticks),
+        "hovertemplate": hovertemplate,
+    }
+    x_axis = _int_axis(x_title)
+    y_axis = _int_axis(y_title)
+    if dtick is not None:
+        x_axis.update(dtick=dtick, tick0=0)
+        y_axis.update(dtick=dtick, tick0=0)
+    layout = {
+        "title": figure_title(title),
+        "height": side + margin["t"] + margin["b"],
+        "margin": {**margin, "pad": 0},
+        "xaxis": {**x_axis, "constrain": "domain"},
+        "yaxis": {**y_axis, "autorange": "reversed", "scaleanchor": "x", "constrain": "domain"},
+        "meta": {"width": width, "plot_px": side, "color": scale.meta()},
+    }
+    return go.Figure({"data": [heat], "layout": layout})
 
 
-def pe_matrix_heatmap(pe: npt.ArrayLike, *, max_len: int | None = None) -> go.Figure:
-    """The encoding table as a heatmap: rows pos, columns d_model dimension.
+def pe_matrix_heatmap(pe: npt.ArrayLike, *, max_len: int | None = None, width: int = FULL_WIDTH) -> go.Figure:
+    """The encoding table as a heatmap: rows are positions, columns the d_model dimensions.
 
-    ``pe``: [pos, d_model]. If ``max_len`` (the positions the model was trained on) is given and
-    the table is longer, a dashed line marks where the trained positions end.
+    ``pe``: [pos, d_model]. Diverging colors centred at 0, symmetric over the values, or over
+    the 99th percentile of their magnitudes when a few outliers are more than 1.5 times larger
+    (a learned table such as MiniLM's: its first rows would otherwise stretch the scale until
+    the rest looks blank). The colorbar's ends then read "\u2264"/"\u2265" and
+    ``layout.meta["color"]`` holds the limit, whether it clips and the rule, for a caption. If
+    ``max_len`` (the positions the model was trained on) is given and the table is longer, a
+    dashed line marks where the trained positions end. Fills a column ``width`` px wide.
     """
     z = _matrix("pe", pe, "[pos, d_model]")
     n_pos, d_model = z.shape
     if max_len is not None and max_len < 1:
         raise ValueError(f"max_len={max_len} must be >= 1")
-    r = symmetric_range(z)
-    fig = go.Figure(
-        go.Heatmap(
-            z=z,
-            x=np.arange(d_model, dtype=np.int32),
-            y=np.arange(n_pos, dtype=np.int32),
-            colorscale=DIVERGING,
-            zmin=-r,
-            zmax=r,
-            colorbar={"title": {"text": "PE value"}},
-            hovertemplate="pos %{y}<br>d_model dimension %{x}<br>PE %{z:.3f}<extra></extra>",
-        )
-    )
+    scale = robust_symmetric(z)
+    ticks = scale.colorbar_ticks()
+    margin = {"l": NUMERIC_LEFT, "r": colorbar_px(ticks["ticktext"]), "t": TOP_TITLE_PX, "b": NUMERIC_BOTTOM}
+    plot_h = int(min(TABLE_MAX_PX, max(TABLE_MIN_PX, n_pos)))
+    heat = {
+        "type": "heatmap",
+        "z": z,
+        "x": np.arange(d_model, dtype=np.int32),
+        "y": np.arange(n_pos, dtype=np.int32),
+        **scale.colors(),
+        "colorbar": colorbar("PE value", ticks=ticks),
+        "hovertemplate": "position %{y}<br>dimension %{x}<br>PE %{z:.3f}<extra></extra>",
+    }
+    layout: dict[str, Any] = {
+        "title": figure_title(f"Positional encoding: {n_pos} positions \u00d7 {d_model} dimensions"),
+        "height": plot_h + margin["t"] + margin["b"],
+        "margin": {**margin, "pad": 0},
+        "xaxis": _int_axis(f"dimension of the encoding (d_model = {d_model})"),
+        "yaxis": {**_int_axis(POSITION_TITLE), "autorange": "reversed"},
+        "meta": {"width": width, "n_pos": n_pos, "d_model": d_model, "color": scale.meta()},
+    }
+    fig = go.Figure({"data": [heat], "layout": layout})
     if max_len is not None and n_pos > max_len:
         fig.add_hline(
             y=max_len - 0.5,
@@ -103,14 +183,8 @@ def pe_matrix_heatmap(pe: npt.ArrayLike, *, max_len: int | None = None) -> go.Fi
             annotation_text=f"trained positions end (max_len={max_len})",
             annotation_position="bottom right",
             annotation_bgcolor="rgba(255, 255, 255, 0.85)",
+            annotation_font={"size": 13},
         )
-    fig.update_layout(
-        title=f"Positional encoding [pos={n_pos}, d_model={d_model}]",
-        xaxis_title="d_model dimension",
-        yaxis_title="pos",
-        yaxis_autorange="reversed",
-        margin={"l": 60, "r": 20, "t": 50, "b": 50},
-    )
     return fig
 
 
@@ -125,13 +199,23 @@ def _format_positions(x: float) -> str:
 
 
 def pe_waves(
-    pe: npt.ArrayLike, dims: Sequence[int], *, sinusoidal: bool = True, base: float = 10000.0
+    pe: npt.ArrayLike,
+    dims: Sequence[int],
+    *,
+    sinusoidal: bool = True,
+    base: float = 10000.0,
+    width: int = FULL_WIDTH,
 ) -> go.Figure:
-    """Line plot of PE[:, d] against pos, one line per chosen d_model dimension.
+    """PE[:, d] against position, one row per chosen d_model dimension (small multiples).
 
-    ``pe``: [pos, d_model]; ``dims``: dimension indices. With ``sinusoidal`` (the default) the
-    legend names each line's function and wavelength in positions, ``2*pi*base**(2i/d_model)``
-    for dims 2i (sin) and 2i+1 (cos); pass ``sinusoidal=False`` for a learned table.
+    ``pe``: [pos, d_model]; ``dims``: dimension indices (a repeat is drawn once). Each
+    dimension gets its own row with its own y axis (-1..1 for the sinusoidal encoding; for a
+    learned table symmetric over that dimension's values), all rows sharing the position axis,
+    so waves of similar wavelength are compared row under row instead of drawn over each
+    other. Up to 64 positions every position is a dot on the line (the encoding exists at whole
+    positions only). With ``sinusoidal`` (the default) each row is labelled with its function
+    and wavelength in positions, ``2*pi*base**(2i/d_model)`` for dims 2i (sin) and 2i+1 (cos);
+    pass ``sinusoidal=False`` for a learned table. Trace names say the same (hover, legend).
     """
     z = _matrix("pe", pe, "[pos, d_model]")
     n_pos, d_model = z.shape
@@ -141,48 +225,151 @@ def pe_waves(
     bad = [d for d in dims if not 0 <= d < d_model]
     if bad:
         raise ValueError(f"dims {bad} outside 0..{d_model - 1} for pe of shape {z.shape}")
+    chosen = list(dict.fromkeys(dims))  # unique, order kept
+    rows = len(chosen)
     x = np.arange(n_pos, dtype=np.int32)
-    fig = go.Figure()
-    for d in dict.fromkeys(dims):  # unique, order kept
+    names: list[str] = []
+    row_labels: list[str] = []
+    for d in chosen:
         if sinusoidal:
             fn = "sin" if d % 2 == 0 else "cos"
-            name = f"dim {d} ({fn}, wavelength {_format_positions(_wavelength(d, d_model, base))})"
+            wl = _format_positions(_wavelength(d, d_model, base))
+            names.append(f"dim {d} ({fn}, wavelength {wl})")
+            row_labels.append(f"dim {d} ({fn})<br>wavelength {wl}")
         else:
-            name = f"dim {d}"
-        fig.add_trace(go.Scatter(x=x, y=z[:, d], mode="lines", name=name))
-    fig.update_layout(
-        title="Positional encoding per dimension",
-        xaxis_title="pos",
-        yaxis_title="PE value",
-        legend={"title": {"text": "d_model dimension"}},
-        margin={"l": 60, "r": 20, "t": 50, "b": 50},
+            names.append(f"dim {d}")
+            row_labels.append(f"dim {d}")
+    label_px = max(text_px(t, WAVE_LABEL_FONT) for label in row_labels for t in label.split("<br>"))
+    tick_px = text_px("\u22120.00", 12) + 8
+    margin = {
+        "l": math.ceil(label_px + tick_px + 16),
+        "r": EDGE_PX,
+        "t": TOP_TITLE_PX,
+        "b": NUMERIC_BOTTOM,
+    }
+    plot_h = rows * WAVE_ROW_PX + (rows - 1) * WAVE_ROW_GAP_PX
+    paper_w = width - margin["l"] - margin["r"]
+    mode = "lines+markers" if n_pos <= WAVE_MARKERS_UP_TO else "lines"
+    data: list[dict[str, Any]] = []
+    annotations: list[dict[str, Any]] = []
+    layout: dict[str, Any] = {"annotations": annotations}
+    for i, d in enumerate(chosen):
+        sx = "" if i == 0 else str(i + 1)
+        y0 = i * (WAVE_ROW_PX + WAVE_ROW_GAP_PX)
+        xd, yd = px_domain(0, paper_w, y0, y0 + WAVE_ROW_PX, paper_w, plot_h)
+        col = z[:, d]
+        limit = 1.0 if sinusoidal else symmetric_range(col)
+        data.append(
+            {
+                "type": "scatter",
+                "x": x,
+                "y": np.ascontiguousarray(col),
+                "mode": mode,
+                "name": names[i],
+                "marker": {"size": 5},
+                "line": {"width": 2},
+                "xaxis": f"x{sx}",
+                "yaxis": f"y{sx}",
+                "hovertemplate": "position %{x}<br>PE %{y:.3f}<extra>" + names[i] + "</extra>",
+            }
+        )
+        layout[f"xaxis{sx}"] = {
+            **_int_axis(POSITION_TITLE if i == rows - 1 else ""),
+            "domain": xd,
+            "anchor": f"y{sx}",
+            "showticklabels": i == rows - 1,
+            "showgrid": True,
+            "range": [-0.5, n_pos - 0.5],
+        }
+        if i:
+            layout[f"xaxis{sx}"]["matches"] = "x"
+        layout[f"yaxis{sx}"] = {
+            "domain": yd,
+            "anchor": f"x{sx}",
+            "range": [-1.15 * limit, 1.15 * limit],
+            "tickmode": "array",
+            "tickvals": [-limit, 0.0, limit],
+            "ticktext": [f"\u2212{limit:.2g}", "0", f"{limit:.2g}"],
+            "tickfont": {"size": 12},
+            "zeroline": True,
+            "showgrid": False,
+            "fixedrange": True,
+        }
+        annotations.append(
+            {
+                "text": row_labels[i],
+                "x": 0,
+                "y": (yd[0] + yd[1]) / 2,
+                "xref": "paper",
+                "yref": "paper",
+                "xanchor": "right",
+                "yanchor": "middle",
+                "xshift": -tick_px,
+                "align": "right",
+                "showarrow": False,
+                "font": {"size": WAVE_LABEL_FONT},
+            }
+        )
+    layout.update(
+        title=figure_title("Positional encoding, one row per dimension"),
+        height=plot_h + margin["t"] + margin["b"],
+        margin={**margin, "pad": 0},
+        showlegend=False,
+        meta={"width": width, "dims": chosen, "n_pos": n_pos},
     )
-    return fig
+    return go.Figure({"data": data, "layout": layout})
 
 
-def pe_similarity_heatmap(pe: npt.ArrayLike) -> go.Figure:
+def pe_similarity_heatmap(
+    pe: npt.ArrayLike, *, width: int = HALF_WIDTH, max_side: int = MAX_SIDE
+) -> go.Figure:
     r"""Dot products between positions, :math:`PE \, PE^\top` [pos, pos].
 
     For the sinusoidal encoding :math:`PE_i \cdot PE_j = \sum_k \cos(\omega_k (j - i))`
-    depends on j - i only, so every diagonal is constant (a Toeplitz matrix).
+    depends on j - i only, so every diagonal is constant (a Toeplitz matrix). Diverging colors
+    centred at 0, symmetric over the values. Square, filling a column ``width`` px wide
+    (default: half the main area, ~460 px), colorbar beside it. Above ``max_side`` positions
+    every s-th position is shown (exact values; the hover names the true positions;
+    ``layout.meta["stride"]``).
     """
     x = _matrix("pe", pe, "[pos, d_model]").astype(np.float64)
+    stride = max(1, math.ceil(x.shape[0] / max_side))
+    x = x[::stride]
     z = (x @ x.T).astype(np.float32)  # [pos, pos]
-    return _square_diverging(
+    positions = np.arange(0, z.shape[0] * stride, stride, dtype=np.int32)
+    fig = _square_diverging(
         z,
-        "PE·PE",
-        "pos %{y} · pos %{x}<br>%{z:.3f}<extra></extra>",
-        "Similarity of positions, PE·PEᵀ",
-        "pos",
-        "pos",
+        positions,
+        colorbar_title="PE\u00b7PE",
+        hovertemplate="positions %{y} and %{x}<br>PE\u00b7PE %{z:.3f}<extra></extra>",
+        title="Similarity of positions, PE\u00b7PE\u1d40",
+        x_title=POSITION_TITLE,
+        y_title=POSITION_TITLE,
+        width=width,
     )
+    fig.layout.meta = {**fig.layout.meta, "stride": stride}
+    return fig
 
 
-def pe_offset_figure(offsets: npt.ArrayLike, mean: npt.ArrayLike, std: npt.ArrayLike) -> go.Figure:
+def similarity_height(width: int = HALF_WIDTH) -> int:
+    """Height of :func:`pe_similarity_heatmap` at ``width``: its neighbour matches it."""
+    return (width - NUMERIC_LEFT - SQUARE_BAR_PX) + TOP_TITLE_PX + NUMERIC_BOTTOM
+
+
+def pe_offset_figure(
+    offsets: npt.ArrayLike,
+    mean: npt.ArrayLike,
+    std: npt.ArrayLike,
+    *,
+    width: int = HALF_WIDTH,
+    height: int | None = None,
+) -> go.Figure:
     r"""Similarity :math:`PE_i \cdot PE_{i+k}` against the offset k, with a ±std band.
 
     Takes the output of :func:`tformer.analysis.offset_similarity`; three 1-D arrays of one
-    length. A band of width ~0 shows the similarity depends on k alone, not on i.
+    length. A band of width ~0 shows the similarity depends on k alone, not on i. Sized for a
+    column ``width`` px wide (default ~460, beside :func:`pe_similarity_heatmap`), as tall as
+    that figure unless ``height`` is given.
     """
     k = np.asarray(offsets)
     mu = np.asarray(mean, dtype=np.float32)
@@ -207,50 +394,73 @@ def pe_offset_figure(offsets: npt.ArrayLike, mean: npt.ArrayLike, std: npt.Array
                 line={"width": 0},
                 fill="tonexty",
                 fillcolor="rgba(31, 119, 180, 0.25)",
-                name="± std over pos",
+                name="\u00b1 std over positions",
                 hoverinfo="skip",
             ),
             go.Scatter(
                 x=k,
                 y=mu,
                 mode="lines",
-                line={"color": "rgb(31, 119, 180)"},
-                name="mean over pos",
+                line={"color": "rgb(31, 119, 180)", "width": 2.5},
+                name="mean over positions",
                 customdata=sd,
                 hovertemplate="offset %{x}<br>mean %{y:.4f}<br>std %{customdata:.2e}<extra></extra>",
             ),
         ]
     )
     fig.update_layout(
-        title="PE[pos]·PE[pos+k] depends on the offset k only",
-        xaxis_title="offset k (positions)",
-        yaxis_title="PE[pos]·PE[pos+k]",
-        margin={"l": 60, "r": 20, "t": 50, "b": 50},
+        title=figure_title("PE[p]\u00b7PE[p+k] depends on k only"),
+        xaxis=_int_axis("offset k (positions)"),
+        yaxis={**_int_axis("PE[p]\u00b7PE[p+k]"), "showgrid": True},
+        height=height if height is not None else similarity_height(width),
+        margin={"l": NUMERIC_LEFT, "r": EDGE_PX, "t": TOP_TITLE_PX, "b": NUMERIC_BOTTOM + 34, "pad": 0},
+        legend={
+            "orientation": "h",
+            "x": 0,
+            "y": 0,
+            "yref": "container",
+            "yanchor": "bottom",
+            "font": {"size": 13},
+        },
+        meta={"width": width},
     )
     return fig
 
 
-def shift_matrix_figure(m: npt.ArrayLike, *, k: int | None = None) -> go.Figure:
+def shift_matrix_figure(m: npt.ArrayLike, *, k: int | None = None, width: int = FULL_WIDTH) -> go.Figure:
     r"""Shift matrix ``m`` = :math:`M_k` [d_model, d_model]: :math:`PE_{pos+k} = M_k PE_{pos}`.
 
     For the sinusoidal encoding it is block-diagonal: one 2×2 rotation per (sin, cos) pair.
     Rows are output dimensions, columns input dimensions. ``k``, when given, is named in the
-    title.
+    title. Diverging colors centred at 0, symmetric over the values. Square, filling a column
+    ``width`` px wide (default 940; pass ~460 to put it beside something), colorbar beside it.
     """
     z = _matrix("M", m, "[d_model, d_model]")
     if z.shape[0] != z.shape[1]:
         raise ValueError(f"M must be square [d_model, d_model], got shape {z.shape}")
     title = "Shift matrix M"
     if k is not None:
-        title = f"Shift matrix M_k for k={k}: PE[pos+{k}] = M_k PE[pos]"
+        title = f"Shift matrix M_k for k={k}: PE[p+{k}] = M_k PE[p]"
+    d = z.shape[0]
     return _square_diverging(
         z,
-        "M value",
-        "row %{y}, column %{x}<br>%{z:.4f}<extra></extra>",
-        title,
-        "d_model dimension (input, PE[pos])",
-        "d_model dimension (output, PE[pos+k])",
+        np.arange(d, dtype=np.int32),
+        colorbar_title="M value",
+        hovertemplate="row %{y}, column %{x}<br>%{z:.4f}<extra></extra>",
+        title=title,
+        x_title="dimension of PE[p] (input)",
+        y_title="dimension of PE[p+k] (output)",
+        width=width,
+        dtick=2 if d <= 64 else None,
     )
+
+
+# attention_diff_figure: which panel goes where for 3, 2 or 1 columns (row, column).
+_DIFF_CELLS = {3: [(0, 0), (0, 1), (0, 2)], 2: [(0, 0), (0, 1), (1, 0)], 1: [(0, 0), (1, 0), (2, 0)]}
+# Panels are at least this wide (three in a row only in a column wider than the main area),
+# and beyond 64 tokens at least DIFF_LONG_PANEL_PX (two per row).
+DIFF_MIN_PANEL_PX = 280
+DIFF_LONG_PANEL_PX = 360
 
 
 def attention_diff_figure(
@@ -259,15 +469,23 @@ def attention_diff_figure(
     tokens: Sequence[object],
     *,
     max_side: int | None = MAX_SIDE,
+    width: int = FULL_WIDTH,
 ) -> go.Figure:
     """One head's ``pattern`` with and without positional encoding, and their difference.
 
     ``with_pe``, ``without_pe``: the head's ``pattern`` [query_pos, key_pos] for the same
     tokens, computed with and without positional encoding.
     The two patterns share one colour scale fixed at [0, 1] (the one every pattern heatmap
-    uses); the difference (with − without) has its own diverging scale, symmetric around 0.
-    A side longer than ``max_side`` is pooled in square blocks like every attention heatmap:
-    weights by block max, the difference by the entry of largest magnitude (sign kept).
+    uses); the difference (with − without) has its own diverging scale centred at 0, symmetric
+    over its values. A side longer than ``max_side`` is pooled in square blocks like every
+    attention heatmap: weights by block max, the difference by the entry of largest magnitude
+    (sign kept).
+
+    Square panels filling a column ``width`` px wide: three in a row when each can be at least
+    280 px and give every token 12 px, else two (with, without; the difference under "with"),
+    else one per row (from ~30 tokens); every token labelled up to 64 tokens, every k-th
+    beyond (two panels a row). Each colorbar sits
+    beside its panel and is as tall as it.
     """
     a = _matrix("with_pe", with_pe, "[query_pos, key_pos]")
     b = _matrix("without_pe", without_pe, "[query_pos, key_pos]")
@@ -276,10 +494,11 @@ def attention_diff_figure(
     if a.shape[0] != a.shape[1]:
         raise ValueError(f"with_pe must be square [query_pos, key_pos], got shape {a.shape}")
     check_tokens(tokens, a.shape[0], "with_pe", a.shape)
+    n = a.shape[0]
     diff = a - b  # computed at full resolution, pooled after
-    block = pool_plan(a.shape[0], max_side)
+    block = pool_plan(n, max_side)
     labels = block_labels(tokens, block)
-    r = symmetric_range(diff)
+    diff_scale = SymmetricScale(symmetric_range(diff), False, symmetric_range(diff))
     panels: list[tuple[npt.NDArray[np.floating], str, str]] = [
         (max_pool_2d(a, block), "coloraxis", "weight"),
         (max_pool_2d(b, block), "coloraxis", "weight"),
@@ -288,52 +507,110 @@ def attention_diff_figure(
     if block > 1:
         panels = [(z, ax, f"{v} (largest in block of {block}x{block})") for z, ax, v in panels]
     titles = ("with PE", "without PE", "difference (with \u2212 without)")
-    # panels 1 and 2 share the weight scale, whose colorbar sits in the wider gap before the
-    # difference panel; the difference's own colorbar sits in the right margin
-    gap_12, gap_23 = 0.03, 0.17
-    w = (1.0 - gap_12 - gap_23) / 3
-    x0 = (0.0, w + gap_12, 2 * w + gap_12 + gap_23)
-    domains = [([x, x + w], [0.0, 1.0]) for x in x0]
-    pooled = "" if block == 1 else f" (max over blocks of {block})"
-    axis = token_axis(tokens, block)
+
+    w_ticks = weight_ticks()
+    d_ticks = diff_scale.colorbar_ticks()
+    bar_w, bar_d = colorbar_px(w_ticks["ticktext"]), colorbar_px(d_ticks["ticktext"])
+    cols = panel_cols(
+        n, 3, width - 90 - bar_w - bar_d, max_cols=3, long_side=DIFF_LONG_PANEL_PX, min_side=DIFF_MIN_PANEL_PX
+    )
+    if cols < 3:  # both bars sit in the right margin, one beside each row's last panel
+        cols = panel_cols(
+            n,
+            3,
+            width - 90 - max(bar_w, bar_d),
+            max_cols=2,
+            long_side=DIFF_LONG_PANEL_PX,
+            min_side=DIFF_MIN_PANEL_PX,
+        )
+    cells = _DIFF_CELLS[cols]
+    rows = 1 + max(r for r, _ in cells)
+    # x of each column's left edge within the plot area (px), given the panel side
+    gaps = [0.0, PANEL_GAP_PX, bar_w + PANEL_GAP_PX] if cols == 3 else [0.0, PANEL_GAP_PX]
+    right = bar_d if cols == 3 else max(bar_w, bar_d)
+    note = pooled_note(block)
+    plan: list[tuple[TokenAxis, TokenAxis]] = []
+
+    def available(side: float) -> float:
+        step = tick_step(tokens, [("x", side), ("y", side)], block=block, edges=cols == 1)
+        plan.append(
+            (
+                token_axis(
+                    tokens, side, "x", step=step, block=block, title=KEY_TITLE + note, edges=cols == 1
+                ),
+                token_axis(tokens, side, "y", step=step, block=block, title=QUERY_TITLE + note),
+            )
+        )
+        return (width - plan[-1][1].margin - right - sum(gaps[1:cols])) / cols
+
+    side = int(fit_side(available, (width - 90 - right - sum(gaps[1:cols])) / cols))
+    x_axis, y_axis = plan[-1]
+    paper_w = cols * side + sum(gaps[1:cols])
+    # two columns: "without PE" shows its x labels above the empty cell beside the difference;
+    # the rows stay that far apart, so the difference's colorbar keeps clear of them
+    vgap = max(PANEL_VGAP_PX, x_axis.margin + TOP_PANEL_TITLE_PX) if cols == 2 else PANEL_VGAP_PX
+    plot_h = rows * side + (rows - 1) * vgap
+    margin = {
+        "l": width - right - paper_w,
+        "r": right,
+        "t": TOP_TITLE_PX + TOP_PANEL_TITLE_PX,
+        "b": x_axis.margin,
+    }
+    col_x = [c * side + sum(gaps[1 : c + 1]) for c in range(cols)]
     data: list[dict[str, Any]] = []
     layout: dict[str, Any] = {}
-    for i, ((z, coloraxis, value), (xd, yd)) in enumerate(zip(panels, domains, strict=True)):
+    domains = []
+    for i, ((z, coloraxis, value), (row, col)) in enumerate(zip(panels, cells, strict=True)):
         sx = "" if i == 0 else str(i + 1)
+        y0 = row * (side + vgap)
+        xd, yd = px_domain(col_x[col], col_x[col] + side, y0, y0 + side, paper_w, plot_h)
+        domains.append((xd, yd))
         data.append({
             "type": "heatmap", "z": np.ascontiguousarray(z, dtype=np.float32),
             "x": labels, "y": labels, "coloraxis": coloraxis,
             "xaxis": f"x{sx}", "yaxis": f"y{sx}",
-            "hovertemplate": "query_pos %{y}<br>key_pos %{x}<br>" + value + " %{z:.4f}<extra></extra>",
+            "hovertemplate": "query token %{y}<br>key token %{x}<br>" + value + " %{z:.4f}<extra></extra>",
         })  # fmt: skip
-        layout[f"xaxis{sx}"] = {
-            **axis,
-            "domain": xd,
-            "anchor": f"y{sx}",
-            "tickangle": -90,
-            "title": {"text": "key_pos" + pooled},
-        }
-        layout[f"yaxis{sx}"] = {**axis, "domain": yd, "anchor": f"x{sx}", "autorange": "reversed"}
-        if i:  # the same rows in every panel: zoom together, label once
-            layout[f"yaxis{sx}"].update(matches="y", showticklabels=False)
-    layout["yaxis"]["title"] = {"text": "query_pos" + pooled}
-    bar = {"xanchor": "left", "thickness": 12}
+        # x labels under the lowest panel of each column, y labels left of the first column
+        lowest = all(r <= row for r, c in cells if c == col)
+        layout[f"xaxis{sx}"] = {**x_axis.props, "domain": xd, "anchor": f"y{sx}", "showticklabels": lowest}
+        if not lowest:
+            layout[f"xaxis{sx}"]["title"] = None
+        layout[f"yaxis{sx}"] = {**y_axis.props, "domain": yd, "anchor": f"x{sx}", "autorange": "reversed"}
+        if col:
+            layout[f"yaxis{sx}"].update(showticklabels=False, title=None)
+        if i:  # the same rows and columns in every panel: zoom together
+            layout[f"xaxis{sx}"]["matches"] = "x"
+            layout[f"yaxis{sx}"]["matches"] = "y"
+
+    def beside(i: int) -> dict[str, float]:
+        xd, yd = domains[i]
+        return {"x": xd[1], "y": (yd[0] + yd[1]) / 2, "length": yd[1] - yd[0]}
+
     layout.update(
-        title={"text": "How attention changes when positional encoding is switched off"},
+        title=figure_title("How attention changes when positional encoding is switched off"),
         annotations=[panel_title(t, *d) for t, d in zip(titles, domains, strict=True)],
         coloraxis={
             "colorscale": pattern_colorscale(),
             "cmin": 0.0,
             "cmax": 1.0,
-            "colorbar": {**bar, "title": {"text": "weight"}, "x": x0[1] + w + 0.01},
+            "colorbar": colorbar("weight", ticks=w_ticks, **beside(1)),
         },
         coloraxis2={
-            "colorscale": DIVERGING,
-            "cmin": -r,
-            "cmax": r,
-            "colorbar": {**bar, "title": {"text": "\u0394 weight"}, "x": 1.0},
+            **diff_scale.colors("c"),
+            "colorbar": colorbar("\u0394 weight", ticks=d_ticks, **beside(2)),
         },
-        # room for the labels from the start: no second layout pass (see labels.axis_margin)
-        margin={"l": axis_margin(axis), "r": COLORAXIS_BAR_PX, "t": 70, "b": axis_margin(axis)},
+        height=plot_h + margin["t"] + margin["b"],
+        # room for the labels from the start: no second layout pass (TokenAxis.margin)
+        margin={**margin, "pad": 0},
+        meta={
+            "block": block,
+            "n_pos": n,
+            "width": width,
+            "cols": cols,
+            "plot_px": side,
+            "tick_step": x_axis.step,
+            "diff_color": diff_scale.meta(),
+        },
     )
     return go.Figure({"data": data, "layout": layout})

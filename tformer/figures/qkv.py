@@ -19,24 +19,68 @@ import numpy as np
 import numpy.typing as npt
 import plotly.graph_objects as go
 
-from .attention import Kind, attention_traces
+from .attention import KEY_TITLE, Kind, attention_traces, pooled_note, score_scale, weight_ticks
 from .checks import Float32Array, as_float32, check_tokens, square_matrix
-from .colors import DIVERGING, pattern_colorscale, symmetric_range
-from .labels import AXIS_TITLE_PX, TICK_FONT_PX, axis_margin, token_axis, token_labels
-from .layout import COLORAXIS_BAR_PX, COLORBAR_PX, grid_domains, panel_title, square_plot_px
+from .colors import SymmetricScale, pattern_colorscale, robust_symmetric
+from .labels import (
+    AXIS_TITLE_FONT_PX,
+    LABEL_ALL,
+    TokenAxis,
+    tick_step,
+    token_axis,
+    token_labels,
+    x_numeric_margin,
+)
+from .layout import (
+    FULL_WIDTH,
+    TOP_BARE_PX,
+    TOP_PANEL_TITLE_PX,
+    TOP_TITLE_PX,
+    colorbar,
+    colorbar_px,
+    figure_title,
+    fit_side,
+    panel_title,
+    px_domain,
+)
 from .pooling import MAX_SIDE
 
-PANEL_TITLES = ("Q = X W_Q", "K = X W_K", "V = X W_V")
-# A horizontal colorbar under the Q, K, V panels: bar, tick labels and title on top (px).
-H_COLORBAR_PX = 56
-# Numeric (d_head) tick labels drawn horizontally under an axis with a title.
-NUMERIC_AXIS_PX = AXIS_TITLE_PX + TICK_FONT_PX + 6
-# The [query_pos, key_pos] panel is about half as wide as a full heatmap: half the labels.
-MATRIX_TICKS = 30
+PANEL_TITLES = ("Q = XW<sub>Q</sub>", "K = XW<sub>K</sub>", "V = XW<sub>V</sub>")
 MATRIX_TITLES: dict[Kind, str] = {
     "attn_scores": "attn_scores = Q K\u1d40 / \u221ad_head",
     "pattern": "pattern = softmax(attn_scores)",
 }
+TOKEN_TITLE = "token"
+# Gaps between the Q, K, V panels and before the [query_pos, key_pos] panel (px).
+VECTOR_GAP_PX = 10
+MATRIX_GAP_PX = 14
+# Rows at least this many px apart while every token is labelled (n <= LABEL_ALL).
+MIN_ROW_PX = 12
+
+
+def head_dim_title(d_head: int) -> str:
+    """The x title of a [pos, d_head] panel, in plain words."""
+    return f"dimension of the head (d_head = {d_head})"
+
+
+def vector_panel_px(d_head: int) -> int:
+    """Width (px) of one Q, K or V panel: ~2 px a dimension, 48..90 px."""
+    return int(min(90, max(48, 2 * d_head + 8)))
+
+
+def _dims_axis(d_head: int) -> dict[str, Any]:
+    """Numeric x axis of a [pos, d_head] panel: first, middle and last dimension."""
+    # 0 and the middle: a last tick ("31") would run into the next panel's "0"
+    ticks = sorted({0, d_head // 2})
+    return {
+        "tickmode": "array",
+        "tickvals": ticks,
+        "ticktext": [str(t) for t in ticks],
+        "tickfont": {"size": 12},
+        "ticks": "",
+        "showgrid": False,
+        "zeroline": False,
+    }
 
 
 def _vector_heatmap(a: Float32Array, labels: list[str], name: str, **extra: Any) -> dict[str, Any]:
@@ -45,7 +89,7 @@ def _vector_heatmap(a: Float32Array, labels: list[str], name: str, **extra: Any)
         "name": name,
         "z": a,
         "y": labels,  # x: d_head index 0..d_head-1 (plotly's default, nothing sent)
-        "hovertemplate": "pos %{y}<br>d_head %{x}<br>" + name + " %{z:.5g}<extra></extra>",
+        "hovertemplate": "token %{y}<br>dimension %{x}<br>" + name + " %{z:.4g}<extra></extra>",
         **extra,
     }
 
@@ -59,14 +103,21 @@ def qkv_figure(
     *,
     kind: Kind = "attn_scores",
     max_side: int | None = MAX_SIDE,
+    width: int = FULL_WIDTH,
 ) -> go.Figure:
-    """Four panels: ``q``, ``k``, ``v`` [pos, d_head] and ``matrix`` [query_pos, key_pos].
+    """Four panels in one row: ``q``, ``k``, ``v`` [pos, d_head] and ``matrix`` [query_pos, key_pos].
 
     ``matrix`` is the head's ``attn_scores`` or its ``pattern``, as ``kind`` says (see
-    :func:`attention_heatmap`). q, k and v share one diverging color axis (symmetric over all
-    three), so their magnitudes compare; the last panel has its own. Rows are positions in
-    every panel with the same token labels (query 0 on top); above ``max_side`` positions the
-    last panel is max-pooled and its rows are blocks of positions.
+    :func:`attention_heatmap`). q, k and v share one diverging color axis centred at 0,
+    symmetric over all three, or over the 99th percentile of their magnitudes when a few
+    outliers are more than 1.5 times larger (then the colorbar's ends read "\u2264"/"\u2265" and
+    ``layout.meta["qkv_color"]`` says so: limit, clipped, rule), so their magnitudes compare;
+    its colorbar sits right of the V panel. The last panel has its own scale and colorbar.
+
+    Rows are positions in every panel with the same token labels (query 0 on top), at least
+    12 px apart while every token is labelled (up to 64 tokens: the figure grows taller
+    instead); above ``max_side`` positions the last panel is max-pooled (its cells then span
+    ``block`` rows). Sized for a column ``width`` px wide (default 940, the full main area).
     """
     n = len(tokens)
     arrays: list[Float32Array] = []
@@ -80,8 +131,47 @@ def qkv_figure(
             + ", ".join(str(tuple(a.shape)) for a in arrays)
         )
     m = square_matrix(matrix, n)
+    d_head = arrays[0].shape[1]
 
-    matrix_traces, block = attention_traces(m, tokens, kind=kind, max_side=max_side, coloraxis="coloraxis2")
+    scores: SymmetricScale | None = score_scale(m) if kind == "attn_scores" else None
+    matrix_traces, block = attention_traces(
+        m, tokens, kind=kind, max_side=max_side, coloraxis="coloraxis2", scores=scores
+    )
+    qkv_scale = robust_symmetric(np.concatenate([a.ravel() for a in arrays]))
+    qkv_ticks = qkv_scale.colorbar_ticks()
+    ticks2 = weight_ticks() if scores is None else scores.colorbar_ticks()
+    bar1 = colorbar_px(qkv_ticks["ticktext"])
+    bar2 = colorbar_px(ticks2["ticktext"])
+    w_vec = vector_panel_px(d_head)
+    fixed = 3 * w_vec + 2 * VECTOR_GAP_PX + bar1 + MATRIX_GAP_PX + bar2
+    plan: list[tuple[TokenAxis, TokenAxis]] = []
+
+    def rows_px(side: float) -> float:
+        return max(side, MIN_ROW_PX * n) if n <= LABEL_ALL else side
+
+    def available(side: float) -> float:
+        step = tick_step(tokens, [("y", rows_px(side)), ("x", side)], block=block)
+        y_axis = token_axis(tokens, rows_px(side), "y", step=step, title=TOKEN_TITLE)
+        x_axis = token_axis(tokens, side, "x", step=step, block=block, title=KEY_TITLE + pooled_note(block))
+        plan.append((y_axis, x_axis))
+        return width - y_axis.margin - fixed
+
+    side = int(fit_side(available, width - fixed - 100))
+    tok_y, key_x = plan[-1]
+    plot_h = int(rows_px(side))
+    margin = {
+        "l": width - fixed - side,
+        "r": bar2,
+        "t": TOP_PANEL_TITLE_PX,
+        "b": max(key_x.margin, x_numeric_margin()),
+    }
+    paper_w = width - margin["l"] - margin["r"]
+    x0 = [i * (w_vec + VECTOR_GAP_PX) for i in range(3)] + [
+        3 * w_vec + 2 * VECTOR_GAP_PX + bar1 + MATRIX_GAP_PX
+    ]
+    widths = [w_vec] * 3 + [side]
+    domains = [px_domain(a, a + w, 0, plot_h, paper_w, plot_h) for a, w in zip(x0, widths, strict=True)]
+
     labels = token_labels(tokens)
     data = [
         {
@@ -89,114 +179,125 @@ def qkv_figure(
             "xaxis": "x" if i == 0 else f"x{i + 1}",
             "yaxis": "y" if i == 0 else f"y{i + 1}",
         }
-        for i, (name, arr) in enumerate(zip("QKV", arrays, strict=True))
+        for i, (name, arr) in enumerate(zip("qkv", arrays, strict=True))
     ]
     data += [{**tr, "xaxis": "x4", "yaxis": "y4"} for tr in matrix_traces]
 
-    m_qkv = max(symmetric_range(a) for a in arrays)
-    if kind == "pattern":
+    if scores is None:
         axis2: dict[str, Any] = {"cmin": 0.0, "cmax": 1.0, "colorscale": pattern_colorscale()}
-        bar2 = "weight"
+        bar_title = "weight"
     else:
-        m_s = symmetric_range(np.where(np.isfinite(m), m, np.nan))
-        axis2 = {"cmin": -m_s, "cmax": m_s, "cmid": 0.0, "colorscale": DIVERGING}
-        bar2 = "score"
-    domains = grid_domains(1, 4, hspace=0.03, vspace=0.0, col_widths=[0.16, 0.16, 0.16, 0.52])
+        axis2 = scores.colors("c")
+        bar_title = "score"
     titles = (*PANEL_TITLES, MATRIX_TITLES[kind])
-    tok_y = token_axis(tokens)
-    key_x = token_axis(tokens, block, max_ticks=MATRIX_TICKS)
-    # Room for every label from the start (no second layout pass, see labels.axis_margin);
-    # the Q, K, V colorbar sits in the bottom margin, anchored to the figure, not the plot.
-    margin = {
-        "l": axis_margin(tok_y),
-        "r": COLORAXIS_BAR_PX,
-        "t": 60,
-        "b": max(axis_margin(key_x), NUMERIC_AXIS_PX) + H_COLORBAR_PX + 10,
+    # One x title under the three Q, K, V panels (an annotation: it is wider than one panel).
+    dims_title = {
+        "text": head_dim_title(d_head),
+        "x": (domains[0][0][0] + domains[2][0][1]) / 2,
+        "y": 0,
+        "xref": "paper",
+        "yref": "paper",
+        "xanchor": "center",
+        "yanchor": "top",
+        "yshift": -(x_numeric_margin(title=False) - 2),
+        "showarrow": False,
+        "font": {"size": AXIS_TITLE_FONT_PX},
     }
     layout: dict[str, Any] = {
-        "height": square_plot_px(-(-n // block)) + margin["t"] + margin["b"],
-        "margin": margin,
-        "annotations": [panel_title(t, *d) for t, d in zip(titles, domains, strict=True)],
+        "height": plot_h + margin["t"] + margin["b"],
+        "margin": {**margin, "pad": 0},
+        "annotations": [panel_title(t, *d) for t, d in zip(titles, domains, strict=True)] + [dims_title],
         "coloraxis": {
-            "cmin": -m_qkv,
-            "cmax": m_qkv,
-            "cmid": 0.0,
-            "colorscale": DIVERGING,
-            "colorbar": {
-                "title": {"text": "Q, K, V", "side": "top"},
-                "orientation": "h",
-                "x": 0.25,
-                "xanchor": "center",
-                "yref": "container",
-                "y": 0.0,
-                "yanchor": "bottom",
-                "len": 0.4,
-                "thickness": 10,
-            },
+            **qkv_scale.colors("c"),
+            # right beside the V panel, as tall as the plots
+            "colorbar": colorbar("Q, K, V", x=domains[2][0][1], ticks=qkv_ticks),
         },
-        # x=1 (not plotly's 1.02): a bar outside the paper pushes the margin by 2% of the width
-        "coloraxis2": {**axis2, "colorbar": {"title": {"text": bar2}, "thickness": 12, "x": 1.0}},
-        "meta": {"kind": kind, "block": block, "n_pos": n},
+        "coloraxis2": {**axis2, "colorbar": colorbar(bar_title, x=1.0, ticks=ticks2)},
+        "meta": {
+            "kind": kind,
+            "block": block,
+            "n_pos": n,
+            "width": width,
+            "plot_px": side,
+            "rows_px": plot_h,
+            "tick_step": tok_y.step,
+            "qkv_color": qkv_scale.meta(),
+            **({"color": scores.meta()} if scores is not None else {}),
+        },
     }
     for i, (xd, yd) in enumerate(domains):
         sx = "" if i == 0 else str(i + 1)
         if i < 3:
-            # one "d_head" title, under the middle of the three panels
-            layout[f"xaxis{sx}"] = {
-                "domain": xd,
-                "anchor": f"y{sx}",
-                "showgrid": False,
-                "zeroline": False,
-                "title": {"text": "d_head" if i == 1 else ""},
-            }
-            layout[f"yaxis{sx}"] = {**tok_y, "domain": yd, "anchor": f"x{sx}", "autorange": "reversed"}
+            layout[f"xaxis{sx}"] = {**_dims_axis(d_head), "domain": xd, "anchor": f"y{sx}"}
+            layout[f"yaxis{sx}"] = {**tok_y.props, "domain": yd, "anchor": f"x{sx}", "autorange": "reversed"}
             if i:  # same rows as Q: zoom together, label once
-                layout[f"yaxis{sx}"].update(matches="y", showticklabels=False)
-            else:
-                layout["yaxis"]["title"] = {"text": "pos"}
+                layout[f"yaxis{sx}"].update(matches="y", showticklabels=False, title=None)
         else:
-            layout["xaxis4"] = {**key_x, "domain": xd, "anchor": "y4", "title": {"text": "key_pos"}}
+            layout["xaxis4"] = {**key_x.props, "domain": xd, "anchor": "y4"}
+            # Rows line up with the Q, K, V rows (a pooled cell spans `block` of them): the
+            # token labels on the left serve every panel.
             layout["yaxis4"] = {
-                **token_axis(tokens, block),
+                "type": "category",
                 "domain": yd,
                 "anchor": "x4",
                 "autorange": "reversed",
+                "showticklabels": False,
+                "ticks": "",
+                "showgrid": False,
+                "zeroline": False,
             }
-            if block == 1:  # same rows as Q, K, V
-                layout["yaxis4"].update(matches="y", showticklabels=False)
+            if block == 1:
+                layout["yaxis4"]["matches"] = "y"
     return go.Figure({"data": data, "layout": layout})
 
 
-def head_output_heatmap(z: npt.ArrayLike, tokens: Sequence[object], *, title: str | None = None) -> go.Figure:
+def head_output_heatmap(
+    z: npt.ArrayLike, tokens: Sequence[object], *, title: str | None = None, width: int = FULL_WIDTH
+) -> go.Figure:
     """The head's output ``z = pattern V`` [pos, d_head], one row per token (pos 0 on top).
 
-    Diverging colors symmetric around 0. ``title`` is shown as given (escape user text with
-    ``safe_label``).
+    Diverging colors centred at 0, symmetric over the values or over the 99th percentile of
+    their magnitudes when a few outliers are more than 1.5 times larger (``layout.meta["color"]``
+    says which). Rows are at least 12 px apart while every token is labelled (up to 64), and
+    the plot fills a column ``width`` px wide. ``title`` is shown as given (escape user text
+    with ``safe_label``).
     """
     arr = as_float32(z, 2, "z", "[pos, d_head]")
     check_tokens(tokens, arr.shape[0], "z", tuple(arr.shape))
     if arr.shape[0] == 0:
         raise ValueError("z has shape (0, d_head): at least one token is needed")
-    m = symmetric_range(arr)
+    n, d_head = arr.shape
+    scale = robust_symmetric(arr)
+    ticks = scale.colorbar_ticks()
     trace = _vector_heatmap(
         arr,
         token_labels(tokens),
         "z",
-        zmin=-m,
-        zmax=m,
-        zmid=0.0,
-        colorscale=DIVERGING,
-        colorbar={"title": {"text": "z"}, "thickness": 12},
+        **scale.colors(),
+        colorbar=colorbar("z", ticks=ticks),
     )
-    n = arr.shape[0]
-    y_axis = token_axis(tokens)
-    margin = {"l": axis_margin(y_axis), "r": COLORBAR_PX, "t": 50 if title else 20, "b": NUMERIC_AXIS_PX}
+    plot_h = max(240, MIN_ROW_PX * n) if n <= LABEL_ALL else 560
+    step = tick_step(tokens, [("y", plot_h)])
+    y_axis = token_axis(tokens, plot_h, "y", step=step, title=TOKEN_TITLE)
+    margin = {
+        "l": y_axis.margin,
+        "r": colorbar_px(ticks["ticktext"]),
+        "t": TOP_TITLE_PX if title else TOP_BARE_PX,
+        "b": x_numeric_margin(),
+    }
     layout: dict[str, Any] = {
-        "height": min(640, max(200, 18 * n)) + margin["t"] + margin["b"],
-        "margin": margin,
-        "xaxis": {"title": {"text": "d_head"}, "showgrid": False, "zeroline": False},
-        "yaxis": {**y_axis, "autorange": "reversed", "title": {"text": "pos"}},
+        "height": plot_h + margin["t"] + margin["b"],
+        "margin": {**margin, "pad": 0},
+        "xaxis": {
+            "title": {"text": head_dim_title(d_head), "font": {"size": AXIS_TITLE_FONT_PX}, "standoff": 6},
+            "showgrid": False,
+            "zeroline": False,
+            "ticks": "",
+            "tickfont": {"size": 12},
+        },
+        "yaxis": {**y_axis.props, "autorange": "reversed"},
+        "meta": {"n_pos": n, "width": width, "tick_step": step, "color": scale.meta()},
     }
     if title:
-        layout["title"] = {"text": title}
+        layout["title"] = figure_title(title)
     return go.Figure({"data": [trace], "layout": layout})
