@@ -8,26 +8,34 @@ from tformer.figures.attention import attention_heatmap
 with ui.page_context(__file__) as ctx:
     ui.formula(scaled_dot_product_attention, code=False)
     cap = ctx.capture
-
-    left, right = st.columns([11, 9], gap="medium")
-    with left:
+    c1, c2 = st.columns([2, 1], vertical_alignment="bottom")
+    with c1:
         layer, head = ui.layer_head(ctx)
+    with c2:
         kind = ui.matrix_kind("show", "attention.kind")
-        st.plotly_chart(
-            attention_heatmap(
-                cap[kind][layer, head], ctx.labels, kind=kind, title=f"layer {layer}, head {head}"
-            ),
-            key="detail",
-        )
-        st.caption(
-            "Row = the query token, column = the key it looks at; each row of weights sums to 1. "
-            "Look for heads that attend to the previous token (a diagonal just below the main one), "
-            "to the first or last token (a bright column), or from a pronoun to the noun it stands for."
-        )
-    with right:
-        st.subheader("Every layer x every head")
-        ui.overview(ctx, (layer, head))
-        st.caption(
-            f"{cap.n_layers} layers x {cap.n_heads} heads, {cap.n_pos} tokens. Click a head to open it on "
-            "the left. Early layers often look locally; later ones link related words."
-        )
+
+    detail, notes = st.columns([4, 1], gap="medium")
+    detail.plotly_chart(
+        attention_heatmap(cap[kind][layer, head], ctx.labels, kind=kind, title=f"layer {layer}, head {head}"),
+        key="detail",
+    )
+    notes.markdown(
+        "**How to read it.** Each row is one token asking (the query); each column is a token it "
+        "may look at (the key)."
+    )
+    notes.caption(
+        "Weights: each row sums to 1; bright = much attention. Scores: what the softmax receives, "
+        "red above 0, blue below; masked cells are gray (-∞, weight 0)."
+    )
+    notes.caption(
+        "Look for a diagonal just below the main one (the previous token), a bright column (every "
+        "token looking at the first or last token), or a pronoun's row lighting up its noun."
+    )
+
+    st.subheader("Every layer x every head")
+    ui.overview(ctx, (layer, head))
+    st.caption(
+        f"{cap.n_layers} layers (rows) x {cap.n_heads} heads (columns), {cap.n_pos} tokens, the same "
+        "colors as above. Click a head (or tab to it and press Space) to open it. Early layers often "
+        "look at neighbours; later ones link related words."
+    )

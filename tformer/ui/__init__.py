@@ -23,6 +23,7 @@ from .context import (
     matrix_kind,
     overview,
     page_context,
+    section,
     select_head,
     source,
 )
@@ -77,6 +78,7 @@ __all__ = [
     "set_values",
     "shared_figure",
     "shift_check",
+    "section",
     "sinusoids",
     "source",
     "view",

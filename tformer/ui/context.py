@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import streamlit as st
 
 from ..capture import ATTENTION, TextCapture
@@ -16,6 +17,7 @@ from ..encoder import Encoder
 from ..figures.attention import Kind
 from ..figures.overview import head_grid_data
 from ..formulas import latex_of
+from ..tokenizer import Tokenizer
 from .binding import bind, set_values, view
 from .caches import ModelChoice, get_capture, get_model
 from .frame import Frame, draw_frame, no_traceback
@@ -68,11 +70,16 @@ def _open(script: str, names: Iterable[str]) -> PageContext:
         st.stop()
     choice = fr.choice
     try:
-        model, _ = get_model(choice)
+        model, tokenizer = get_model(choice)
         capture = get_capture(choice, fr.text, names)
     except ValueError as err:
         st.error(f"Could not run {choice.label}: {err}")
         st.stop()
+    if choice.source == "scratch":
+        st.info(random_weights_note(choice, capture), icon="🎲")
+    unknown = unknown_tokens(capture, tokenizer)
+    if unknown:
+        st.warning(unknown, icon="❓")
     enc = capture.encoded
     if enc.truncated:
         st.warning(
@@ -80,6 +87,39 @@ def _open(script: str, names: Iterable[str]) -> PageContext:
             f"at most {len(enc.ids)}, so only the first {len(enc.ids)} are shown."
         )
     return PageContext(fr, choice, capture, model)
+
+
+def random_weights_note(choice: ModelChoice, capture: TextCapture) -> str:
+    """What a from-scratch model's heads show before training, with this text's numbers."""
+    seed = choice.cfg.seed if choice.cfg is not None else 0
+    note = (
+        f"This encoder's weights are random (drawn from seed {seed}), not trained: its heads have "
+        "learned nothing yet, so their patterns are noise. Random attention is spread out: each "
+        "row gives many keys similar small weights, with no diagonal, column or block a trained "
+        "head would show (compare the pretrained MiniLM)."
+    )
+    if "pattern" in capture:
+        p = capture.pattern  # [layer, head_index, query_pos, key_pos]
+        allowed = np.maximum((p > 0).sum(-1), 1)  # keys each row may attend to
+        note += (
+            f" On this text the largest weight in a row is {float(p.max(-1).mean()):.3f} on average; "
+            f"spreading evenly over the allowed keys would give {float((1 / allowed).mean()):.3f}."
+        )
+    return note
+
+
+def unknown_tokens(capture: TextCapture, tokenizer: Tokenizer) -> str | None:
+    """A warning when much of the text is outside the model's vocabulary, else None."""
+    unk = tokenizer.unk_id
+    n = sum(1 for i in capture.encoded.ids if i == unk) if unk is not None else 0
+    if n == 0 or n < 0.2 * capture.n_pos:
+        return None
+    return (
+        f"{n} of the {capture.n_pos} tokens are unknown to this model's vocabulary (its [UNK] token): "
+        "the model sees them all as the same token, so their rows and columns look alike. MiniLM "
+        "was trained on English text; the from-scratch encoder's vocabulary has every Chinese "
+        "character (its weights are random until trained)."
+    )
 
 
 def layer_head(ctx: PageContext) -> tuple[int, int]:
@@ -101,6 +141,18 @@ def matrix_kind(label: str, key: str) -> Kind:
     choices = view().choices(key)
     picked = st.radio(label, choices, horizontal=True, format_func=MATRIX_LABELS.__getitem__, **bind(key))
     return "attn_scores" if picked == "attn_scores" else "pattern"
+
+
+def section(key: str, labels: dict[str, str], *, label: str = "show") -> str:
+    """One concept at a time: a segmented control over a page's sections, bound to the
+    view-state value ``key``. Only the chosen section is computed and drawn, which keeps a long
+    page fast and a projected screen focused. ``labels``: section -> its name on screen (the
+    sections offered, in order; a subset of the field's choices)."""
+    options = list(labels)
+    picked = st.segmented_control(
+        label, options, required=True, format_func=labels.__getitem__, **bind(key, options)
+    )
+    return str(picked if picked in labels else options[0])
 
 
 def select_head(layer: int, head: int) -> None:

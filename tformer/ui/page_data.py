@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from ..analysis import head_metrics, js_divergence_matrix, output_change
+from ..analysis import cluster_order, head_metrics, js_divergence_matrix, js_rows_budget, output_change
 from ..capture import ATTENTION, positional_table
 from ..interventions import ablate_heads, patterns_without_positions
 from ..positional import pe_shift_matrix, sinusoidal_encoding
@@ -62,13 +62,18 @@ def head_stats(choice: ModelChoice, text: str) -> dict[str, np.ndarray]:
 
 
 @st.cache_data(max_entries=16, show_spinner="Comparing heads...")
-def head_similarity(choice: ModelChoice, text: str) -> np.ndarray:
+def head_similarity(choice: ModelChoice, text: str) -> dict[str, Any]:
+    """JS divergence between every pair of heads, the clustered order, and how many query rows
+    the mean is over (evenly spaced ones when the text is long and the heads many)."""
     p = get_capture(choice, text, ATTENTION).pattern
-    return js_divergence_matrix(p.reshape(-1, *p.shape[2:]))
+    flat = p.reshape(-1, *p.shape[2:])  # [layer * head_index, query_pos, key_pos]
+    rows = js_rows_budget(flat.shape[0], flat.shape[1])
+    div = js_divergence_matrix(flat, max_rows=rows)
+    return {"divergence": div, "order": cluster_order(div), "rows": rows, "n_rows": flat.shape[1]}
 
 
 @st.cache_data(max_entries=32, show_spinner="Ablating...")
 def ablation_change(choice: ModelChoice, text: str, heads: tuple[tuple[int, int], ...]) -> np.ndarray:
-    ids = get_capture(choice, text, ATTENTION).encoded.ids
-    base, ablated = ablate_heads(get_model(choice)[0], ids, list(heads))
+    cap = get_capture(choice, text, ATTENTION)
+    base, ablated = ablate_heads(get_model(choice)[0], cap.encoded.ids, list(heads), base=cap.output)
     return output_change(base, ablated)

@@ -28,7 +28,7 @@ class PageSpec:
     key: str  # the page's namespace in the view state and in share links
     title: str  # navigation label and browser tab title
     heading: str  # the page's own header
-    icon: str  # an emoji: Material icons are fetched from an internet font host on every load
+    icon: str  # an emoji; a Material icon as the tab icon would be fetched from an internet host
     section: str
     script: str  # relative to the repo root: "app.py" for the start page, else "pages/<name>.py"
     summary: str  # one line on the start page's map

@@ -52,6 +52,7 @@ class QKVState:
 
 @dataclass
 class PositionalState:
+    section: str = _one_of("table", ("table", "offsets", "rotation", "learned", "without"))
     n_pos: int = _bounded(128, 8, 4096)
     dims: list[int] | None = field(default=None, metadata={"min": 0, "max": 4095})  # None: defaults
     pos: int = _bounded(3, 0, 10_000)
@@ -60,6 +61,7 @@ class PositionalState:
 
 @dataclass
 class HeadsState:
+    section: str = _one_of("compare", ("compare", "numbers", "likeness", "ablation"))
     compare: list[str] | None = field(default=None, metadata={"pattern": HEAD_NAME})
     metric: str = "entropy"
     ablate: list[str] | None = field(default=None, metadata={"pattern": HEAD_NAME})
