@@ -157,7 +157,7 @@ def page(context: Any, probe: PageProbe, request: pytest.FixtureRequest) -> Iter
     rep = getattr(request.node, "rep_call", None)
     if rep is not None and rep.failed:
         try:
-            screenshot(p, f"FAILED-{request.node.name}")
+            screenshot(p, f"FAILED-{request.node.name}", settle_ms=0)
         except Exception:
             pass
 

@@ -4,10 +4,12 @@ Two halves, both usable outside pytest (benchmarks/ imports this module):
 
 * `AppServer`: start `python -m streamlit run app.py` on a free loopback port, wait for
   `/_stcore/health`, stop the whole process group. No browser needed.
-* Page helpers taking a Playwright sync `Page`: `open_page`, `wait_idle`, `set_text`,
-  `set_widget`, `axis_ticktext`, `grid_heads`, `exception_boxes`, `screenshot`, and
-  `WsMonitor` (websocket bytes and finished script runs, seen through the Chrome DevTools
-  protocol). Playwright is imported lazily, so `AppServer` works where it is not installed.
+* Page helpers taking a Playwright sync `Page`: `open_page`, `nav_to`, `wait_idle`, `set_text`,
+  `set_widget`, `axis_ticktext`, `grid_heads`, `exception_boxes`, `screenshot` (the whole
+  page: the viewport is made as tall as the main area first), and `WsMonitor` (websocket
+  bytes and finished script runs, seen through the Chrome DevTools protocol). Playwright is
+  imported lazily, so `AppServer` works where it is not installed.
+* `app_pages()`: the registry (`PAGES`) of the app under test, read without importing it.
 
 Why the idle check is more than "script state is notRunning": the state is notRunning *before*
 a rerun starts too, it flips before React commits the new elements and before Plotly draws
@@ -67,6 +69,31 @@ RERUN_TIMEOUT_MS = 30_000
 
 def default_app_dir() -> Path:
     return Path(os.environ.get(APP_DIR_ENV) or REPO_ROOT).resolve()
+
+
+REGISTRY_FILE = Path("tformer") / "ui" / "registry.py"
+
+
+def app_pages(app_dir: Path | None = None) -> tuple[Any, ...]:
+    """`PAGES` (tformer.ui.registry) of the app under test: its registry.py read on its own,
+    without importing tformer.ui (Streamlit, torch, the figures), so a benchmark or a test of
+    a copy of the app (TFORMER_APP_DIR) loops over that app's pages. Falls back to the installed
+    tformer.ui.registry when the app folder has no such file."""
+    import importlib.util
+
+    path = (app_dir or default_app_dir()) / REGISTRY_FILE
+    if not path.is_file():
+        from tformer.ui.registry import PAGES
+
+        return PAGES
+    name = f"_tformer_registry_{abs(hash(str(path)))}"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look their module up while the class is made
+        spec.loader.exec_module(module)
+    return tuple(sys.modules[name].PAGES)
 
 
 def free_port() -> int:
@@ -279,6 +306,10 @@ INIT_SCRIPT = """
   window.addEventListener('keydown', (e) => {
     if (e.key === 'Enter') window.__stKeyAt = performance.now();
   }, true);
+  // When the page saw the last click (a sidebar page link, a button): page-open latency
+  // starts here.
+  window.__stClickAt = null;
+  window.addEventListener('click', () => { window.__stClickAt = performance.now(); }, true);
   window.__stWsFinished = 0;
   const hasFinished = (buf) => {
     let i = 0;
@@ -417,7 +448,7 @@ _IDLE_JS = r"""
   const lastMut = w.__stChartMut || 0;
   if (now - lastMut < arg.quietMs) return false;
   return {sig: s, drawnAt: w.__stIdle.t, settledAt: Math.max(w.__stIdle.t, lastMut),
-          charts: charts.length, keyAt: w.__stKeyAt ?? null};
+          charts: charts.length, keyAt: w.__stKeyAt ?? null, clickAt: w.__stClickAt ?? null};
 }
 """
 
@@ -456,6 +487,7 @@ class Idle:
     settled_at_ms: float  # end of the last chart redraw: the page stopped changing
     charts: int
     key_at_ms: float | None = None  # the last Enter keydown the page saw (a text commit)
+    click_at_ms: float | None = None  # the last click the page saw (a page link, a button)
 
 
 class WsMonitor:
@@ -572,12 +604,13 @@ def wait_idle(
             raise
         raise _timeout(page, timeout, "the page did not settle") from e
     v = h.json_value()
-    key_at = v.get("keyAt")
+    key_at, click_at = v.get("keyAt"), v.get("clickAt")
     return Idle(
         float(v["drawnAt"]),
         float(v["settledAt"]),
         int(v["charts"]),
         None if key_at is None else float(key_at),
+        None if click_at is None else float(click_at),
     )
 
 
@@ -843,10 +876,58 @@ def alert_texts(page: Page) -> list[str]:
     return page.locator('[data-testid="stAlert"]').all_inner_texts()
 
 
-def screenshot(page: Page, name: str) -> Path:
+# Chromium refuses (or tiles badly) screenshots much taller than this.
+MAX_SCREENSHOT_HEIGHT = 16_000
+_MAIN_HEIGHT_JS = """() => { const m = document.querySelector('[data-testid="stMain"]');
+                          return m ? m.scrollHeight : null; }"""
+
+
+def main_scroll_height(page: Page) -> int | None:
+    """Height of everything in the main area: Streamlit scrolls inside [data-testid=stMain],
+    not the document, so the document's own height is only the viewport's."""
+    h = page.evaluate(_MAIN_HEIGHT_JS)
+    return None if h is None else int(h)
+
+
+def _settle_after_resize(page: Page, timeout: float) -> None:
+    # A resize can change the main area's width (its scrollbar goes), and Plotly then lays its
+    # charts out again: wait for the charts to be drawn and quiet. On a page that never settles
+    # (a failing test's page) take the picture anyway.
+    if timeout <= 0:
+        return
+    try:
+        wait_idle(page, timeout)
+    except Exception as e:
+        if type(e).__name__ != "TimeoutError":
+            raise
+
+
+def screenshot(page: Page, name: str, *, settle_ms: float = 10_000) -> Path:
+    """The whole page (main area included past the fold) as artifacts/screenshots/<name>.png.
+
+    Playwright's full_page sees only the viewport (Streamlit scrolls inside stMain), so the
+    viewport is made as tall as the main area's content for the shot, then set back. Each
+    resize waits up to `settle_ms` for the charts to settle (0: no waiting, for failure shots).
+    """
     out = ARTIFACTS_DIR / "screenshots" / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.png"
     out.parent.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(out), full_page=True)
+    size = page.viewport_size
+    height = main_scroll_height(page) if size else None
+    if not size or height is None or height <= size["height"]:
+        page.screenshot(path=str(out), full_page=True)
+        return out
+    try:
+        for _ in range(3):  # content can grow once the viewport is taller: measure again
+            page.set_viewport_size({"width": size["width"], "height": min(height, MAX_SCREENSHOT_HEIGHT)})
+            _settle_after_resize(page, settle_ms)
+            new = main_scroll_height(page) or height
+            if new <= height or height >= MAX_SCREENSHOT_HEIGHT:
+                break
+            height = new
+        page.screenshot(path=str(out), full_page=True)
+    finally:
+        page.set_viewport_size(size)
+        _settle_after_resize(page, settle_ms)
     return out
 
 
