@@ -50,7 +50,9 @@ with ui.page_context(__file__) as ctx:
             "away it looks. self / prev / first / cls / sep: the share of weight on that token "
             "(cls and sep are the tokenizer's first and last special tokens). Click a column to sort."
         )
-        st.dataframe(metrics_table(metrics, decimals=3), hide_index=True, height=560, width="stretch")
+        table = metrics_table(metrics, decimals=3)
+        # every head's row on screen for up to 72 heads (MiniLM); a scroll beyond that
+        st.dataframe(table, hide_index=True, height=35 * (min(len(table), 72) + 1) + 3, width="stretch")
 
     elif part == "likeness":
         ui.formula(js_divergence_matrix)

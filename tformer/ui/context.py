@@ -94,9 +94,9 @@ def random_weights_note(choice: ModelChoice, capture: TextCapture) -> str:
     seed = choice.cfg.seed if choice.cfg is not None else 0
     note = (
         f"This encoder's weights are random (drawn from seed {seed}), not trained: its heads have "
-        "learned nothing yet, so their patterns are noise. Random attention is spread out: each "
-        "row gives many keys similar small weights, with no diagonal, column or block a trained "
-        "head would show (compare the pretrained MiniLM)."
+        "learned nothing yet. Random attention puts each row's weight on keys picked by chance, "
+        "not by meaning or position: scattered bright cells, with none of the diagonals, columns "
+        "or blocks a trained head shows (compare the pretrained MiniLM)."
     )
     if "pattern" in capture:
         p = capture.pattern  # [layer, head_index, query_pos, key_pos]
