@@ -2,11 +2,11 @@
 
 import streamlit as st
 
-from tformer import scaled_dot_product_attention, ui
+from tformer import ui
 from tformer.figures.attention import attention_heatmap
 
 with ui.page_context(__file__) as ctx:
-    ui.formula(scaled_dot_product_attention, code=False)
+    ui.formula("scaled_dot_product_attention", code=False)
     cap = ctx.capture
     c1, c2 = st.columns([2, 1], vertical_alignment="bottom")
     with c1:

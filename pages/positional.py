@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from tformer import pe_shift_matrix, sinusoidal_encoding, ui
+from tformer import ui
 from tformer.analysis import offset_similarity
 from tformer.figures.positional import (
     attention_diff_figure,
@@ -35,7 +35,7 @@ with ui.page_context(__file__) as ctx:
         pe = ui.sinusoids(n_pos, d)  # [pos, d_model]
 
     if part == "table":
-        ui.formula(sinusoidal_encoding)
+        ui.formula("sinusoidal_encoding")
         all_dims = list(range(d))
         # wavelengths spread from ~6 positions to tens of thousands
         default_dims = [i for i in (0, 1, d // 8, d // 4, d // 2, d - 2) if 0 <= i < d]
@@ -72,7 +72,7 @@ with ui.page_context(__file__) as ctx:
         b.caption("Mean and spread of PE_p · PE_(p+k) over all p, for each offset k: the spread is ~0.")
 
     elif part == "rotation":
-        ui.formula(pe_shift_matrix)
+        ui.formula("pe_shift_matrix")
         c3, c4 = st.columns(2)
         pos = c3.number_input("pos", 0, 10_000, **ui.bind("positional.pos"))
         k = c4.number_input("k", -1000, 1000, **ui.bind("positional.k"))

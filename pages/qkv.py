@@ -2,11 +2,11 @@
 
 import streamlit as st
 
-from tformer import MultiHeadAttention, attention_scores, scaled_dot_product_attention, ui
+from tformer import ui
 from tformer.figures.qkv import head_output_heatmap, qkv_figure
 
 with ui.page_context(__file__) as ctx:
-    ui.formula(MultiHeadAttention.forward, label="The code of the attention layer")
+    ui.formula("MultiHeadAttention.forward", label="The code of the attention layer")
     cap = ctx.capture
     layer, head = ui.layer_head(ctx)
     kind = ui.matrix_kind("beside Q, K, V show", "qkv.kind")
@@ -17,10 +17,10 @@ with ui.page_context(__file__) as ctx:
         f"{q.shape[1]}). Score[i, j] is the dot product of Q row i with K row j, divided by "
         f"√{q.shape[1]}: a query and key that point the same way give a high score."
     )
-    ui.source(attention_scores, label="The code that computed the scores")
+    ui.source("attention_scores", label="The code that computed the scores")
 
     st.subheader("What the head outputs")
-    ui.formula(scaled_dot_product_attention)
+    ui.formula("scaled_dot_product_attention")
     st.plotly_chart(head_output_heatmap(cap.z[layer, :, head, :], ctx.labels), key="z")
     st.caption(
         "Each output row is a weighted average of the V rows, with this head's weights. "

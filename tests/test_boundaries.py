@@ -83,3 +83,24 @@ def test_figure_builders_load_no_streamlit():
     code = "import sys, tformer.figures, tformer.analysis; print('streamlit' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("package", ["tformer", "tformer.ui"])
+def test_no_lazy_name_is_also_a_submodule(package):
+    """An imported submodule becomes a package attribute and would shadow the lazy name of the
+    same spelling (``ui.frame`` the function vs ``tformer/ui/frame.py``)."""
+    import importlib
+
+    pkg = importlib.import_module(package)
+    folder = Path(pkg.__file__).parent
+    clashes = [n for n in pkg._EXPORTS if (folder / f"{n}.py").exists() or (folder / n).is_dir()]
+    assert clashes == []
+
+
+@pytest.mark.parametrize("package", ["tformer", "tformer.ui"])
+def test_every_lazy_name_resolves(package):
+    import importlib
+
+    pkg = importlib.import_module(package)
+    for name in pkg.__all__:
+        assert getattr(pkg, name) is not None, name

@@ -25,7 +25,10 @@ def formulas_shown(path: Path) -> list[object]:
         for n in ast.walk(tree)
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "formula"
     ]
-    return [eval(compile(ast.Expression(c.args[0]), str(path), "eval"), namespace) for c in calls]
+    # a page names tformer's torch functions by a string (its imports stay free of torch)
+    from tformer.ui.context import resolve
+
+    return [resolve(eval(compile(ast.Expression(c.args[0]), str(path), "eval"), namespace)) for c in calls]
 
 
 SHOWN = [(p.name, fn) for p in PAGES for fn in formulas_shown(p)]

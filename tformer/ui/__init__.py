@@ -1,85 +1,109 @@
 """Streamlit glue shared by the pages: the page registry, the view state, caches, the frame.
 
 Only the app imports this package (``import tformer`` does not load Streamlit). Pages stay thin:
-they call `page_context(__file__, names)` (or `frame(__file__)` when they need no text), pick a
-figure builder from `tformer.figures` and render.
+``with ui.page_context(__file__, names) as ctx:`` (or ``with ui.frame(__file__):`` when they
+need no text), a figure builder from `tformer.figures`, render. Names are imported from their
+modules on first use (PEP 562): importing this package loads no torch, which lets a fresh
+server's first page start the browser's chart code early (`tformer.ui.warm`).
 """
 
-from .binding import bind, set_values, view
-from .caches import (
-    CaptureTooLarge,
-    ModelChoice,
-    device,
-    get_capture,
-    get_model,
-    set_threads,
-    shared_figure,
-)
-from .context import (
-    MATRIX_LABELS,
-    PageContext,
-    formula,
-    layer_head,
-    matrix_kind,
-    overview,
-    page_context,
-    section,
-    select_head,
-    source,
-)
-from .frame import Frame, frame, no_traceback
-from .page_data import (
-    ablation_change,
-    head_names,
-    head_similarity,
-    head_stats,
-    model_positions,
-    patterns_without_pe,
-    shift_check,
-    sinusoids,
-)
-from .registry import PAGES, SECTIONS, PageSpec, by_section
-from .state import AttentionState, HeadsState, PositionalState, QKVState, ViewState
+from __future__ import annotations
 
-__all__ = [
-    "MATRIX_LABELS",
-    "matrix_kind",
-    "PAGES",
-    "SECTIONS",
-    "AttentionState",
-    "CaptureTooLarge",
-    "Frame",
-    "HeadsState",
-    "ModelChoice",
-    "PageContext",
-    "PageSpec",
-    "PositionalState",
-    "QKVState",
-    "ViewState",
-    "ablation_change",
-    "bind",
-    "by_section",
-    "device",
-    "formula",
-    "frame",
-    "get_capture",
-    "get_model",
-    "head_names",
-    "head_similarity",
-    "head_stats",
-    "layer_head",
-    "model_positions",
-    "no_traceback",
-    "overview",
-    "page_context",
-    "patterns_without_pe",
-    "select_head",
-    "set_threads",
-    "set_values",
-    "shared_figure",
-    "shift_check",
-    "section",
-    "sinusoids",
-    "source",
-    "view",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS: dict[str, str] = {
+    "bind": "binding",
+    "set_values": "binding",
+    "view": "binding",
+    "CaptureTooLarge": "caches",
+    "ModelChoice": "caches",
+    "device": "caches",
+    "get_capture": "caches",
+    "get_model": "caches",
+    "set_threads": "caches",
+    "shared_figure": "caches",
+    "MATRIX_LABELS": "context",
+    "PageContext": "context",
+    "formula": "context",
+    "layer_head": "context",
+    "matrix_kind": "context",
+    "overview": "context",
+    "section": "context",
+    "select_head": "context",
+    "source": "context",
+    "frame": "entry",
+    "page_context": "entry",
+    "Frame": "page_frame",
+    "no_traceback": "guard",
+    "ablation_change": "page_data",
+    "head_names": "page_data",
+    "head_similarity": "page_data",
+    "head_stats": "page_data",
+    "model_positions": "page_data",
+    "patterns_without_pe": "page_data",
+    "shift_check": "page_data",
+    "sinusoids": "page_data",
+    "PAGES": "registry",
+    "SECTIONS": "registry",
+    "PageSpec": "registry",
+    "by_section": "registry",
+    "AttentionState": "state",
+    "HeadsState": "state",
+    "PositionalState": "state",
+    "QKVState": "state",
+    "ViewState": "state",
+}
+
+if TYPE_CHECKING:
+    from .binding import bind, set_values, view
+    from .caches import (
+        CaptureTooLarge,
+        ModelChoice,
+        device,
+        get_capture,
+        get_model,
+        set_threads,
+        shared_figure,
+    )
+    from .context import (
+        MATRIX_LABELS,
+        PageContext,
+        formula,
+        layer_head,
+        matrix_kind,
+        overview,
+        section,
+        select_head,
+        source,
+    )
+    from .entry import frame, page_context
+    from .page_frame import Frame
+    from .guard import no_traceback
+    from .page_data import (
+        ablation_change,
+        head_names,
+        head_similarity,
+        head_stats,
+        model_positions,
+        patterns_without_pe,
+        shift_check,
+        sinusoids,
+    )
+    from .registry import PAGES, SECTIONS, PageSpec, by_section
+    from .state import AttentionState, HeadsState, PositionalState, QKVState, ViewState
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tformer.ui' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

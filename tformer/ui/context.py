@@ -4,8 +4,7 @@ for, the chosen head; and the helpers every such page shares."""
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +19,7 @@ from ..formulas import latex_of
 from ..tokenizer import Tokenizer
 from .binding import bind, set_values, view
 from .caches import ModelChoice, get_capture, get_model
-from .frame import Frame, draw_frame, no_traceback
+from .page_frame import Frame, draw_frame
 from .head_grid import head_grid
 from .state import ViewState
 
@@ -45,22 +44,10 @@ class PageContext:
         return self.capture.labels
 
 
-@contextmanager
-def page_context(script: str, names: Iterable[str] = ATTENTION) -> Iterator[PageContext]:
-    """Draw the frame, then capture ``names`` (short hook names) for the current text::
-
-        with ui.page_context(__file__, ("pattern", "resid_mid")) as ctx:
-            ...  # the page, guarded: an error becomes a short message, never a traceback
-
-    Shows a friendly message and stops the page when there is nothing to show: invalid model
-    settings, no text, a model that cannot run, a capture over the memory guard.
-    """
-    ctx = _open(script, names)
-    with no_traceback():
-        yield ctx
-
-
-def _open(script: str, names: Iterable[str]) -> PageContext:
+def open_page(script: str, names: Iterable[str] | None = None) -> PageContext:
+    """The frame drawn and the capture of ``names`` (default: the attention set) made, or a
+    message and st.stop(); `tformer.ui.page_context` wraps this for the pages."""
+    names = ATTENTION if names is None else names
     fr = draw_frame(script)
     if fr.choice is None:
         st.info("Fix the model settings in the sidebar to see the attention.")
@@ -175,15 +162,32 @@ def overview(ctx: PageContext, selected: tuple[int, int], *, key: str = "overvie
     )
 
 
-def formula(fn: Callable[..., Any], *, code: bool = True, label: str = "The code that computed it") -> None:
+def resolve(fn: Callable[..., Any] | str) -> Callable[..., Any]:
+    """A function, or the name of one in tformer (``"MultiHeadAttention.forward"``): pages name
+    the torch functions they show, so that their own imports stay free of torch."""
+    if not isinstance(fn, str):
+        return fn
+    import tformer
+
+    obj: Any = tformer
+    for part in fn.split("."):
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise TypeError(f"tformer.{fn} is not a function")
+    return obj
+
+
+def formula(
+    fn: Callable[..., Any] | str, *, code: bool = True, label: str = "The code that computed it"
+) -> None:
     """The formula in ``fn``'s docstring, and (collapsed) ``fn``'s source: written once, beside
     the function that computes it, so the page and the code cannot drift apart."""
-    st.latex(latex_of(fn))
+    st.latex(latex_of(resolve(fn)))
     if code:
         source(fn, label=label)
 
 
-def source(fn: Callable[..., Any], *, label: str = "The code that computed it") -> None:
+def source(fn: Callable[..., Any] | str, *, label: str = "The code that computed it") -> None:
     """``fn``'s source in a collapsed box."""
     with st.expander(label):
-        st.code(inspect.getsource(fn), language="python")
+        st.code(inspect.getsource(resolve(fn)), language="python")

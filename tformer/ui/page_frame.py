@@ -6,41 +6,16 @@ Each page calls it itself (the pages-directory mode runs a page's script alone; 
 
 from __future__ import annotations
 
-import logging
-import re
-import traceback
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import streamlit as st
 
 from .binding import pop_notices, view
 from .caches import ModelChoice, set_threads
+from .guard import MAX_NOTICES, no_traceback, plain
 from .registry import PageSpec, page_for
 from .sidebar import model_and_text, page_links
 from .state import ViewState
-
-log = logging.getLogger("tformer.app")
-MAX_NOTICES = 5
-_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>$~:])")
-
-
-def plain(text: str, max_chars: int = 80) -> str:
-    """``text`` (from a URL or the user) as inert markdown: control characters dropped,
-    every markdown and LaTeX sign escaped, cut to ``max_chars``."""
-    text = "".join(ch for ch in text if ch.isprintable())[:max_chars]
-    return _MARKDOWN.sub(r"\\\1", text)
-
-
-@contextmanager
-def no_traceback() -> Iterator[None]:
-    """Turn any error escaping a page into a short message: a user never sees a traceback."""
-    try:
-        yield
-    except Exception as err:  # Streamlit's stop/rerun are BaseExceptions and pass through
-        log.error("page failed:\n%s", traceback.format_exc())
-        st.error(f"Something went wrong while drawing this page ({type(err).__name__}): {err}")
 
 
 @dataclass(frozen=True)
@@ -52,18 +27,6 @@ class Frame:
     @property
     def text(self) -> str:
         return self.view.text
-
-
-@contextmanager
-def frame(script: str) -> Iterator[Frame]:
-    """The frame for a page that needs no text (pass ``__file__``); the body is guarded::
-
-    with ui.frame(__file__) as fr:
-        ...
-    """
-    fr = draw_frame(script)
-    with no_traceback():
-        yield fr
 
 
 def draw_frame(script: str) -> Frame:

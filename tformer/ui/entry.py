@@ -1,0 +1,62 @@
+"""How a page script starts: ``with ui.page_context(__file__) as ctx:`` or ``with ui.frame(__file__)``.
+
+Importing this module loads neither torch nor the model, so a page whose top-level imports are
+only this package, figure builders and analysis starts the browser loading its chart code
+(`tformer.ui.warm`) before torch is imported on a fresh server's first run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from .guard import no_traceback
+from .warm import prefetch_charts
+
+if TYPE_CHECKING:
+    from .context import PageContext
+    from .page_frame import Frame
+
+
+@contextmanager
+def page_context(script: str, names: Iterable[str] | None = None) -> Iterator[PageContext]:
+    """Draw the frame, then capture ``names`` (short hook names; the attention set by default)
+    for the current text; the page inside the ``with`` block is guarded (an error becomes a
+    short message, never a traceback)::
+
+        with ui.page_context(__file__, ["pattern", "resid_mid"]) as ctx:
+            ...
+
+    Shows a friendly message and stops the page when there is nothing to show: invalid model
+    settings, no text, a model that cannot run, a capture over the memory guard.
+    """
+    slot = prefetch_charts()
+    try:
+        from .context import open_page  # torch is imported from here on
+
+        ctx = open_page(script, names)
+        with no_traceback():
+            yield ctx
+    finally:
+        if slot is not None:
+            slot.empty()
+
+
+@contextmanager
+def frame(script: str) -> Iterator[Frame]:
+    """The frame for a page that needs no text (pass ``__file__``); the body is guarded::
+
+    with ui.frame(__file__) as fr:
+        ...
+    """
+    slot = prefetch_charts()
+    try:
+        from .page_frame import draw_frame
+
+        fr = draw_frame(script)
+        with no_traceback():
+            yield fr
+    finally:
+        if slot is not None:
+            slot.empty()
