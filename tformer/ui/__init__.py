@@ -78,7 +78,6 @@ if TYPE_CHECKING:
         source,
     )
     from .entry import frame, page_context
-    from .page_frame import Frame
     from .guard import no_traceback
     from .page_data import (
         ablation_change,
@@ -90,6 +89,7 @@ if TYPE_CHECKING:
         shift_check,
         sinusoids,
     )
+    from .page_frame import Frame
     from .registry import PAGES, SECTIONS, PageSpec, by_section
     from .state import AttentionState, HeadsState, PositionalState, QKVState, ViewState
 

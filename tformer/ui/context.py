@@ -19,8 +19,8 @@ from ..formulas import latex_of
 from ..tokenizer import Tokenizer
 from .binding import bind, set_values, view
 from .caches import ModelChoice, get_capture, get_model
-from .page_frame import Frame, draw_frame
 from .head_grid import head_grid
+from .page_frame import Frame, draw_frame
 from .state import ViewState
 
 
