@@ -1,0 +1,284 @@
+r"""One encoder layer, step by step, recomputed in numpy from the previous step's captured tensor.
+
+Each function is one step of the lesson, with its formula in its docstring; `walk_layer` chains
+them for one layer and head in the order the model runs them (post-norm, as the paper and
+MiniLM, or pre-norm) and says, for each step, which hook holds the model's own value, so a page
+can show the numbers and a test can check that they are the model's (they agree to ~1e-6).
+Inputs are the arrays of a `TextCapture` (batch dropped) and the layer's weights
+(`layer_weights`); nothing here runs the model again.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+Array = npt.NDArray[np.float32]
+
+
+def input_sum(embed: Array, pos_embed: Array, token_type_embed: Array | None = None) -> Array:
+    r"""The encoder's input: each token's embedding plus its position's vector.
+
+    .. math::
+        X = \mathrm{Embed}(t) + PE
+    """
+    x = embed + pos_embed
+    return x if token_type_embed is None else x + token_type_embed
+
+
+def project(x: Array, w: Array, b: Array) -> Array:
+    r"""One head's projection of X [pos, d_model] with its rows of W [d_head, d_model] and b.
+
+    .. math::
+        Q = XW_Q + b_Q,\quad K = XW_K + b_K,\quad V = XW_V + b_V
+    """
+    return x @ w.T + b  # [pos, d_head]
+
+
+def raw_scores(q: Array, k: Array) -> Array:
+    r"""Every query against every key: the dot products q_i·k_j.
+
+    .. math::
+        s_{ij} = q_i \cdot k_j = \sum_d q_{id}\,k_{jd}
+    """
+    return q @ k.T  # [query_pos, key_pos]
+
+
+def scale(scores: Array, d_k: int) -> Array:
+    r"""Divide by √d_k, so the scores' spread does not grow with d_k.
+
+    .. math::
+        \frac{QK^\top}{\sqrt{d_k}}
+    """
+    return scores / np.float32(math.sqrt(d_k))
+
+
+def apply_mask(scaled: Array, allowed: npt.NDArray[np.bool_] | None) -> Array:
+    r"""Masked positions get −∞, so the softmax gives them weight exactly 0.
+
+    .. math::
+        s_{ij} = -\infty \ \text{where } j \text{ is masked for } i
+    """
+    if allowed is None:
+        return scaled
+    return np.where(allowed, scaled, np.float32(-np.inf)).astype(np.float32)
+
+
+def softmax_rows(masked: Array) -> Array:
+    r"""Softmax over each row (the keys): weights ≥ 0 that sum to 1; a fully masked row is 0.
+
+    .. math::
+        p_{ij} = \frac{e^{s_{ij}}}{\sum_{j'} e^{s_{ij'}}}
+    """
+    top = np.max(masked, axis=-1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    e = np.exp(masked - top)
+    total = e.sum(-1, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0).astype(np.float32)
+
+
+def weighted_values(pattern: Array, v: Array) -> Array:
+    r"""Each query's output: the values, weighted by its row of the pattern.
+
+    .. math::
+        z_i = \sum_j p_{ij}\, v_j
+    """
+    return pattern @ v  # [query_pos, d_head]
+
+
+def concat_heads(z: Array) -> Array:
+    r"""All heads' outputs side by side: [pos, head_index, d_head] -> [pos, d_model].
+
+    .. math::
+        \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)
+    """
+    return z.reshape(z.shape[0], -1)
+
+
+def output_projection(concat: Array, w_o: Array, b_o: Array) -> Array:
+    r"""Mix the heads back into d_model with W_O.
+
+    .. math::
+        \mathrm{MultiHead}(X) = \mathrm{Concat}(\mathrm{head}_1,\dots,\mathrm{head}_h)\,W_O + b_O
+    """
+    return concat @ w_o.T + b_o
+
+
+def add_residual(x: Array, sublayer_out: Array) -> Array:
+    r"""The residual connection: the sublayer adds to its input instead of replacing it.
+
+    .. math::
+        x + \mathrm{SubLayer}(x)
+    """
+    return x + sublayer_out
+
+
+@dataclass(frozen=True)
+class Normalized:
+    mean: Array  # [pos, 1] μ
+    scale: Array  # [pos, 1] σ (the hook ln*_scale)
+    normalized: Array  # [pos, d_model] (x - μ) / σ (the hook ln*_normalized)
+    out: Array  # [pos, d_model] γ ⊙ normalized + β
+
+
+def layer_norm(x: Array, gamma: Array, beta: Array, eps: float) -> Normalized:
+    r"""Normalise each token over d_model, then scale by γ and shift by β.
+
+    .. math::
+        \mathrm{LayerNorm}(x) = \gamma \odot \frac{x - \mu}{\sigma} + \beta,\qquad
+        \sigma = \sqrt{\mathrm{Var}(x) + \varepsilon}
+    """
+    mean = x.mean(-1, keepdims=True)
+    sigma = np.sqrt(((x - mean) ** 2).mean(-1, keepdims=True) + np.float32(eps)).astype(np.float32)
+    normalized = ((x - mean) / sigma).astype(np.float32)
+    return Normalized(mean, sigma, normalized, (normalized * gamma + beta).astype(np.float32))
+
+
+def ffn_in(x: Array, w1: Array, b1: Array) -> Array:
+    r"""The FFN's first layer: d_model -> d_ff (4 × d_model by default).
+
+    .. math::
+        h = xW_1 + b_1
+    """
+    return x @ w1.T + b1
+
+
+def activation(h: Array, kind: str) -> Array:
+    r"""The nonlinearity between the FFN's two layers: ReLU (the paper) or GELU (BERT).
+
+    .. math::
+        \mathrm{ReLU}(h) = \max(0, h),\qquad \mathrm{GELU}(h) = h\,\Phi(h)
+    """
+    if kind == "relu":
+        return np.maximum(h, np.float32(0.0))
+    erf = np.vectorize(math.erf, otypes=[np.float64])
+    return (0.5 * h * (1.0 + erf(h.astype(np.float64) / math.sqrt(2.0)))).astype(np.float32)
+
+
+def ffn_out(a: Array, w2: Array, b2: Array) -> Array:
+    r"""The FFN's second layer: back from d_ff to d_model.
+
+    .. math::
+        \mathrm{FFN}(x) = \max(0, xW_1 + b_1)W_2 + b_2
+    """
+    return a @ w2.T + b2
+
+
+@dataclass(frozen=True)
+class Step:
+    key: str  # stable id, e.g. "scale"
+    title: str
+    value: Array
+    fn: Callable[..., Any]  # the function that computed it (its docstring holds the formula)
+    # capture short name -> this step's recomputed array that must equal it (for q, k, v,
+    # attn_scores, pattern and z: this head's slice of the capture)
+    checks: Mapping[str, Array] = field(default_factory=dict)
+    extra: Mapping[str, Array] = field(default_factory=dict)  # e.g. μ and σ of a LayerNorm
+
+
+def _ln_step(key: str, title: str, ln: Normalized, checks: dict[str, Array]) -> Step:
+    name = key  # "ln1" | "ln2": the LayerNorm's hooks are <name>_scale and <name>_normalized
+    checks = {f"{name}_scale": ln.scale, f"{name}_normalized": ln.normalized, **checks}
+    extra = {"mean": ln.mean, "scale": ln.scale, "normalized": ln.normalized}
+    return Step(key, title, ln.out, layer_norm, checks, extra)
+
+
+def layer_weights(model: Any, layer: int) -> dict[str, Array]:
+    """The weights of block ``layer`` of a tformer Encoder, as float32 numpy (CPU)."""
+    block = model.blocks[layer]
+
+    def np32(t: Any) -> Array:
+        return t.detach().to("cpu").float().numpy()
+
+    return {
+        "qkv_w": np32(block.attn.qkv.weight),  # [3 * d_model, d_model], rows Q;K;V
+        "qkv_b": np32(block.attn.qkv.bias),
+        "o_w": np32(block.attn.out.weight),
+        "o_b": np32(block.attn.out.bias),
+        "ln1_g": np32(block.ln1.weight),
+        "ln1_b": np32(block.ln1.bias),
+        "ln2_g": np32(block.ln2.weight),
+        "ln2_b": np32(block.ln2.bias),
+        "fc1_w": np32(block.mlp.fc1.weight),
+        "fc1_b": np32(block.mlp.fc1.bias),
+        "fc2_w": np32(block.mlp.fc2.weight),
+        "fc2_b": np32(block.mlp.fc2.bias),
+    }
+
+
+def walk_layer(
+    acts: Mapping[str, Array],
+    weights: Mapping[str, Array],
+    *,
+    n_heads: int,
+    head: int,
+    norm: str,
+    act: str,
+    eps: float,
+    causal: bool,
+) -> list[Step]:
+    """Every step of one layer for one head, each computed from the previous step's value,
+    starting from the layer's input ``acts["resid_pre"]`` [pos, d_model]. ``acts`` holds this
+    layer's captured arrays (for the Q, K, V and z of every head: [pos, head_index, d_head])."""
+    x = acts["resid_pre"]
+    n, d_model = x.shape
+    dh = d_model // n_heads
+    rows = slice(head * dh, (head + 1) * dh)
+    w, b = weights["qkv_w"], weights["qkv_b"]
+    steps: list[Step] = [Step("input", "the layer's input X", x, input_sum, {"resid_pre": x})]
+
+    attn_in = x
+    if norm == "pre":
+        ln = layer_norm(x, weights["ln1_g"], weights["ln1_b"], eps)
+        steps.append(_ln_step("ln1", "LayerNorm before attention", ln, {}))
+        attn_in = ln.out
+    q = project(attn_in, w[rows], b[rows])
+    k = project(attn_in, w[d_model:][rows], b[d_model:][rows])
+    v = project(attn_in, w[2 * d_model :][rows], b[2 * d_model :][rows])
+    steps += [
+        Step(name, f"{name.upper()} = XW_{name.upper()}", t, project, {name: t})
+        for name, t in (("q", q), ("k", k), ("v", v))
+    ]
+    s = raw_scores(q, k)
+    steps.append(Step("raw", "scores q·k", s, raw_scores))
+    s = scale(s, dh)
+    steps.append(Step("scale", "÷ √d_k", s, scale))
+    allowed = np.tril(np.ones((n, n), dtype=bool)) if causal else None
+    s = apply_mask(s, allowed)
+    steps.append(Step("mask", "mask", s, apply_mask, {"attn_scores": s}))
+    p = softmax_rows(s)
+    steps.append(Step("softmax", "softmax", p, softmax_rows, {"pattern": p}))
+    z = weighted_values(p, v)
+    steps.append(Step("z", "Σ p v", z, weighted_values, {"z": z}))
+    concat = concat_heads(acts["z"])  # every head's z, as the model concatenates them
+    steps.append(Step("concat", "concat the heads", concat, concat_heads))
+    attn_out = output_projection(concat, weights["o_w"], weights["o_b"])
+    steps.append(Step("attn_out", "W_O", attn_out, output_projection, {"attn_out": attn_out}))
+    mid = add_residual(x, attn_out)
+    steps.append(Step("add1", "+ residual", mid, add_residual, {} if norm == "post" else {"resid_mid": mid}))
+    if norm == "post":
+        ln = layer_norm(mid, weights["ln1_g"], weights["ln1_b"], eps)
+        steps.append(_ln_step("ln1", "LayerNorm", ln, {"resid_mid": ln.out}))
+        mid = ln.out
+        ffn_input = mid
+    else:
+        ln = layer_norm(mid, weights["ln2_g"], weights["ln2_b"], eps)
+        steps.append(_ln_step("ln2", "LayerNorm before the FFN", ln, {}))
+        ffn_input = ln.out
+    h = ffn_in(ffn_input, weights["fc1_w"], weights["fc1_b"])
+    steps.append(Step("ffn_in", "W_1", h, ffn_in, {"mlp_pre": h}))
+    a = activation(h, act)
+    steps.append(Step("act", act, a, activation, {"mlp_post": a}))
+    f = ffn_out(a, weights["fc2_w"], weights["fc2_b"])
+    steps.append(Step("ffn_out", "W_2", f, ffn_out, {"mlp_out": f}))
+    out = add_residual(mid, f)
+    steps.append(Step("add2", "+ residual", out, add_residual, {} if norm == "post" else {"resid_post": out}))
+    if norm == "post":
+        ln = layer_norm(out, weights["ln2_g"], weights["ln2_b"], eps)
+        steps.append(_ln_step("ln2", "LayerNorm", ln, {"resid_post": ln.out}))
+    return steps
