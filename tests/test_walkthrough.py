@@ -78,3 +78,52 @@ def test_a_fully_masked_row_gives_zero_weights_not_nan():
     s = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
     p = softmax_rows(apply_mask(s, np.array([[True, False], [False, False]])))
     assert np.array_equal(p, [[1.0, 0.0], [0.0, 0.0]])
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_neuron_view_adds_up_to_the_models_score_and_weight(causal):
+    from tformer.walkthrough import neuron_view
+
+    tok = scratch_tokenizer(max_len=64)
+    model = Encoder(tiny(vocab_size=tok.vocab_size, causal=causal)).eval()
+    cap = capture_text(model, tok, TEXT)
+    layer, head = 1, 2
+    q, k = cap.q[layer, :, head], cap.k[layer, :, head]
+    for i, j in [(3, 1), (5, 5), (2, 7), (cap.n_pos - 1, 0)]:
+        nv = neuron_view(q, k, i, j, causal=causal)
+        assert np.isclose(nv.products.sum(), nv.raw, atol=1e-5)
+        assert np.isclose(nv.scaled, cap.attn_scores[layer, head, i, j], atol=1e-5) or (
+            np.isneginf(nv.scaled) and np.isneginf(cap.attn_scores[layer, head, i, j])
+        )
+        assert np.isclose(nv.share, cap.pattern[layer, head, i, j], atol=1e-6)
+    with pytest.raises(ValueError, match="must be positions"):
+        neuron_view(q, k, cap.n_pos, 0, causal=causal)
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {},
+        {"norm": "pre"},
+        {"pos_encoding": "learned", "type_vocab_size": 2, "embed_norm": True, "n_outputs": 7},
+    ],
+)
+def test_parameter_counts_sum_to_the_models_total(overrides):
+    from tformer.architecture import parameter_counts
+
+    model = Encoder(tiny(**overrides))
+    parts = parameter_counts(model)
+    assert sum(p.params for p in parts) == sum(p.numel() for p in model.parameters()) == model.cfg.n_params()
+    names = [p.name for p in parts]
+    assert names[0] == "token embedding" and "layer 0 · multi-head attention (W_Q, W_K, W_V, W_O)" in names
+    d = model.cfg.d_model
+    attn = next(p for p in parts if p.name.startswith("layer 1 · multi-head"))
+    assert attn.params == 4 * d * d + 4 * d
+
+
+@pytest.mark.slow
+def test_minilm_parameter_counts_sum_to_its_total():
+    from tformer.architecture import parameter_counts
+
+    model, _ = load_pretrained("minilm")
+    assert sum(p.params for p in parameter_counts(model)) == sum(p.numel() for p in model.parameters())

@@ -282,3 +282,36 @@ def walk_layer(
         ln = layer_norm(out, weights["ln2_g"], weights["ln2_b"], eps)
         steps.append(_ln_step("ln2", "LayerNorm", ln, {"resid_post": ln.out}))
     return steps
+
+
+@dataclass(frozen=True)
+class NeuronView:
+    """How query i's score for key j is made, one d_head dimension at a time."""
+
+    q: Array  # [d_head] q_i
+    k: Array  # [d_head] k_j
+    products: Array  # [d_head] q_i ⊙ k_j
+    raw: float  # Σ_d q_id k_jd
+    scaled: float  # raw / √d_k (-inf where j is masked for i)
+    share: float  # p_ij: key j's weight after the softmax over the whole row
+
+
+def neuron_view(q: Array, k: Array, query: int, key: int, *, causal: bool) -> NeuronView:
+    r"""The score of one (query, key) pair dimension by dimension, and its weight in the row.
+
+    .. math::
+        s_{ij} = \frac{1}{\sqrt{d_k}} \sum_{d} q_{id}\,k_{jd},\qquad
+        p_{ij} = \frac{e^{s_{ij}}}{\sum_{j'} e^{s_{ij'}}}
+
+    ``q``, ``k``: one head's [pos, d_head].
+    """
+    n, dh = q.shape
+    if not (0 <= query < n and 0 <= key < n):
+        raise ValueError(f"query={query} and key={key} must be positions in 0..{n - 1}")
+    products = (q[query] * k[key]).astype(np.float32)
+    allowed = np.tril(np.ones((n, n), dtype=bool))[query] if causal else None
+    row = apply_mask(
+        scale(raw_scores(q[query : query + 1], k), dh), None if allowed is None else allowed[None]
+    )
+    share = softmax_rows(row)[0, key]
+    return NeuronView(q[query], k[key], products, float(products.sum()), float(row[0, key]), float(share))
