@@ -339,7 +339,7 @@ def test_head_grid_data_describes_the_mosaic():
 def test_grid_selection_outlines_one_head_and_keeps_the_image():
     grid = head_grid_data(softmax_pattern((2, 3, 10, 10)))
     chosen = grid_selection(grid, 1, 2)
-    assert chosen["selected"] == (1, 2)
+    assert chosen["selected"] == [1, 2]
     assert {k: v for k, v in chosen.items() if k != "selected"} == grid
     assert "selected" not in grid  # a copy: the cached dict is untouched
     for bad in ((2, 0), (0, 3), (-1, 0)):

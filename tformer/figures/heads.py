@@ -203,6 +203,20 @@ def format_cell(v: float) -> str:
     return text.replace("-", "\u2212")
 
 
+def _index_axis(title: str, n: int, *, top_down: bool = False) -> dict[str, Any]:
+    """An axis of n integer positions (layers or heads), every one labelled."""
+    return {
+        "title": axis_title(title),
+        "tickmode": "array",
+        "tickvals": list(range(n)),
+        "tickfont": {"size": 13},
+        "ticks": "",
+        "showgrid": False,
+        "zeroline": False,
+        "range": [n - 0.5, -0.5] if top_down else [-0.5, n - 0.5],
+    }
+
+
 def head_metrics_figure(
     metrics: Mapping[str, npt.ArrayLike], metric: str, *, width: int = METRIC_WIDTH
 ) -> go.Figure:
@@ -264,26 +278,8 @@ def head_metrics_figure(
     layout = {
         "height": math.ceil(n_layers * cell_h) + margin["t"] + margin["b"],
         "margin": {**margin, "pad": 0},
-        "xaxis": {
-            "title": axis_title("head"),
-            "tickmode": "array",
-            "tickvals": list(range(n_heads)),
-            "tickfont": {"size": 13},
-            "ticks": "",
-            "showgrid": False,
-            "zeroline": False,
-            "range": [-0.5, n_heads - 0.5],
-        },
-        "yaxis": {
-            "title": axis_title("layer"),
-            "tickmode": "array",
-            "tickvals": list(range(n_layers)),
-            "tickfont": {"size": 13},
-            "ticks": "",
-            "showgrid": False,
-            "zeroline": False,
-            "range": [n_layers - 0.5, -0.5],
-        },
+        "xaxis": _index_axis("head", n_heads),
+        "yaxis": _index_axis("layer", n_layers, top_down=True),
         "meta": {"metric": metric, "width": width, "values_shown": show_values, "color": color_meta},
     }
     return go.Figure({"data": [heat], "layout": layout})

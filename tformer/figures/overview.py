@@ -196,6 +196,4 @@ def grid_selection(data: dict[str, Any], layer: int, head: int) -> dict[str, Any
         raise ValueError(
             f"selected=({layer}, {head}) is outside {data['rows']} layers x {data['cols']} heads"
         )
-    # A tuple, not a list: Streamlit scans a component's list values for dataframes, and that
-    # scan imports pandas on the app's first run (0.2 s of its cold start); JSON has it as a list.
-    return {**data, "selected": (int(layer), int(head))}
+    return {**data, "selected": [int(layer), int(head)]}

@@ -8,7 +8,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import streamlit as st
 
 from ..capture import ATTENTION, TextCapture
@@ -20,6 +19,7 @@ from ..tokenizer import Tokenizer
 from .binding import bind, set_values, view
 from .caches import ModelChoice, get_capture, get_model
 from .head_grid import head_grid
+from .page_data import row_focus
 from .page_frame import Frame, draw_frame
 from .state import ViewState
 
@@ -63,7 +63,8 @@ def open_page(script: str, names: Iterable[str] | None = None) -> PageContext:
         st.error(f"Could not run {choice.label}: {err}")
         st.stop()
     if choice.source == "scratch":
-        st.info(random_weights_note(choice, capture), icon="🎲")
+        focus = row_focus(choice, fr.text, capture.names) if "pattern" in capture else None
+        st.info(random_weights_note(choice, focus), icon="🎲")
     unknown = unknown_tokens(capture, tokenizer)
     if unknown:
         st.warning(unknown, icon="❓")
@@ -76,8 +77,9 @@ def open_page(script: str, names: Iterable[str] | None = None) -> PageContext:
     return PageContext(fr, choice, capture, model)
 
 
-def random_weights_note(choice: ModelChoice, capture: TextCapture) -> str:
-    """What a from-scratch model's heads show before training, with this text's numbers."""
+def random_weights_note(choice: ModelChoice, focus: tuple[float, float] | None) -> str:
+    """What a from-scratch model's heads show before training, with this text's numbers
+    (`page_data.row_focus`)."""
     seed = choice.cfg.seed if choice.cfg is not None else 0
     note = (
         f"This encoder's weights are random (drawn from seed {seed}), not trained: its heads have "
@@ -85,12 +87,10 @@ def random_weights_note(choice: ModelChoice, capture: TextCapture) -> str:
         "not by meaning or position: scattered bright cells, with none of the diagonals, columns "
         "or blocks a trained head shows (compare the pretrained MiniLM)."
     )
-    if "pattern" in capture:
-        p = capture.pattern  # [layer, head_index, query_pos, key_pos]
-        allowed = np.maximum((p > 0).sum(-1), 1)  # keys each row may attend to
+    if focus is not None:
         note += (
-            f" On this text the largest weight in a row is {float(p.max(-1).mean()):.3f} on average; "
-            f"spreading evenly over the allowed keys would give {float((1 / allowed).mean()):.3f}."
+            f" On this text the largest weight in a row is {focus[0]:.3f} on average; "
+            f"spreading evenly over the allowed keys would give {focus[1]:.3f}."
         )
     return note
 

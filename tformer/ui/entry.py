@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from .guard import no_traceback
-from .warm import prefetch_charts
+from .warm import charts_prefetched
 
 if TYPE_CHECKING:
     from .context import PageContext
@@ -31,16 +31,12 @@ def page_context(script: str, names: Iterable[str] | None = None) -> Iterator[Pa
     Shows a friendly message and stops the page when there is nothing to show: invalid model
     settings, no text, a model that cannot run, a capture over the memory guard.
     """
-    slot = prefetch_charts()
-    try:
+    with charts_prefetched():
         from .context import open_page  # torch is imported from here on
 
         ctx = open_page(script, names)
         with no_traceback():
             yield ctx
-    finally:
-        if slot is not None:
-            slot.empty()
 
 
 @contextmanager
@@ -50,13 +46,9 @@ def frame(script: str) -> Iterator[Frame]:
     with ui.frame(__file__) as fr:
         ...
     """
-    slot = prefetch_charts()
-    try:
+    with charts_prefetched():
         from .page_frame import draw_frame
 
         fr = draw_frame(script)
         with no_traceback():
             yield fr
-    finally:
-        if slot is not None:
-            slot.empty()

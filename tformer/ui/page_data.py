@@ -49,6 +49,15 @@ def patterns_without_pe(choice: ModelChoice, text: str) -> np.ndarray:
     return patterns_without_positions(get_model(choice)[0], get_capture(choice, text, ATTENTION).encoded.ids)
 
 
+@st.cache_data(max_entries=16, show_spinner=False)
+def row_focus(choice: ModelChoice, text: str, names: tuple[str, ...]) -> tuple[float, float]:
+    """Mean of each row's largest weight over every head, and what spreading evenly over the
+    allowed keys would give: (focus, even). Once per text, not on every rerun."""
+    p = get_capture(choice, text, names).pattern  # [layer, head_index, query_pos, key_pos]
+    allowed = np.maximum((p > 0).sum(-1), 1)  # keys each row may attend to
+    return float(p.max(-1).mean()), float((1 / allowed).mean())
+
+
 def head_names(n_layers: int, n_heads: int) -> list[str]:
     return [f"L{layer}H{head}" for layer in range(n_layers) for head in range(n_heads)]
 

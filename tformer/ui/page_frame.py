@@ -35,7 +35,7 @@ def draw_frame(script: str) -> Frame:
     st.set_page_config(page_title=f"{spec.title} · tformer", page_icon="🔍", layout="wide")
     set_threads()
     v = view()
-    page_links(spec)
+    page_links()
     choice = None
     with no_traceback():
         choice = model_and_text()

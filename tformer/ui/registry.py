@@ -101,12 +101,5 @@ def page_for(script: str) -> PageSpec:
     raise KeyError(f"{script} is not in tformer.ui.registry.PAGES")
 
 
-def by_key(key: str) -> PageSpec:
-    for spec in PAGES:
-        if spec.key == key:
-            return spec
-    raise KeyError(f"no page {key!r}; pages: {[p.key for p in PAGES]}")
-
-
 def by_section() -> list[tuple[str, list[PageSpec]]]:
     return [(s, [p for p in PAGES if p.section == s]) for s in SECTIONS if any(p.section == s for p in PAGES)]

@@ -10,9 +10,9 @@ from ..config import EncoderConfig
 from ..pretrained import pretrained_available
 from ..resources import examples
 from ..tokenizer import scratch_tokenizer
-from .binding import bind, set_values, view
+from .binding import bind, set_values
 from .caches import MAX_PARAMS, SCRATCH_MAX_LEN, ModelChoice, device
-from .registry import PageSpec, by_section
+from .registry import by_section
 from .state import MAX_CHARS
 
 SOURCE_LABELS = {
@@ -22,7 +22,7 @@ SOURCE_LABELS = {
 }
 
 
-def page_links(current: PageSpec) -> None:
+def page_links() -> None:
     """Every page of the registry, by section (Streamlit's own page list is switched off)."""
     sb = st.sidebar
     for section, specs in by_section():
@@ -117,7 +117,3 @@ def model_and_text() -> ModelChoice | None:
         sb.warning(f"{problem}; using cpu.")
     sb.caption(f"device: {dev.type}")
     return choice
-
-
-def current_text() -> str:
-    return view().text

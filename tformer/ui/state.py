@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -240,8 +241,6 @@ def _parse_int(text: str) -> int:
 
 def _check(spec: dataclasses.Field[Any], hint: Any, value: Any, key: str) -> Any:
     """``value`` if it fits the field (type, bounds, choices, length), else ValueError."""
-    import re
-
     base, optional = _split_optional(hint)
     meta = spec.metadata
     if value is None:

@@ -2,7 +2,7 @@
 
 On the first run of a server process, importing torch takes most of a second, and the browser
 only starts fetching and compiling Plotly's code (4.6 MB) when the first chart arrives: the two
-waits add up. `prefetch_charts` sends an invisible one-point chart before torch is imported, so
+waits add up. `charts_prefetched` sends an invisible one-point chart before torch is imported, so
 they overlap; the page removes it at the end of the run. Later runs (torch already imported) send
 nothing. This module must not import torch, directly or through tformer.
 """
@@ -10,9 +10,10 @@ nothing. This module must not import torch, directly or through tformer.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import streamlit as st
-from streamlit.delta_generator import DeltaGenerator
 
 KEY = "tf-prefetch"  # its element carries the CSS class st-key-tf-prefetch
 _INVISIBLE = {
@@ -36,11 +37,16 @@ _INVISIBLE = {
 }
 
 
-def prefetch_charts() -> DeltaGenerator | None:
-    """On a server's first run (torch not yet imported), an invisible chart in a slot that the
-    caller empties once the page is drawn; else None."""
-    if "torch" in sys.modules:
-        return None
-    slot = st.empty()
-    slot.plotly_chart(_INVISIBLE, key=KEY, config={"staticPlot": True, "displayModeBar": False})
-    return slot
+@contextmanager
+def charts_prefetched() -> Iterator[None]:
+    """On a server's first run (torch not yet imported), an invisible chart for the length of
+    the ``with`` body, removed at its end (also when the page stops early); else nothing."""
+    slot = None
+    if "torch" not in sys.modules:
+        slot = st.empty()
+        slot.plotly_chart(_INVISIBLE, key=KEY, config={"staticPlot": True, "displayModeBar": False})
+    try:
+        yield
+    finally:
+        if slot is not None:
+            slot.empty()
