@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -127,3 +129,56 @@ def test_minilm_parameter_counts_sum_to_its_total():
 
     model, _ = load_pretrained("minilm")
     assert sum(p.params for p in parameter_counts(model)) == sum(p.numel() for p in model.parameters())
+
+
+def check_input_and_final(model, cap) -> int:
+    """walk_input ends at the first layer's resid_pre; a pre-norm model's walk_final equals
+    the ln_final hooks."""
+    from tformer.walkthrough import input_weights, walk_final, walk_input
+
+    cfg = model.cfg
+    acts = {n: cap[n] for n in ("embed", "pos_embed", "token_type_embed") if n in cap}
+    acts["resid_pre"] = cap["resid_pre"][0]
+    steps = walk_input(acts, input_weights(model), eps=cfg.layer_norm_eps)
+    if cfg.norm == "pre":
+        ln = model.ln_final
+        steps.append(
+            walk_final(
+                cap["resid_post"][-1],
+                ln.weight.detach().numpy(),
+                ln.bias.detach().numpy(),
+                eps=cfg.layer_norm_eps,
+            )
+        )
+    checked = 0
+    for step in steps:
+        latex_of(step.fn)
+        for hook, mine in step.checks.items():
+            theirs = acts[hook] if hook in acts else cap[hook]
+            assert np.abs(mine - theirs).max() <= 1e-5 * max(1.0, np.abs(theirs).max()), (step.key, hook)
+            checked += 1
+    assert steps[-1].key in ("input", "embed_ln", "ln_final")
+    return checked
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+def test_the_input_and_the_final_norm_are_the_models(norm):
+    tok = scratch_tokenizer(max_len=64)
+    model = Encoder(tiny(vocab_size=tok.vocab_size, norm=norm)).eval()
+    cap = capture_text(model, tok, TEXT, available_names(model.cfg))
+    assert check_input_and_final(model, cap) == (1 if norm == "post" else 3)
+
+
+@pytest.mark.slow
+def test_minilm_input_is_the_models():
+    model, tok = load_pretrained("minilm")
+    cap = capture_text(model, tok, TEXT, available_names(model.cfg))
+    assert check_input_and_final(model, cap) == 3  # μ/σ scale, normalized, resid_pre
+
+
+def test_gelu_matches_math_erf():
+    from tformer.walkthrough import activation
+
+    h = np.linspace(-12, 12, 20001, dtype=np.float32)
+    exact = np.array([0.5 * x * (1 + math.erf(x / math.sqrt(2))) for x in h.astype(np.float64)])
+    assert np.abs(activation(h, "gelu") - exact).max() < 2e-6
