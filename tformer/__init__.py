@@ -35,6 +35,9 @@ _EXPORTS: dict[str, str] = {
     "ablate_heads": "interventions",
     "patterns_without_positions": "interventions",
     "LayerNorm": "layernorm",
+    "FusedQKV": "layouts",
+    "SeparateQKV": "layouts",
+    "split_fused": "layouts",
     "pe_frequencies": "positional",
     "pe_shift_matrix": "positional",
     "sinusoidal_encoding": "positional",
@@ -60,6 +63,7 @@ if TYPE_CHECKING:
     from .hooks import ACTS, ActivationCache, HookedRootModule, HookPoint, act_name, capturing
     from .interventions import ablate_heads, patterns_without_positions
     from .layernorm import LayerNorm
+    from .layouts import FusedQKV, SeparateQKV, split_fused
     from .positional import pe_frequencies, pe_shift_matrix, sinusoidal_encoding
     from .pretrained import PretrainedUnavailable, load_pretrained, pretrained_available
     from .tokenizer import Encoded, Tokenizer, scratch_tokenizer
