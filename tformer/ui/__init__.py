@@ -32,6 +32,19 @@ _EXPORTS: dict[str, str] = {
     "section": "context",
     "select_head": "context",
     "source": "context",
+    "source_text": "context",
+    "query_token": "context",
+    "layer_head_query": "context",
+    "WALK_NAMES": "walk_data",
+    "walk": "walk_data",
+    "neuron": "walk_data",
+    "layouts_agree": "walk_data",
+    "WINDOW": "walk_view",
+    "ZOOMS": "walk_view",
+    "step_bar": "walk_view",
+    "show_step": "walk_view",
+    "step_facts": "walk_view",
+    "StepsState": "state",
     "frame": "entry",
     "page_context": "entry",
     "Frame": "page_frame",
@@ -71,11 +84,14 @@ if TYPE_CHECKING:
         PageContext,
         formula,
         layer_head,
+        layer_head_query,
         matrix_kind,
         overview,
+        query_token,
         section,
         select_head,
         source,
+        source_text,
     )
     from .entry import frame, page_context
     from .guard import no_traceback
@@ -91,7 +107,9 @@ if TYPE_CHECKING:
     )
     from .page_frame import Frame
     from .registry import PAGES, SECTIONS, PageSpec, by_section
-    from .state import AttentionState, HeadsState, PositionalState, QKVState, ViewState
+    from .state import AttentionState, HeadsState, PositionalState, QKVState, StepsState, ViewState
+    from .walk_data import WALK_NAMES, layouts_agree, neuron, walk
+    from .walk_view import WINDOW, ZOOMS, show_step, step_bar, step_facts
 
 __all__ = sorted(_EXPORTS)
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import streamlit as st
 
-from ..capture import ATTENTION, TextCapture
+from ..capture import ATTENTION, TextCapture, available_names
 from ..encoder import Encoder
 from ..figures.attention import Kind
 from ..figures.overview import head_grid_data
@@ -45,8 +45,9 @@ class PageContext:
 
 
 def open_page(script: str, names: Iterable[str] | None = None) -> PageContext:
-    """The frame drawn and the capture of ``names`` (default: the attention set) made, or a
-    message and st.stop(); `tformer.ui.page_context` wraps this for the pages."""
+    """The frame drawn and the capture of ``names`` (default: the attention set; names the
+    model lacks are left out) made, or a message and st.stop(); `tformer.ui.page_context`
+    wraps this for the pages."""
     names = ATTENTION if names is None else names
     fr = draw_frame(script)
     if fr.choice is None:
@@ -58,7 +59,8 @@ def open_page(script: str, names: Iterable[str] | None = None) -> PageContext:
     choice = fr.choice
     try:
         model, tokenizer = get_model(choice)
-        capture = get_capture(choice, fr.text, names)
+        has = available_names(model.cfg)  # e.g. only BERT has a segment embedding
+        capture = get_capture(choice, fr.text, [n for n in names if n in has])
     except ValueError as err:
         st.error(f"Could not run {choice.label}: {err}")
         st.stop()
@@ -116,6 +118,28 @@ def layer_head(ctx: PageContext) -> tuple[int, int]:
     layer = c1.selectbox("layer", layers, **bind("layer", layers, clamp=True))
     head = c2.selectbox("head", heads, **bind("head", heads, clamp=True))
     return int(layer), int(head)
+
+
+def query_token(ctx: PageContext, label: str = "query token") -> int:
+    """The query token picker (the row a page follows), shared by every page that has one."""
+    n = ctx.capture.n_pos
+    labels = ctx.labels
+    return int(
+        st.selectbox(
+            label, range(n), format_func=lambda i: f"{i} · {labels[i]}", **bind("query", range(n), clamp=True)
+        )
+    )
+
+
+def layer_head_query(ctx: PageContext) -> tuple[int, int, int]:
+    """Layer, head and query token pickers in one row."""
+    c1, c2, c3 = st.columns([1, 1, 2])
+    layers, heads = range(ctx.capture.n_layers), range(ctx.capture.n_heads)
+    layer = c1.selectbox("layer", layers, **bind("layer", layers, clamp=True))
+    head = c2.selectbox("head", heads, **bind("head", heads, clamp=True))
+    with c3:
+        query = query_token(ctx)
+    return int(layer), int(head), query
 
 
 # What the two square matrices of a head are called on screen; values are the hooks' short names.
@@ -190,4 +214,9 @@ def formula(
 def source(fn: Callable[..., Any] | str, *, label: str = "The code that computed it") -> None:
     """``fn``'s source in a collapsed box."""
     with st.expander(label):
-        st.code(inspect.getsource(resolve(fn)), language="python")
+        st.code(source_text(fn), language="python")
+
+
+def source_text(fn: Callable[..., Any] | str) -> str:
+    """The source code of a function or class (or its name in tformer, see `resolve`)."""
+    return inspect.getsource(resolve(fn))

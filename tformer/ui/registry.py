@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 # Sections in the order of the lesson.
-SECTIONS = ("Start", "Attention", "Multi-head", "Positions")
+SECTIONS = ("Start", "Attention", "Multi-head", "Positions", "Encoder")
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,16 @@ PAGES: tuple[PageSpec, ...] = (
         "Positions",
         "pages/positional.py",
         "The sinusoid table, offsets as rotations, attention with positions switched off.",
+    ),
+    PageSpec(
+        "steps",
+        "Step by step",
+        "Step by step: one layer, one head, one token",
+        "👣",
+        "Encoder",
+        "pages/steps.py",
+        "Every step of a layer on your text, in order: formula, live numbers, the code; one score "
+        "dimension by dimension; the seeds' two ways to write attention.",
     ),
 )
 

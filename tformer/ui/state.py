@@ -68,12 +68,25 @@ class HeadsState:
     ablate: list[str] | None = field(default=None, metadata={"pattern": HEAD_NAME})
 
 
+STEP_KEY = r"[a-z_0-9]{1,24}"
+
+
+@dataclass
+class StepsState:
+    section: str = _one_of("walk", ("walk", "neuron", "layouts"))
+    step: str = field(default="q", metadata={"pattern": STEP_KEY})  # a `walkthrough.Step` key
+    zoom: str = _one_of("window", ("window", "all"))  # 16 rows and columns with numbers, or all
+    dim: int = _bounded(0, 0, 8191)  # the first dimension shown in the window
+    key: int | None = _bounded(None, 0, 4095)  # neuron view's key token; None: the most attended
+
+
 # registry key -> the dataclass of that page's choices
 PAGE_STATES: dict[str, type] = {
     "attention": AttentionState,
     "qkv": QKVState,
     "positional": PositionalState,
     "heads": HeadsState,
+    "steps": StepsState,
 }
 
 
@@ -275,6 +288,8 @@ def _check(spec: dataclasses.Field[Any], hint: Any, value: Any, key: str) -> Any
         raise ValueError(f"{_short(str(value))} is not text")
     if "choices" in meta and value not in meta["choices"]:
         raise ValueError(f"{_short(value)} is not one of {', '.join(meta['choices'])}")
+    if "pattern" in meta and not re.fullmatch(meta["pattern"], value):
+        raise ValueError(f"{_short(value)} is not an allowed name")
     if len(value) > meta.get("max_chars", 200):
         raise ValueError(f"the text is longer than {meta.get('max_chars', 200)} characters")
     return value

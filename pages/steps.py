@@ -1,0 +1,97 @@
+"""One encoder layer on the user's text, step by step: every formula with the live numbers and the
+code that computed them; one score dimension by dimension; the seeds' two layouts of attention."""
+
+import streamlit as st
+
+from tformer import ui
+from tformer.figures.walkthrough import neuron_figure
+from tformer.walkthrough import neuron_view
+
+SECTIONS = {
+    "walk": "Walk through a layer",
+    "neuron": "One score, dimension by dimension",
+    "layouts": "Two ways to write attention",
+}
+
+with ui.page_context(__file__, ui.WALK_NAMES) as ctx:
+    cap, cfg = ctx.capture, ctx.capture.cfg
+    part = ui.section("steps.section", SECTIONS)
+    layer, head, query = ui.layer_head_query(ctx)
+
+    if part == "walk":
+        walk = ui.walk(ctx.choice, ctx.text, layer, head)
+        index = ui.step_bar(walk)
+        c1, c2 = st.columns([2, 1])
+        zoom = c1.radio(
+            "show",
+            list(ui.ZOOMS),
+            horizontal=True,
+            format_func=ui.ZOOMS.__getitem__,
+            **ui.bind("steps.zoom", list(ui.ZOOMS)),
+        )
+        width = walk.steps[index].value.shape[1]
+        dim = 0
+        if zoom == "window" and walk.steps[index].axes[1] != "key_pos" and width > ui.WINDOW:
+            dims = range(0, width - ui.WINDOW + 1)
+            dim = c2.number_input(
+                "first dimension shown",
+                0,
+                width - ui.WINDOW,
+                step=ui.WINDOW,
+                **ui.bind("steps.dim", dims, clamp=True),
+            )
+        facts = ui.step_facts(cfg, walk, layer, head, query, ctx.labels)
+        ui.show_step(walk, index, ctx.labels, query, facts, zoom=zoom, dim=int(dim))
+
+    elif part == "neuron":
+        ui.formula(neuron_view, code=False)
+        row = cap.pattern[layer, head, query]
+        n = cap.n_pos
+        key = st.selectbox(
+            "key token",
+            range(n),
+            format_func=lambda i: f"{i} · {ctx.labels[i]}",
+            **ui.bind("steps.key", range(n), clamp=True, fallback=int(row.argmax())),
+        )
+        nv = ui.neuron(ctx.choice, ctx.text, layer, head, query, int(key))
+        st.plotly_chart(neuron_figure(nv.q, nv.k, nv.products), key="neuron")
+        model_score = float(cap.attn_scores[layer, head, query, key])
+        m1, m2, m3, m4 = st.columns(4)
+        m1.metric("Σ_d q_d·k_d", f"{nv.raw:.4f}")
+        m2.metric(f"÷ √{cfg.d_head}", "−∞ (masked)" if nv.scaled == float("-inf") else f"{nv.scaled:.4f}")
+        m3.metric(
+            "the model's score", "−∞ (masked)" if model_score == float("-inf") else f"{model_score:.4f}"
+        )
+        m4.metric("share after softmax", f"{nv.share:.1%}")
+        st.caption(
+            f"The score is a sum of {cfg.d_head} products, one per dimension of the head: dimensions where "
+            "q and k share a sign push it up, the others pull it down. The softmax then compares it with "
+            f"every other key of the row (the key chosen by default is the one this query weights most). "
+            f"Checked against the model's blocks.{layer}.attn.hook_attn_scores."
+        )
+        ui.source(neuron_view)
+
+    else:
+        st.markdown(
+            "The two seed documents write multi-head attention in two layouts. The classic one keeps "
+            "W_Q, W_K and W_V as three Linear layers; the fused one stacks them in one Linear of 3 × "
+            "d_model outputs, splits the result in three, and takes a mask. They compute the same "
+            "thing: below, both are built from this layer's own weights and run on its input."
+        )
+        left, right = st.columns(2)
+        with left:
+            st.markdown("**Separate W_Q, W_K, W_V**")
+            st.code(ui.source_text("SeparateQKV"), language="python")
+        with right:
+            st.markdown("**One fused Linear, with a mask**")
+            st.code(ui.source_text("FusedQKV"), language="python")
+        agree = ui.layouts_agree(ctx.choice, ctx.text, layer)
+        m1, m2, m3 = st.columns(3)
+        m1.metric("largest |separate − fused|", f"{agree['separate_vs_fused']:.1e}")
+        m2.metric("largest |fused − the model|", f"{agree['fused_vs_model']:.1e}")
+        m3.metric("largest |output|", f"{agree['max_abs_output']:.3g}")
+        st.caption(
+            f"On this text at layer {layer}: the fused weights split into three ({cfg.d_model} rows each) "
+            "give the separate layout's W_Q, W_K and W_V, so the outputs agree to float32 rounding."
+        )
+        ui.source("split_fused", label="How the fused weights split into the separate ones")

@@ -1,0 +1,192 @@
+"""How the step-by-step page draws one step: the step bar, the formula, the shape in words, what
+the step does, its tensor with the query's row outlined, the check against the model's hook,
+and the code. Long texts and wide tensors show a window of 16 rows and columns around the query
+(with every number) unless the user asks for everything."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import streamlit as st
+
+from ..config import EncoderConfig
+from ..figures.walkthrough import row_bars, step_heatmap
+from ..formulas import latex_of
+from ..walkthrough import Step
+from .binding import bind, set_values, view
+from .guard import plain
+from .step_notes import SHORT, note
+from .walk_data import Walk
+
+WINDOW = 16  # rows and columns with their numbers: readable on a projector
+# The score steps also get the query's whole row as bars.
+ROW_STEPS = ("raw", "scale", "mask", "softmax")
+AXIS_WORDS = {
+    "pos": "token",
+    "query_pos": "query token",
+    "key_pos": "key token",
+    "d_model": "dimension (d_model)",
+    "d_head": "dimension (d_head)",
+    "d_mlp": "hidden unit (d_ff)",
+}
+ZOOMS = {"window": f"{WINDOW} × {WINDOW} window, with numbers", "all": "everything"}
+
+
+def window(n: int, center: int, size: int = WINDOW) -> range:
+    """``size`` consecutive indices of ``0..n-1`` around ``center`` (all of them when n <= size)."""
+    if n <= size:
+        return range(n)
+    start = min(max(center - size // 2, 0), n - size)
+    return range(start, start + size)
+
+
+def dim_window(d: int, start: int, size: int = WINDOW) -> range:
+    if d <= size:
+        return range(d)
+    start = min(max(start, 0), d - size)
+    return range(start, start + size)
+
+
+def shape_words(step: Step) -> str:
+    """``[query_pos × key_pos] = 16 × 16``."""
+    rows, cols = step.axes
+    n, m = step.value.shape
+    return f"[{rows} × {cols}] = {n} × {m}"
+
+
+def step_bar(walk: Walk) -> int:
+    """The step bar (every step of the layer, in order) with previous / next; the index chosen."""
+    keys = [s.key for s in walk.steps]
+    current = view().get("steps.step")
+    i = keys.index(current) if current in keys else keys.index("q") if "q" in keys else 0
+    prev_col, bar, next_col = st.columns([1, 10, 1], vertical_alignment="center")
+    prev_col.button(
+        "◀ back", key="steps.prev", on_click=set_values, kwargs={"steps.step": keys[max(i - 1, 0)]},
+        disabled=i == 0, width="stretch",
+    )  # fmt: skip
+    next_col.button(
+        "next ▶", key="steps.next", on_click=set_values, kwargs={"steps.step": keys[min(i + 1, len(keys) - 1)]},
+        disabled=i == len(keys) - 1, width="stretch",
+    )  # fmt: skip
+    with bar:
+        picked = st.pills(
+            "step",
+            keys,
+            required=True,
+            wrap=True,
+            format_func=lambda k: f"{keys.index(k) + 1} {SHORT.get(k, k)}",
+            label_visibility="collapsed",
+            **bind("steps.step", keys, fallback=keys[i]),
+        )
+    return keys.index(picked) if picked in keys else i
+
+
+def step_facts(
+    cfg: EncoderConfig, walk: Walk, layer: int, head: int, query: int, labels: Sequence[str]
+) -> dict[str, Any]:
+    """The live numbers the step notes quote."""
+    by_key = {s.key: s for s in walk.steps}
+    n = len(labels)
+    q = f"“{plain(labels[query], 24)}” (position {query})"
+    f: dict[str, Any] = {
+        "n": n, "d_model": cfg.d_model, "d_head": cfg.d_head, "d_ff": cfg.d_mlp, "heads": cfg.n_heads,
+        "head": head, "layer": layer, "act": cfg.activation, "norm": cfg.norm, "query": q,
+        "vocab": f"{cfg.vocab_size:,}", "head_from": head * cfg.d_head, "head_to": (head + 1) * cfg.d_head - 1,
+    }  # fmt: skip
+    f["positions"] = {
+        "sinusoidal": "fixed sinusoids, PE(pos, 2i) = sin(pos / 10000^(2i/d)) and cos for 2i+1",
+        "learned": f"a learned vector for each of the first {cfg.max_len} positions",
+        "none": "none here (pos_encoding = none): this model cannot tell word order",
+    }[cfg.pos_encoding]
+    f["input"] = (
+        f"X, what layer {layer} reads: the output of layer {layer - 1}."
+        if layer > 0
+        else "X = token embedding + position: what layer 0 reads."
+    )
+    masked = int(np.isneginf(by_key["mask"].value).sum())
+    f["mask"] = (
+        f"This model is causal: a query may not see the keys after it, so {masked} of the {n * n} "
+        "scores become −∞."
+        if cfg.causal
+        else "Nothing is masked: this model reads in both directions and one text has no padding, "
+        "so the scores pass unchanged. (A causal model would set every score above the diagonal to −∞.)"
+    )
+    row = by_key["softmax"].value[query]
+    top = int(np.argmax(row))
+    f["top_share"], f["top_key"] = float(row[top]), f"“{plain(labels[top], 24)}” (position {top})"
+    f["zero_share"] = float((np.abs(by_key["act"].value) < 1e-2).mean())
+    return f
+
+
+def _labels(labels: Sequence[str], idx: range, numbered: bool) -> list[str]:
+    return [f"{i} {labels[i]}" if numbered else labels[i] for i in idx]
+
+
+def show_step(
+    walk: Walk, index: int, labels: Sequence[str], query: int, facts: dict[str, Any], *, zoom: str, dim: int
+) -> None:
+    """Draw step ``index`` of ``walk`` for the query token ``query``."""
+    step = walk.steps[index]
+    n_steps = len(walk.steps)
+    st.subheader(f"Step {index + 1} of {n_steps}: {step.title}")
+    st.latex(latex_of(step.fn))
+    extra = {}
+    if "mean" in step.extra:
+        extra = {"mu": float(step.extra["mean"][query, 0]), "sigma": float(step.extra["scale"][query, 0])}
+    st.markdown(f"**{shape_words(step)}**. " + note(step.key, {**facts, **extra}))
+
+    value = step.value
+    n, m = value.shape
+    row_axis, col_axis = step.axes
+    keys_across = col_axis == "key_pos"
+    if zoom == "window":
+        rows = window(n, query)
+        cols = window(m, query) if keys_across else dim_window(m, dim)
+    else:
+        rows, cols = range(n), range(m)
+    numbers = len(rows) <= WINDOW and len(cols) <= WINDOW
+    part = value[rows.start : rows.stop, cols.start : cols.stop]
+    numbered = len(rows) < n
+    col_labels = _labels(labels, cols, len(cols) < m) if keys_across else [str(j) for j in cols]
+    st.plotly_chart(
+        step_heatmap(
+            part,
+            _labels(labels, rows, numbered),
+            col_labels,
+            highlight=query - rows.start if query in rows else None,
+            numbers=numbers,
+            weights=step.key == "softmax",
+            row_title=AXIS_WORDS.get(row_axis, row_axis),
+            col_title=AXIS_WORDS.get(col_axis, col_axis),
+        ),
+        key="step_tensor",
+    )
+    if len(rows) < n or len(cols) < m:
+        st.caption(
+            f"Rows {rows.start}–{rows.stop - 1} of {n} and columns {cols.start}–{cols.stop - 1} of {m} "
+            "are shown. Show everything with the switch above, or move the window with the query token "
+            "or the first dimension."
+        )
+    if step.key in ROW_STEPS:
+        st.plotly_chart(
+            row_bars(
+                value[query],
+                list(labels),
+                numbers=n <= WINDOW,
+                weights=step.key == "softmax",
+                value_title="weight" if step.key == "softmax" else "score",
+                title=f"row {query}: every key's {'weight' if step.key == 'softmax' else 'score'}",
+            ),
+            key="step_row",
+        )
+    for check in walk.checks.get(step.key, ()):
+        ok = check.max_diff <= 1e-4
+        st.caption(
+            f"{'✓ equals' if ok else '✗ differs from'} the model's own `{check.hook}` "
+            f"(largest difference {check.max_diff:.1e})"
+        )
+    with st.expander("The code that computed it"):
+        st.code(inspect.getsource(step.fn), language="python")
