@@ -6,8 +6,11 @@ The counts come from the model's own parameters (grouped by name), so they add u
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from .config import EncoderConfig
 
 
 @dataclass(frozen=True)
@@ -60,3 +63,96 @@ def parameter_counts(model: Any) -> list[Component]:
         Component(f"layer {layer} · {label}" if layer is not None else label, n, layer)
         for (label, layer), n in sorted(counts.items(), key=order)
     ]
+
+
+# ---------------------------------------------------------------------------------------------
+# The architecture diagram's input: the config's sizes, the current text's length, the counts
+# ---------------------------------------------------------------------------------------------
+# Short key of each part: the parameter-name prefix, which is also the hook's module name.
+BLOCK_KEYS = tuple(prefix.rstrip(".") for prefix, _ in _BLOCK_PARTS)  # attn, ln1, mlp, ln2
+TOP_KEYS = tuple(prefix.rstrip(".") for prefix, _ in _TOP_PARTS)
+OTHER_KEY = "other"  # a parameter no prefix names (none in a tformer Encoder)
+
+
+@dataclass(frozen=True)
+class ArchitectureSpec:
+    """What the architecture diagram draws: sizes, the text's length, parameters per part.
+
+    ``counts`` maps a part's key (``embed``, ``pos_embed``, ``token_type_embed``, ``embed_ln``,
+    ``attn``, ``ln1``, ``mlp``, ``ln2``, ``ln_final``, ``head``) to its parameter count, summed
+    over layers for the four block parts; parts without parameters (sinusoidal positions, the
+    residual adds) are absent. ``per_layer[i]`` holds the block parts of layer i. The counts
+    add up to ``total``.
+    """
+
+    n_layers: int
+    n_heads: int
+    d_model: int
+    d_head: int
+    d_ff: int
+    n_pos: int  # tokens of the current text: the ``pos`` of every tensor shape
+    vocab_size: int
+    max_len: int
+    type_vocab_size: int
+    norm: str  # "post" | "pre"
+    pos_encoding: str  # "sinusoidal" | "learned" | "none"
+    activation: str  # "relu" | "gelu"
+    embed_norm: bool
+    n_outputs: int
+    counts: Mapping[str, int]
+    per_layer: tuple[Mapping[str, int], ...]
+    total: int
+
+    def layer_params(self, key: str) -> int:
+        """Parameters of block part ``key`` in one layer (every layer has the same)."""
+        return int(self.per_layer[0].get(key, 0)) if self.per_layer else 0
+
+
+def _part_key(component: Component) -> str:
+    if component.layer is not None:
+        label = component.name.split(" · ", 1)[-1]
+        return next(
+            (key for key, (_, lab) in zip(BLOCK_KEYS, _BLOCK_PARTS, strict=True) if lab == label), OTHER_KEY
+        )
+    return next(
+        (key for key, (_, lab) in zip(TOP_KEYS, _TOP_PARTS, strict=True) if lab == component.name), OTHER_KEY
+    )
+
+
+def architecture_spec(cfg: EncoderConfig, n_pos: int, components: Sequence[Component]) -> ArchitectureSpec:
+    """Group ``parameter_counts(model)`` by part, beside the sizes of ``cfg``, for ``n_pos`` tokens.
+
+    Block parts are summed over layers in ``counts`` and kept per layer in ``per_layer``.
+    Raises ValueError when the components name a layer the config does not have, or when
+    ``n_pos`` is not a positive integer.
+    """
+    if isinstance(n_pos, bool) or not isinstance(n_pos, int) or n_pos < 1:
+        raise ValueError(f"n_pos={n_pos!r} must be a positive integer (tokens of the current text)")
+    counts: dict[str, int] = {}
+    per_layer: list[dict[str, int]] = [{} for _ in range(cfg.n_layers)]
+    for c in components:
+        key = _part_key(c)
+        counts[key] = counts.get(key, 0) + int(c.params)
+        if c.layer is not None:
+            if not 0 <= c.layer < cfg.n_layers:
+                raise ValueError(f"component {c.name!r} is in layer {c.layer}, but n_layers={cfg.n_layers}")
+            per_layer[c.layer][key] = per_layer[c.layer].get(key, 0) + int(c.params)
+    return ArchitectureSpec(
+        n_layers=cfg.n_layers,
+        n_heads=cfg.n_heads,
+        d_model=cfg.d_model,
+        d_head=cfg.d_head,
+        d_ff=cfg.d_mlp,
+        n_pos=n_pos,
+        vocab_size=cfg.vocab_size,
+        max_len=cfg.max_len,
+        type_vocab_size=cfg.type_vocab_size,
+        norm=cfg.norm,
+        pos_encoding=cfg.pos_encoding,
+        activation=cfg.activation,
+        embed_norm=cfg.embed_norm,
+        n_outputs=cfg.n_outputs,
+        counts=counts,
+        per_layer=tuple(per_layer),
+        total=sum(int(c.params) for c in components),
+    )

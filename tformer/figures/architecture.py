@@ -1,0 +1,669 @@
+r"""The encoder's architecture drawn as boxes and arrows, after the paper's Figure 1.
+
+:func:`architecture_figure` draws the encoder bottom to top with plotly shapes and annotations:
+tokens, embeddings, the repeated block in an "N ×" frame with its residual connections, and the
+output. Beside each box, the tensor shape it outputs for the current text and its parameter
+count. Post-norm blocks draw "add & norm" after each sublayer, pre-norm blocks a LayerNorm
+before it:
+
+.. math::
+    x' = \mathrm{LayerNorm}(x + \mathrm{SubLayer}(x))\ \text{(post-norm)},\qquad
+    x' = x + \mathrm{SubLayer}(\mathrm{LayerNorm}(x))\ \text{(pre-norm)}
+
+The diagram reads the fields of ``tformer.architecture.ArchitectureSpec`` by name
+(:class:`ArchitectureLike`), so this module does not import it. The per-layer figures of
+:mod:`.encoder` share its text colors (:data:`INK`, :data:`MUTED`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import plotly.graph_objects as go
+
+from .labels import text_px
+from .layout import FULL_WIDTH, TOP_TITLE_PX, figure_title
+
+# Colors of the parts, after the paper's Figure 1; the per-layer figures of .encoder mark
+# attention and the FFN in the same hues, and write their text in INK and MUTED.
+FILL = {
+    "io": "#eeeeee",
+    "embed": "#f9d0d0",
+    "norm": "#f3efb0",
+    "attn": "#fbd9ae",
+    "mlp": "#cfe6f5",
+    "head": "#d5ebcb",
+}
+EDGE = "#555555"
+INK = "#222222"
+MUTED = "#666666"
+
+
+def compact(n: int) -> str:
+    """A parameter count in at most 3 significant digits: 768, 148 K, 1.18 M, 22.7 M."""
+    if n < 1000:
+        return str(n)
+    if n < 1_000_000:
+        return f"{n / 1e3:.3g} K"
+    if n < 1_000_000_000:
+        return f"{n / 1e6:.3g} M"
+    return f"{n / 1e9:.3g} B"
+
+
+class ArchitectureLike(Protocol):
+    """The fields of ``tformer.architecture.ArchitectureSpec`` the diagram reads."""
+
+    @property
+    def n_layers(self) -> int: ...
+    @property
+    def n_heads(self) -> int: ...
+    @property
+    def d_model(self) -> int: ...
+    @property
+    def d_head(self) -> int: ...
+    @property
+    def d_ff(self) -> int: ...
+    @property
+    def n_pos(self) -> int: ...
+    @property
+    def vocab_size(self) -> int: ...
+    @property
+    def max_len(self) -> int: ...
+    @property
+    def type_vocab_size(self) -> int: ...
+    @property
+    def norm(self) -> str: ...
+    @property
+    def pos_encoding(self) -> str: ...
+    @property
+    def activation(self) -> str: ...
+    @property
+    def embed_norm(self) -> bool: ...
+    @property
+    def n_outputs(self) -> int: ...
+    @property
+    def counts(self) -> Mapping[str, int]: ...
+    @property
+    def per_layer(self) -> Sequence[Mapping[str, int]]: ...
+    @property
+    def total(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class _Row:
+    """One box of the diagram and the text beside it."""
+
+    key: str  # the part's key in ``counts`` (or tokens / output / add1 / add2)
+    name: str
+    detail: str
+    shape: str  # the tensor it outputs for the current text, e.g. "[16 × 384]"
+    shape_note: str
+    fill: str
+    in_block: bool
+    count: int | None = None  # parameters in all layers; None: the part has none
+    per_layer: int | None = None  # block parts: parameters in one layer
+
+
+# Fonts (px): box name and detail, the shape and parameter columns and their small second
+# lines. Tried in this order until the diagram fits its width; 12 px is the floor.
+_FONT_SETS = ((15, 13, 14, 12), (14, 12, 13, 12), (13, 12, 12, 12))
+_LINE = 1.25  # line height, em
+_BOLD = 1.08  # bold text is this much wider than text_px's estimate
+_BOX_PAD_X = 12
+_BOX_PAD_Y = 7
+_MIN_BOX_W = 200
+_GAP = 18  # between two boxes: the arrow
+_FRAME_PAD = 10  # between the N x frame and the first residual branch / the boxes outside it
+_BRANCH = 9  # residual branch point, px below the sublayer's (or its LayerNorm's) box
+_LANE = 24  # from the box's right edge to the residual line
+_COL_GAP = 26
+_TOTAL_PX = 46  # the total's two lines and the rule above them
+_FRAME_RIGHT = 14  # from the residual line to the frame's right edge
+_SIDE = 8
+_N_FONT = 17  # the "N x" label
+
+
+def _architecture_rows(spec: ArchitectureLike) -> list[_Row]:
+    """The boxes, bottom to top, in the order the model runs them."""
+    n, d, f = spec.n_pos, spec.d_model, spec.d_ff
+    resid = f"[{n} \u00d7 {d}]"
+    counts = spec.counts
+    layer0 = spec.per_layer[0] if spec.per_layer else {}
+
+    def part(key: str) -> int | None:
+        return int(counts[key]) if key in counts else None
+
+    def block(key: str, name: str, detail: str, fill: str, note: str = "") -> _Row:
+        per = int(layer0[key]) if key in layer0 else None
+        return _Row(key, name, detail, resid, note, fill, True, part(key), per)
+
+    rows = [
+        _Row("tokens", "tokens", "this text, tokenized", f"[{n}] token ids", "", FILL["io"], False),
+        _Row(
+            "embed",
+            "token embedding",
+            f"a {spec.vocab_size:,} \u00d7 {d} table",
+            resid,
+            "",
+            FILL["embed"],
+            False,
+            part("embed"),
+        ),
+    ]
+    if spec.pos_encoding == "sinusoidal":
+        rows.append(
+            _Row("pos_embed", "+ positional encoding", "sin / cos, fixed", resid, "", FILL["embed"], False)
+        )
+    elif spec.pos_encoding == "learned":
+        rows.append(
+            _Row(
+                "pos_embed",
+                "+ positional encoding",
+                f"learned, {spec.max_len} \u00d7 {d}",
+                resid,
+                "",
+                FILL["embed"],
+                False,
+                part("pos_embed"),
+            )
+        )
+    if spec.type_vocab_size > 0:
+        rows.append(
+            _Row(
+                "token_type_embed",
+                "+ segment embedding",
+                f"{spec.type_vocab_size} segment types",
+                resid,
+                "",
+                FILL["embed"],
+                False,
+                part("token_type_embed"),
+            )
+        )
+    if spec.embed_norm:
+        rows.append(
+            _Row(
+                "embed_ln", "LayerNorm", "of the embeddings", resid, "", FILL["norm"], False, part("embed_ln")
+            )
+        )
+    attn = block(
+        "attn",
+        "multi-head attention",
+        f"{spec.n_heads} heads \u00d7 d_head {spec.d_head}",
+        FILL["attn"],
+        f"weights: {spec.n_heads} \u00d7 [{n} \u00d7 {n}]",
+    )
+    act = {"relu": "ReLU", "gelu": "GELU"}.get(spec.activation, spec.activation)
+    mlp = block(
+        "mlp", "feed-forward", f"{d} \u2192 {f} \u2192 {d}, {act}", FILL["mlp"], f"inside: [{n} \u00d7 {f}]"
+    )
+    if spec.norm == "pre":
+        rows += [
+            block("ln1", "LayerNorm", "before attention", FILL["norm"]),
+            attn,
+            _Row("add1", "add", "x + attention", resid, "", FILL["norm"], True),
+            block("ln2", "LayerNorm", "before the FFN", FILL["norm"]),
+            mlp,
+            _Row("add2", "add", "x + FFN", resid, "", FILL["norm"], True),
+        ]
+        rows.append(_Row("ln_final", "final LayerNorm", "", resid, "", FILL["norm"], False, part("ln_final")))
+    else:
+        rows += [
+            attn,
+            block("ln1", "add & norm", "LayerNorm(x + attention)", FILL["norm"]),
+            mlp,
+            block("ln2", "add & norm", "LayerNorm(x + FFN)", FILL["norm"]),
+        ]
+    if "other" in counts:
+        rows.append(_Row("other", "other parameters", "", "", "", FILL["io"], False, part("other")))
+    if spec.n_outputs > 0:
+        rows.append(
+            _Row(
+                "head",
+                "output Linear + softmax",
+                f"{d} \u2192 {spec.n_outputs}",
+                f"[{n} \u00d7 {spec.n_outputs}]",
+                "",
+                FILL["head"],
+                False,
+                part("head"),
+            )
+        )
+    out_shape = f"[{n} \u00d7 {spec.n_outputs or d}]"
+    detail = "probabilities per token" if spec.n_outputs else "one vector per token"
+    rows.append(_Row("output", "encoder output", detail, out_shape, "", FILL["io"], False))
+    return rows
+
+
+def _params_lines(row: _Row, n_layers: int, narrow: bool) -> tuple[str, str]:
+    """(main line, small line) of the parameter column."""
+    if row.count is None:
+        return ("no parameters", "") if row.key not in ("tokens", "output") else ("", "")
+    if row.in_block and row.per_layer is not None:
+        if narrow:
+            return f"{compact(row.per_layer)} \u00d7 {n_layers}", ""
+        return f"{compact(row.per_layer)} per layer", f"\u00d7 {n_layers} = {row.count:,}"
+    if narrow or row.count < 1000:
+        return compact(row.count), ""
+    return compact(row.count), f"{row.count:,}"
+
+
+def _hover(row: _Row, n_layers: int) -> str:
+    text = f"<b>{row.name}</b>"
+    if row.detail:
+        text += f"<br>{row.detail}"
+    if row.shape:
+        text += f"<br>output {row.shape}"
+    if row.count is not None and row.in_block and row.per_layer is not None:
+        text += f"<br>{row.per_layer:,} parameters per layer, {row.count:,} in {n_layers} layers"
+    elif row.count is not None:
+        text += f"<br>{row.count:,} parameters"
+    return text
+
+
+@dataclass(frozen=True)
+class _Geometry:
+    fonts: tuple[int, int, int, int]
+    narrow: bool
+    label_w: float
+    box_x0: float
+    box_w: float
+    shape_x: float  # left edge of the shape column
+    params_x1: float  # right edge of the parameter column
+    need: float
+
+
+def _plan_geometry(rows: list[_Row], spec: ArchitectureLike, width: int) -> _Geometry:
+    """Column positions for the largest fonts that fit ``width``: three columns (boxes, shapes,
+    parameters) first, then shape over parameters in one column."""
+    plans = []
+    n_label = f"{spec.n_layers} \u00d7"
+    label_w = max(text_px(n_label, _N_FONT) * _BOLD, text_px("layers", 13)) + 10
+    for narrow in (False, True):
+        gap = _COL_GAP if not narrow else _COL_GAP // 2
+        for fonts in _FONT_SETS:
+            name_px, detail_px, info_px, note_px = fonts
+            box_w = max(
+                _MIN_BOX_W,
+                max(
+                    max(text_px(r.name, name_px) * _BOLD, text_px(r.detail, detail_px)) + 2 * _BOX_PAD_X
+                    for r in rows
+                ),
+            )
+            box_x0 = label_w + 12
+            shape_x = box_x0 + box_w + _LANE + _FRAME_RIGHT + gap
+            params = [_params_lines(r, spec.n_layers, narrow) for r in rows]
+            total, exact = _total_lines(spec.total)
+            params_w = max(
+                [text_px(total, info_px) * _BOLD, text_px(exact, note_px)]
+                + [max(text_px(a, info_px), text_px(b, note_px)) for a, b in params]
+                + [text_px(h, _HEADER_FONT) * _BOLD for h in _headers(narrow)[1:]]
+            )
+            shape_w = max(
+                [
+                    max(text_px(r.shape, info_px), 0 if narrow else text_px(r.shape_note, note_px))
+                    for r in rows
+                ]
+                + [text_px(_headers(narrow)[0], _HEADER_FONT) * _BOLD]
+            )
+            if narrow:  # one column: shape over parameters
+                params_x1 = shape_x + max(shape_w, params_w)
+            else:
+                params_x1 = shape_x + shape_w + gap + params_w
+            plan = _Geometry(fonts, narrow, label_w, box_x0, box_w, shape_x, params_x1, params_x1 + _SIDE)
+            if plan.need <= width:
+                return plan
+            plans.append(plan)
+    return plans[-1]
+
+
+_HEADER_FONT = 13
+
+
+def _header_px(narrow: bool) -> int:
+    return 42 if narrow else 28
+
+
+def _headers(narrow: bool) -> tuple[str, ...]:
+    """Column headers: (shape, parameters), or the two lines over the one narrow column."""
+    return ("tensor", "parameters") if narrow else ("tensor for this text", "parameters")
+
+
+def _total_lines(total: int) -> tuple[str, str]:
+    return (f"total {compact(total)}", f"= {total:,}") if total >= 1000 else (f"total {total}", "")
+
+
+def _text(
+    text: str, x: float, y: float, size: int, *, anchor: str = "center", color: str = INK, **extra: Any
+) -> dict[str, Any]:
+    return {
+        "text": text,
+        "x": x,
+        "y": y,
+        "xref": "x",
+        "yref": "y",
+        "xanchor": anchor,
+        "yanchor": "middle",
+        "showarrow": False,
+        "font": {"size": size, "color": color},
+        **extra,
+    }
+
+
+def _arrow(x0: float, y0: float, x1: float, y1: float, name: str) -> dict[str, Any]:
+    """An arrow from (x0, y0) to (x1, y1), in the diagram's px coordinates."""
+    return {
+        "name": name,
+        "text": "",
+        "x": x1,
+        "y": y1,
+        "ax": x0,
+        "ay": y0,
+        "xref": "x",
+        "yref": "y",
+        "axref": "x",
+        "ayref": "y",
+        "showarrow": True,
+        "arrowhead": 2,
+        "arrowsize": 1.1,
+        "arrowwidth": 1.6,
+        "arrowcolor": EDGE,
+        "standoff": 0,
+    }
+
+
+def _rounded(x0: float, y0: float, x1: float, y1: float, r: float) -> str:
+    """SVG path of a rectangle with rounded corners (radius r)."""
+    r = min(r, (x1 - x0) / 2, (y1 - y0) / 2)
+    return (
+        f"M {x0 + r:.1f},{y0:.1f} L {x1 - r:.1f},{y0:.1f} Q {x1:.1f},{y0:.1f} {x1:.1f},{y0 + r:.1f} "
+        f"L {x1:.1f},{y1 - r:.1f} Q {x1:.1f},{y1:.1f} {x1 - r:.1f},{y1:.1f} "
+        f"L {x0 + r:.1f},{y1:.1f} Q {x0:.1f},{y1:.1f} {x0:.1f},{y1 - r:.1f} "
+        f"L {x0:.1f},{y0 + r:.1f} Q {x0:.1f},{y0:.1f} {x0 + r:.1f},{y0:.1f} Z"
+    )
+
+
+def architecture_figure(
+    spec: ArchitectureLike, *, title: str | None = None, width: int = FULL_WIDTH
+) -> go.Figure:
+    """The encoder drawn bottom to top, as in the paper: tokens, embeddings, N × block, output.
+
+    ``spec`` is ``tformer.architecture.architecture_spec(cfg, n_pos, parameter_counts(model))``.
+    Each box names its part (bold) with a detail line; beside it, the tensor the part outputs
+    for the current text ("[16 × 384]") and its parameter count (3 significant digits, the
+    exact count on a small second line and in the box's hover; block parts per layer and
+    times N). The counts shown add up to the total written under them. The repeated block sits
+    in a frame labelled "N ×", with each sublayer's residual connection drawn on its right:
+    post-norm blocks draw "add & norm" after each sublayer, pre-norm blocks a LayerNorm before
+    it, an "add" after it and a final LayerNorm after the last block.
+
+    Drawn in px coordinates for a column ``width`` px wide (default 940): fonts of 15/13 px
+    (names/details) and 14/12 px (columns), smaller down to 12 px, then shape and parameters
+    in one column, when that is what fits. ``layout.meta`` holds ``order`` (part keys, bottom
+    to top), ``counts`` (parameters per part, all layers), ``total``, ``fonts``, ``narrow``,
+    ``fits`` and each box's px rectangle (``boxes``). ``title`` is shown as given (escape user
+    text with ``safe_label``).
+    """
+    if spec.n_layers < 1 or spec.n_pos < 1:
+        raise ValueError(f"n_layers={spec.n_layers} and n_pos={spec.n_pos} must be positive")
+    shown = sum(int(v) for v in spec.counts.values())
+    if shown != spec.total:
+        raise ValueError(f"counts add up to {shown:,}, not to total={spec.total:,}")
+    rows = _architecture_rows(spec)
+    geo = _plan_geometry(rows, spec, width - _SIDE)
+    name_px, detail_px, info_px, note_px = geo.fonts
+    box_h = math.ceil((name_px + detail_px) * _LINE + 2 * _BOX_PAD_Y)
+    one_line_h = math.ceil(name_px * _LINE + 2 * _BOX_PAD_Y)
+
+    # Vertical layout, bottom up (y grows upwards).
+    y = float(_TOTAL_PX)
+    boxes: dict[str, tuple[float, float, float, float]] = {}
+    frame: list[float] = []  # y of the frame's bottom and top
+    prev_in_block = False
+    for row in rows:
+        if row.in_block and not prev_in_block:
+            # the frame starts below the first residual branch, clear of the box below it
+            y += _FRAME_PAD
+            frame.append(y - _BRANCH - _FRAME_PAD)
+        elif prev_in_block and not row.in_block:
+            top = y - _GAP  # the last block box's top edge
+            frame.append(top + _FRAME_PAD)
+            y = top + 2 * _FRAME_PAD + 4
+        h = box_h if row.detail else one_line_h
+        boxes[row.key] = (geo.box_x0, y, geo.box_x0 + geo.box_w, y + h)
+        y += h + _GAP
+        prev_in_block = row.in_block
+    plot_h = y - _GAP + _header_px(geo.narrow)
+    cx = geo.box_x0 + geo.box_w / 2
+    lane_x = geo.box_x0 + geo.box_w + _LANE
+
+    shapes: list[dict[str, Any]] = []
+    annotations: list[dict[str, Any]] = []
+    # the N x frame and its label
+    f0, f1 = frame[0], frame[1]
+    fx0, fx1 = geo.box_x0 - 12, lane_x + _FRAME_RIGHT
+    shapes.append(
+        {
+            "type": "path",
+            "name": "block",
+            "path": _rounded(fx0, f0, fx1, f1, 10),
+            "xref": "x",
+            "yref": "y",
+            "fillcolor": "rgba(0,0,0,0.045)",
+            "line": {"color": "#999999", "width": 1.2},
+            "layer": "below",
+        }
+    )
+    label_x = fx0 - 8
+    mid = (f0 + f1) / 2
+    annotations.append(
+        _text(f"<b>{spec.n_layers} \u00d7</b>", label_x, mid + 9, _N_FONT, anchor="right", name="n_layers")
+    )
+    annotations.append(
+        _text("layers", label_x, mid - 11, 13, anchor="right", color=MUTED, name="n_layers.note")
+    )
+
+    # boxes and their text
+    for row in rows:
+        x0, y0, x1, y1 = boxes[row.key]
+        c = (y0 + y1) / 2
+        shapes.append(
+            {
+                "type": "path",
+                "name": row.key,
+                "path": _rounded(x0, y0, x1, y1, 6),
+                "xref": "x",
+                "yref": "y",
+                "fillcolor": row.fill,
+                "line": {"color": EDGE, "width": 1.2},
+                "layer": "above",
+            }
+        )
+        hover = _hover(row, spec.n_layers)
+        if row.detail:
+            annotations.append(
+                _text(
+                    f"<b>{row.name}</b>",
+                    cx,
+                    c + detail_px * _LINE / 2,
+                    name_px,
+                    name=f"{row.key}.name",
+                    hovertext=hover,
+                )
+            )
+            annotations.append(
+                _text(
+                    row.detail,
+                    cx,
+                    c - name_px * _LINE / 2,
+                    detail_px,
+                    color=MUTED,
+                    name=f"{row.key}.detail",
+                    hovertext=hover,
+                )
+            )
+        else:
+            annotations.append(
+                _text(f"<b>{row.name}</b>", cx, c, name_px, name=f"{row.key}.name", hovertext=hover)
+            )
+        main, small = _params_lines(row, spec.n_layers, geo.narrow)
+        if geo.narrow:  # shape over parameters, one column
+            lines = [
+                (row.shape, info_px, INK, "shape"),
+                (main, info_px, MUTED if row.count is None else INK, "params"),
+            ]
+        else:
+            lines = [(row.shape, info_px, INK, "shape")] + (
+                [(row.shape_note, note_px, MUTED, "shape_note")] if row.shape_note else []
+            )
+        _column(annotations, row.key, lines, geo.shape_x, c, "left", hover)
+        if not geo.narrow:
+            plines = [(main, info_px, MUTED if row.count is None else INK, "params")]
+            if small:
+                plines.append((small, note_px, MUTED, "params_note"))
+            _column(annotations, row.key, plines, geo.params_x1, c, "right", hover)
+
+    # arrows between consecutive boxes, and the residual connections
+    for below, above in zip(rows[:-1], rows[1:], strict=True):
+        annotations.append(_arrow(cx, boxes[below.key][3], cx, boxes[above.key][1], f"flow.{below.key}"))
+    pairs = (("ln1", "add1"), ("ln2", "add2")) if spec.norm == "pre" else (("attn", "ln1"), ("mlp", "ln2"))
+    for start, end in pairs:
+        yb = boxes[start][1] - _BRANCH
+        ya = (boxes[end][1] + boxes[end][3]) / 2
+        shapes.append(
+            {
+                "type": "path",
+                "name": f"residual.{end}",
+                "path": f"M {cx:.1f},{yb:.1f} L {lane_x:.1f},{yb:.1f} L {lane_x:.1f},{ya:.1f}",
+                "xref": "x",
+                "yref": "y",
+                "line": {"color": EDGE, "width": 1.6},
+            }
+        )
+        shapes.append(
+            {
+                "type": "circle",
+                "name": f"branch.{end}",
+                "x0": cx - 3,
+                "x1": cx + 3,
+                "y0": yb - 3,
+                "y1": yb + 3,
+                "xref": "x",
+                "yref": "y",
+                "fillcolor": EDGE,
+                "line": {"width": 0},
+            }
+        )
+        annotations.append(_arrow(lane_x, ya, geo.box_x0 + geo.box_w, ya, f"residual.{end}"))
+
+    # column headers and the total
+    header_h = _header_px(geo.narrow)
+    top = plot_h - header_h / 2
+    annotations.append(
+        _text("<b>reads bottom to top</b>", cx, top, _HEADER_FONT, color=MUTED, name="header.flow")
+    )
+    shape_head, params_head = _headers(geo.narrow)
+    total, exact = _total_lines(spec.total)
+    total_col = [(f"<b>{total}</b>", info_px, INK, "total"), (exact, note_px, INK, "exact")]
+    if geo.narrow:
+        heads = [
+            (f"<b>{shape_head}</b>", _HEADER_FONT, MUTED, "shape"),
+            (f"<b>{params_head}</b>", _HEADER_FONT, MUTED, "params"),
+        ]
+        _column(annotations, "header", heads, geo.shape_x, top, "left", "")
+        _column(annotations, "total", total_col, geo.shape_x, (_TOTAL_PX - 8) / 2, "left", "")
+        rule_x0 = geo.shape_x
+    else:
+        annotations.append(
+            _text(
+                f"<b>{shape_head}</b>",
+                geo.shape_x,
+                top,
+                _HEADER_FONT,
+                anchor="left",
+                color=MUTED,
+                name="header.shape",
+            )
+        )
+        annotations.append(
+            _text(
+                f"<b>{params_head}</b>",
+                geo.params_x1,
+                top,
+                _HEADER_FONT,
+                anchor="right",
+                color=MUTED,
+                name="header.params",
+            )
+        )
+        _column(annotations, "total", total_col, geo.params_x1, (_TOTAL_PX - 8) / 2, "right", "")
+        rule_x0 = geo.params_x1 - max(text_px(total, info_px) * _BOLD, text_px(exact, note_px))
+    shapes.append(
+        {
+            "type": "line",
+            "name": "total.rule",
+            "x0": rule_x0,
+            "x1": geo.params_x1,
+            "y0": _TOTAL_PX - 6,
+            "y1": _TOTAL_PX - 6,
+            "xref": "x",
+            "yref": "y",
+            "line": {"color": MUTED, "width": 1},
+        }
+    )
+
+    top_px = TOP_TITLE_PX if title else 8
+    hidden = {"visible": False, "fixedrange": True, "showgrid": False, "zeroline": False}
+    layout: dict[str, Any] = {
+        "height": math.ceil(plot_h) + top_px + 8,
+        # a small left margin lines the title up with the diagram's edge
+        "margin": {"l": _SIDE, "r": 0, "t": top_px, "b": 8, "pad": 0},
+        "xaxis": {**hidden, "range": [0, width - _SIDE]},
+        "yaxis": {**hidden, "range": [0, plot_h]},
+        "shapes": shapes,
+        "annotations": annotations,
+        "plot_bgcolor": "rgba(0,0,0,0)",
+        "showlegend": False,
+        "hovermode": False,
+        "dragmode": False,
+        "meta": {
+            "width": width,
+            "n_pos": spec.n_pos,
+            "norm": spec.norm,
+            "order": [r.key for r in rows],
+            "counts": {k: int(v) for k, v in spec.counts.items()},
+            "total": int(spec.total),
+            "fonts": list(geo.fonts),
+            "narrow": geo.narrow,
+            "fits": geo.need <= width - _SIDE,
+            "boxes": {k: [round(v, 1) for v in b] for k, b in boxes.items()},
+        },
+    }
+    if title:
+        layout["title"] = figure_title(title)
+    return go.Figure({"data": [], "layout": layout})
+
+
+def _column(
+    annotations: list[dict[str, Any]],
+    key: str,
+    lines: list[tuple[str, int, str, str]],
+    x: float,
+    c: float,
+    anchor: str,
+    hover: str,
+) -> None:
+    """Lines of text stacked around height ``c``, left- or right-aligned at ``x``."""
+    lines = [ln for ln in lines if ln[0]]
+    heights = [size * _LINE for _, size, _, _ in lines]
+    y = c + sum(heights) / 2
+    for (text, size, color, field), h in zip(lines, heights, strict=True):
+        y -= h / 2
+        extra = {"hovertext": hover} if hover else {}
+        annotations.append(
+            _text(text, x, y, size, anchor=anchor, color=color, name=f"{key}.{field}", **extra)
+        )
+        y -= h / 2
