@@ -81,10 +81,10 @@ with ui.page_context(__file__, ui.WALK_NAMES) as ctx:
         left, right = st.columns(2)
         with left:
             st.markdown("**Separate W_Q, W_K, W_V**")
-            st.code(ui.source_text("SeparateQKV"), language="python")
+            st.code(ui.source_text("SeparateQKV"), language="python", wrap_lines=True)
         with right:
             st.markdown("**One fused Linear, with a mask**")
-            st.code(ui.source_text("FusedQKV"), language="python")
+            st.code(ui.source_text("FusedQKV"), language="python", wrap_lines=True)
         agree = ui.layouts_agree(ctx.choice, ctx.text, layer)
         m1, m2, m3 = st.columns(3)
         m1.metric("largest |separate − fused|", f"{agree['separate_vs_fused']:.1e}")
@@ -93,5 +93,9 @@ with ui.page_context(__file__, ui.WALK_NAMES) as ctx:
         st.caption(
             f"On this text at layer {layer}: the fused weights split into three ({cfg.d_model} rows each) "
             "give the separate layout's W_Q, W_K and W_V, so the outputs agree to float32 rounding."
+        )
+        ui.source(
+            "layouts.attend",
+            label="Steps 2-6, shared by both: score, scale, mask, softmax, weight the values",
         )
         ui.source("split_fused", label="How the fused weights split into the separate ones")

@@ -89,7 +89,9 @@ def test_every_section_of_every_page_draws(page, section):
     at = open_app(page, **{key: section})  # a link straight to the section
     assert_clean(at)
     assert at.button_group(key=key).value == section
-    assert at.get("plotly_chart") or at.get("arrow_data_frame") or at.metric, f"{page} / {section} drew nothing"
+    assert at.get("plotly_chart") or at.get("arrow_data_frame") or at.metric, (
+        f"{page} / {section} drew nothing"
+    )
     at.text_area(key="text").input("猫坐在垫子上。 The cat sat on the mat.").run()
     assert_clean(at)
     at.radio(key="source").set_value("scratch").run()

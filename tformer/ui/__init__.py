@@ -45,6 +45,12 @@ _EXPORTS: dict[str, str] = {
     "show_step": "walk_view",
     "step_facts": "walk_view",
     "StepsState": "state",
+    "EncoderState": "state",
+    "architecture_of": "encoder_data",
+    "ffn_stats": "encoder_data",
+    "residual_norms": "encoder_data",
+    "layernorm_io": "encoder_data",
+    "window": "walk_view",
     "frame": "entry",
     "page_context": "entry",
     "Frame": "page_frame",
@@ -93,6 +99,7 @@ if TYPE_CHECKING:
         source,
         source_text,
     )
+    from .encoder_data import architecture_of, ffn_stats, layernorm_io, residual_norms
     from .entry import frame, page_context
     from .guard import no_traceback
     from .page_data import (
@@ -107,9 +114,17 @@ if TYPE_CHECKING:
     )
     from .page_frame import Frame
     from .registry import PAGES, SECTIONS, PageSpec, by_section
-    from .state import AttentionState, HeadsState, PositionalState, QKVState, StepsState, ViewState
+    from .state import (
+        AttentionState,
+        EncoderState,
+        HeadsState,
+        PositionalState,
+        QKVState,
+        StepsState,
+        ViewState,
+    )
     from .walk_data import WALK_NAMES, layouts_agree, neuron, walk
-    from .walk_view import WINDOW, ZOOMS, show_step, step_bar, step_facts
+    from .walk_view import WINDOW, ZOOMS, show_step, step_bar, step_facts, window
 
 __all__ = sorted(_EXPORTS)
 

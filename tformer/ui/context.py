@@ -191,10 +191,16 @@ def resolve(fn: Callable[..., Any] | str) -> Callable[..., Any]:
     the torch functions they show, so that their own imports stay free of torch."""
     if not isinstance(fn, str):
         return fn
+    import importlib
+
     import tformer
 
-    obj: Any = tformer
-    for part in fn.split("."):
+    first, *rest = fn.split(".")
+    # a name tformer exports ("MultiHeadAttention.forward") or a module's ("layouts.attend")
+    obj: Any = (
+        getattr(tformer, first) if first in dir(tformer) else importlib.import_module(f"tformer.{first}")
+    )
+    for part in rest:
         obj = getattr(obj, part)
     if not callable(obj):
         raise TypeError(f"tformer.{fn} is not a function")

@@ -99,6 +99,16 @@ PAGES: tuple[PageSpec, ...] = (
         "Every step of a layer on your text, in order: formula, live numbers, the code; one score "
         "dimension by dimension; the seeds' two ways to write attention.",
     ),
+    PageSpec(
+        "encoder",
+        "The whole encoder",
+        "The whole encoder: its parts, FFN, residual stream and LayerNorm",
+        "🏗️",
+        "Encoder",
+        "pages/encoder.py",
+        "The model drawn with its real shapes and parameter counts; what the FFN, the residual "
+        "connections and LayerNorm do to your text, layer by layer.",
+    ),
 )
 
 

@@ -80,6 +80,12 @@ class StepsState:
     key: int | None = _bounded(None, 0, 4095)  # neuron view's key token; None: the most attended
 
 
+@dataclass
+class EncoderState:
+    section: str = _one_of("architecture", ("architecture", "ffn", "residual", "layernorm"))
+    norm: str = _one_of("ln1", ("ln1", "ln2"))  # which LayerNorm of the layer
+
+
 # registry key -> the dataclass of that page's choices
 PAGE_STATES: dict[str, type] = {
     "attention": AttentionState,
@@ -87,6 +93,7 @@ PAGE_STATES: dict[str, type] = {
     "positional": PositionalState,
     "heads": HeadsState,
     "steps": StepsState,
+    "encoder": EncoderState,
 }
 
 
