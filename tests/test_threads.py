@@ -73,3 +73,18 @@ def test_a_thread_does_not_see_another_threads_hooks():
     t.join(5)
     assert seen_by_other == [["blocks.0.attn.hook_pattern"]]
     assert _ACTIVE.get() is None
+
+
+def test_numpy_can_be_told_not_to_advise_huge_pages():
+    from tformer.process import plain_pages_for_arrays
+
+    try:
+        from numpy._core.multiarray import _set_madvise_hugepage
+    except ImportError:
+        from numpy.core.multiarray import _set_madvise_hugepage
+    before = _set_madvise_hugepage(True)  # returns the previous setting
+    try:
+        assert plain_pages_for_arrays() is True
+        assert _set_madvise_hugepage(False) is False  # it was off
+    finally:
+        _set_madvise_hugepage(before)

@@ -29,6 +29,30 @@ def keep_freed_memory() -> bool:
     return bool(libc.mallopt(m_mmap_threshold, 32 * 2**20) and libc.mallopt(m_trim_threshold, 2**30))
 
 
+def plain_pages_for_arrays() -> bool:
+    """Stop numpy asking the kernel for transparent huge pages for its large arrays.
+
+    numpy advises huge pages (madvise) for every large array it allocates. Where the kernel's
+    THP defrag setting is "madvise" (Debian's default), each such allocation then compacts
+    memory synchronously on its page faults: a fresh 75 MB [6, 12, 512, 512] capture array took
+    ~150 ms to fill with the advice and ~25 ms without it on this project's 2-core machine, and
+    a 512-token capture of every activation holds ~230 MB of fresh arrays (the cached
+    captures stay alive, so their memory is not reused). Returns False where this numpy has
+    no such switch. numpy's own NUMPY_MADVISE_HUGEPAGE=0 does the same but only when set
+    before numpy is imported, which the app does not control.
+    """
+    import importlib
+
+    for module in ("numpy._core.multiarray", "numpy.core.multiarray"):  # numpy 2, numpy 1
+        try:
+            switch = importlib.import_module(module)._set_madvise_hugepage
+        except (ImportError, AttributeError):
+            continue
+        switch(False)
+        return True
+    return False
+
+
 def app_threads() -> int:
     """Torch intra-op threads for the app: half the cores (at least 1), or TFORMER_THREADS.
 
