@@ -18,7 +18,7 @@ from ..config import EncoderConfig
 from ..device import pick_device
 from ..encoder import Encoder
 from ..pretrained import load_pretrained
-from ..process import app_threads, keep_freed_memory
+from ..process import app_threads, keep_freed_memory, plain_pages_for_arrays
 from ..tokenizer import Tokenizer, scratch_tokenizer
 
 log = logging.getLogger("tformer.app")
@@ -66,11 +66,13 @@ def device() -> tuple[torch.device, str | None]:
 @st.cache_resource(show_spinner=False)
 def set_threads() -> int:
     """Once per server, from whichever page its first visitor opens: torch's thread count, the
-    allocator keeping freed activation buffers (`keep_freed_memory`), and gc.freeze() so that
+    allocator keeping freed activation buffers (`keep_freed_memory`), numpy's large arrays on
+    plain pages (`plain_pages_for_arrays`), and gc.freeze() so that
     Python's full collections skip the long-lived objects of torch, transformers and plotly."""
     import gc
 
     keep_freed_memory()
+    plain_pages_for_arrays()  # fresh capture arrays 6x faster to fill (see its docstring)
     try:
         n = app_threads()
     except ValueError as err:
@@ -93,29 +95,36 @@ def get_model(choice: ModelChoice) -> tuple[Encoder, Tokenizer]:
     return model.eval(), tokenizer
 
 
-def get_capture(choice: ModelChoice, text: str, names: Iterable[str]) -> TextCapture:
-    """The activations ``names`` of ``text``, cached per (model, text, set of names).
+def get_capture(
+    choice: ModelChoice, text: str, names: Iterable[str], layers: Iterable[int] | None = None
+) -> TextCapture:
+    """The activations ``names`` of ``text`` (per-layer ones for ``layers`` only, if given),
+    cached per (model, text, set of names, layers).
 
     Refuses (CaptureTooLarge) before running anything when the capture would pass
     MAX_CAPTURE_BYTES for this text's length.
     """
-    return _capture(choice, text, normalize_names(names))
+    return _capture(
+        choice, text, normalize_names(names), None if layers is None else tuple(sorted(set(layers)))
+    )
 
 
 # cache_resource, not cache_data: a 512-token capture holds ~170 MB of float32, and cache_data
 # would pickle a copy on every rerun. The arrays are read-only, so sharing them is safe.
 @st.cache_resource(max_entries=8, ttl=3600, show_spinner="Running the model...")
-def _capture(choice: ModelChoice, text: str, names: tuple[str, ...]) -> TextCapture:
+def _capture(
+    choice: ModelChoice, text: str, names: tuple[str, ...], layers: tuple[int, ...] | None = None
+) -> TextCapture:
     model, tokenizer = get_model(choice)
     encoded = tokenizer.encode(text)
-    nbytes = capture_nbytes(model.cfg, len(encoded.ids), names)
+    nbytes = capture_nbytes(model.cfg, len(encoded.ids), names, layers)
     if nbytes > MAX_CAPTURE_BYTES:
         raise CaptureTooLarge(
             f"capturing {', '.join(names)} for {len(encoded.ids)} tokens would take "
             f"{nbytes / 2**20:.0f} MB; the limit is {MAX_CAPTURE_BYTES / 2**20:.0f} MB. "
             "Use a shorter text, or fewer layers or heads."
         )
-    return capture_ids(model, encoded, names)
+    return capture_ids(model, encoded, names, layers)
 
 
 F = TypeVar("F")
