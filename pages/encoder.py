@@ -17,7 +17,7 @@ SECTIONS = {
 LN_NAMES = {"ln1": "the first (around attention)", "ln2": "the second (around the FFN)"}
 LN_WINDOW = 32  # tokens of box plots on one screen
 
-with ui.page_context(__file__, ui.WALK_NAMES) as ctx:
+with ui.page_context(__file__, ui.STATS_NAMES) as ctx:
     cap, cfg = ctx.capture, ctx.capture.cfg
     part = ui.section("encoder.section", SECTIONS)
 

@@ -13,7 +13,7 @@ SECTIONS = {
     "layouts": "Two ways to write attention",
 }
 
-with ui.page_context(__file__, ui.WALK_NAMES) as ctx:
+with ui.page_context(__file__, ui.WALK_NAMES, one_layer=True) as ctx:
     cap, cfg = ctx.capture, ctx.capture.cfg
     part = ui.section("steps.section", SECTIONS)
     layer, head, query = ui.layer_head_query(ctx)
@@ -45,7 +45,7 @@ with ui.page_context(__file__, ui.WALK_NAMES) as ctx:
 
     elif part == "neuron":
         ui.formula(neuron_view, code=False)
-        row = cap.pattern[layer, head, query]
+        row = cap.at("pattern", layer)[head, query]
         n = cap.n_pos
         key = st.selectbox(
             "key token",
@@ -55,7 +55,7 @@ with ui.page_context(__file__, ui.WALK_NAMES) as ctx:
         )
         nv = ui.neuron(ctx.choice, ctx.text, layer, head, query, int(key))
         st.plotly_chart(neuron_figure(nv.q, nv.k, nv.products), key="neuron")
-        model_score = float(cap.attn_scores[layer, head, query, key])
+        model_score = float(cap.at("attn_scores", layer)[head, query, key])
         m1, m2, m3, m4 = st.columns(4)
         m1.metric("Σ_d q_d·k_d", f"{nv.raw:.4f}")
         m2.metric(f"÷ √{cfg.d_head}", "−∞ (masked)" if nv.scaled == float("-inf") else f"{nv.scaled:.4f}")

@@ -123,3 +123,30 @@ def test_ablation_can_reuse_the_captures_output_as_its_baseline(model_tok):
     reused, same = ablate_heads(model, cap.encoded.ids, [(1, 2)], base=cap.output)
     assert np.array_equal(base, cap.output)  # the capture ran the same explicit path
     assert reused is cap.output and np.array_equal(ablated, same)
+
+
+def test_a_capture_of_one_layer_holds_that_layers_values_and_a_sixth_of_the_bytes(model_tok):
+    model, tok = model_tok
+    text = "the cat sat on the mat 小猫"
+    names = available_names(model.cfg)
+    full = capture_text(model, tok, text, names)
+    one = capture_text(model, tok, text, names, layers=[1])
+    assert one.layers == (1,) and full.layers is None
+    for name in names:
+        if ACTS[name].per_layer:
+            assert one[name].shape[0] == 1
+            # equal up to float rounding: the unhooked layer 0 takes the fused LayerNorm path
+            assert np.allclose(one.at(name, 1), full.at(name, 1), atol=1e-5, equal_nan=True), name
+            assert np.array_equal(full.at(name, 0), full[name][0])
+            with pytest.raises(KeyError, match="layer 0 was not captured"):
+                one.at(name, 0)
+        else:
+            assert np.array_equal(one[name], full[name]), name
+    assert np.allclose(one.output, full.output, atol=1e-5)
+    n = one.n_pos
+    assert one.nbytes == capture_nbytes(model.cfg, n, names, layers=[1])
+    assert full.nbytes == capture_nbytes(model.cfg, n, names)
+    with pytest.raises(ValueError, match="subset"):
+        capture_text(model, tok, text, names, layers=[model.cfg.n_layers])
+    with pytest.raises(ValueError, match="not a per-layer"):
+        one.at("embed", 1)

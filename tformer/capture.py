@@ -63,17 +63,31 @@ def _sizes(cfg: EncoderConfig, n_pos: int) -> dict[str, int]:
     }
 
 
-def capture_shape(cfg: EncoderConfig, n_pos: int, name: str) -> tuple[int, ...]:
-    """Shape of ``name`` in a capture: [layer, ...] for per-layer activations."""
+def capture_shape(cfg: EncoderConfig, n_pos: int, name: str, n_layers: int | None = None) -> tuple[int, ...]:
+    """Shape of ``name`` in a capture: [layer, ...] for per-layer activations (``n_layers`` of
+    them: every layer of the model by default)."""
     one = act_shape(name, _sizes(cfg, n_pos))
-    return (cfg.n_layers, *one) if ACTS[name].per_layer else one
+    return (cfg.n_layers if n_layers is None else n_layers, *one) if ACTS[name].per_layer else one
 
 
-def capture_nbytes(cfg: EncoderConfig, n_pos: int, names: Iterable[str] = ATTENTION) -> int:
+def capture_nbytes(
+    cfg: EncoderConfig, n_pos: int, names: Iterable[str] = ATTENTION, layers: Iterable[int] | None = None
+) -> int:
     """Bytes a capture of these activations holds (float32, the output included): the app's
     memory guard calls this before running anything."""
-    shapes = [capture_shape(cfg, n_pos, n) for n in normalize_names(names)]
+    n_layers = None if layers is None else len(set(layers))
+    shapes = [capture_shape(cfg, n_pos, n, n_layers) for n in normalize_names(names)]
     return 4 * (sum(math.prod(s) for s in shapes) + n_pos * cfg.d_model)
+
+
+def layer_selection(cfg: EncoderConfig, layers: Iterable[int] | None) -> tuple[int, ...] | None:
+    """``layers`` sorted and checked against the model (None: every layer)."""
+    if layers is None:
+        return None
+    sel = tuple(sorted(set(int(x) for x in layers)))
+    if not sel or not all(0 <= x < cfg.n_layers for x in sel):
+        raise ValueError(f"layers={list(sel)} must be a non-empty subset of 0..{cfg.n_layers - 1}")
+    return sel
 
 
 @dataclass(frozen=True, eq=False)
@@ -89,6 +103,21 @@ class TextCapture:
     output: np.ndarray  # [pos, d_model], what the encoder returns (probabilities with a head)
     cfg: EncoderConfig
     device: str
+    # None: every layer. Else the layers the per-layer arrays hold, in order: their first axis
+    # indexes this tuple, not the model's layers; read them with `at`.
+    layers: tuple[int, ...] | None = None
+
+    def at(self, name: str, layer: int) -> np.ndarray:
+        """Per-layer activation ``name`` of model layer ``layer``, in full or layer-limited
+        captures alike (KeyError for a layer the capture does not hold)."""
+        a = self[name]
+        if not ACTS[name].per_layer:
+            raise ValueError(f"{name!r} is not a per-layer activation: use capture[{name!r}]")
+        if self.layers is None:
+            return a[layer]
+        if layer not in self.layers:
+            raise KeyError(f"layer {layer} was not captured; this capture holds layers {list(self.layers)}")
+        return a[self.layers.index(layer)]
 
     def __getitem__(self, name: str) -> np.ndarray:
         try:
@@ -150,18 +179,25 @@ class TextCapture:
 
 
 def capture_text(
-    model: Encoder, tokenizer: Tokenizer, text: str, names: Iterable[str] = ATTENTION
+    model: Encoder,
+    tokenizer: Tokenizer,
+    text: str,
+    names: Iterable[str] = ATTENTION,
+    layers: Iterable[int] | None = None,
 ) -> TextCapture:
     """Tokenize ``text`` (truncated to the model's max_len) and capture ``names`` in one pass.
 
     Each hook copies its tensor straight into a preallocated [layer, ...] array: one copy, no
     torch.stack afterwards.
     """
-    return capture_ids(model, tokenizer.encode(text), names)
+    return capture_ids(model, tokenizer.encode(text), names, layers)
 
 
-def capture_ids(model: Encoder, encoded: Encoded, names: Iterable[str] = ATTENTION) -> TextCapture:
-    """`capture_text` for text that is already tokenized."""
+def capture_ids(
+    model: Encoder, encoded: Encoded, names: Iterable[str] = ATTENTION, layers: Iterable[int] | None = None
+) -> TextCapture:
+    """`capture_text` for text that is already tokenized. ``layers``: capture the per-layer
+    activations of these layers only (a smaller capture: read it with `TextCapture.at`)."""
     if not encoded.ids:
         raise ValueError("the tokenizer produced no tokens")
     cfg, n = model.cfg, len(encoded.ids)
@@ -169,7 +205,9 @@ def capture_ids(model: Encoder, encoded: Encoded, names: Iterable[str] = ATTENTI
     missing = [name for name in wanted if name not in available_names(cfg)]
     if missing:
         raise ValueError(f"this model has no {missing} (see available_names)")
-    arrays = {name: np.empty(capture_shape(cfg, n, name), np.float32) for name in wanted}
+    sel = layer_selection(cfg, layers)
+    kept = range(cfg.n_layers) if sel is None else sel
+    arrays = {name: np.empty(capture_shape(cfg, n, name, len(kept)), np.float32) for name in wanted}
 
     def into(name: str, layer: int | None) -> HookFn:
         def hook(tensor: torch.Tensor, hook: HookPoint) -> None:
@@ -182,16 +220,21 @@ def capture_ids(model: Encoder, encoded: Encoded, names: Iterable[str] = ATTENTI
         return hook
 
     fwd_hooks = [
-        (act_name(name, layer), into(name, layer))
+        (act_name(name, layer), into(name, None if layer is None else i))
         for name in wanted
-        for layer in (range(cfg.n_layers) if ACTS[name].per_layer else [None])
+        for i, layer in enumerate(kept if ACTS[name].per_layer else [None])
     ]
     with torch.inference_mode(), model.hooks(fwd_hooks):
         out = model(encoded.ids)
     for a in arrays.values():
         a.flags.writeable = False  # shared between sessions through the app's cache
     return TextCapture(
-        encoded=encoded, arrays=arrays, output=frozen_numpy(out[0]), cfg=cfg, device=str(model.device)
+        encoded=encoded,
+        arrays=arrays,
+        output=frozen_numpy(out[0]),
+        cfg=cfg,
+        device=str(model.device),
+        layers=sel,
     )
 
 

@@ -36,6 +36,7 @@ _EXPORTS: dict[str, str] = {
     "query_token": "context",
     "layer_head_query": "context",
     "WALK_NAMES": "walk_data",
+    "STATS_NAMES": "walk_data",
     "walk": "walk_data",
     "neuron": "walk_data",
     "layouts_agree": "walk_data",
@@ -123,7 +124,7 @@ if TYPE_CHECKING:
         StepsState,
         ViewState,
     )
-    from .walk_data import WALK_NAMES, layouts_agree, neuron, walk
+    from .walk_data import STATS_NAMES, WALK_NAMES, layouts_agree, neuron, walk
     from .walk_view import WINDOW, ZOOMS, show_step, step_bar, step_facts, window
 
 __all__ = sorted(_EXPORTS)

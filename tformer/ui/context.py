@@ -44,10 +44,12 @@ class PageContext:
         return self.capture.labels
 
 
-def open_page(script: str, names: Iterable[str] | None = None) -> PageContext:
+def open_page(script: str, names: Iterable[str] | None = None, *, one_layer: bool = False) -> PageContext:
     """The frame drawn and the capture of ``names`` (default: the attention set; names the
     model lacks are left out) made, or a message and st.stop(); `tformer.ui.page_context`
-    wraps this for the pages."""
+    wraps this for the pages. ``one_layer``: capture the per-layer names for the chosen layer
+    only (`TextCapture.at` reads them): a page that looks at one layer at a time holds a sixth
+    of a 6-layer capture, and a new text costs a sixth of the page faults."""
     names = ATTENTION if names is None else names
     fr = draw_frame(script)
     if fr.choice is None:
@@ -60,12 +62,14 @@ def open_page(script: str, names: Iterable[str] | None = None) -> PageContext:
     try:
         model, tokenizer = get_model(choice)
         has = available_names(model.cfg)  # e.g. only BERT has a segment embedding
-        capture = get_capture(choice, fr.text, [n for n in names if n in has])
+        layers = (min(fr.view.layer, model.cfg.n_layers - 1),) if one_layer else None
+        capture = get_capture(choice, fr.text, [n for n in names if n in has], layers)
     except ValueError as err:
         st.error(f"Could not run {choice.label}: {err}")
         st.stop()
     if choice.source == "scratch":
-        focus = row_focus(choice, fr.text, capture.names) if "pattern" in capture else None
+        whole = "pattern" in capture and capture.layers is None
+        focus = row_focus(choice, fr.text, capture.names) if whole else None
         st.info(random_weights_note(choice, focus), icon="🎲")
     unknown = unknown_tokens(capture, tokenizer)
     if unknown:

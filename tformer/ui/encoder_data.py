@@ -7,6 +7,7 @@ import numpy as np
 import streamlit as st
 
 from ..architecture import ArchitectureSpec, architecture_spec, parameter_counts
+from ..capture import TextCapture
 from ..layer_stats import (
     FfnSparsity,
     LayerNormStats,
@@ -16,7 +17,7 @@ from ..layer_stats import (
     sublayer_norms,
 )
 from .caches import ModelChoice, get_capture, get_model
-from .walk_data import walk_names
+from .walk_data import STATS_NAMES
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -26,15 +27,20 @@ def architecture_of(choice: ModelChoice, n_pos: int) -> ArchitectureSpec:
     return architecture_spec(model.cfg, n_pos, parameter_counts(model))
 
 
+def stats_capture(choice: ModelChoice, text: str) -> TextCapture:
+    """The capture the encoder page opened with: `STATS_NAMES` of every layer."""
+    return get_capture(choice, text, STATS_NAMES)
+
+
 @st.cache_resource(max_entries=8, show_spinner=False)
 def ffn_stats(choice: ModelChoice, text: str) -> FfnSparsity:
-    cap = get_capture(choice, text, walk_names(get_model(choice)[0].cfg))
+    cap = stats_capture(choice, text)
     return ffn_sparsity(cap["mlp_pre"], cap["mlp_post"])
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
 def residual_norms(choice: ModelChoice, text: str) -> SublayerNorms:
-    cap = get_capture(choice, text, walk_names(get_model(choice)[0].cfg))
+    cap = stats_capture(choice, text)
     return sublayer_norms(cap["resid_pre"], cap["attn_out"], cap["mlp_out"])
 
 
@@ -47,7 +53,7 @@ def layernorm_io(
     ln2 reads its output + FFN; pre-norm: ln1 reads the block's input, ln2 the residual after
     attention."""
     cfg = get_model(choice)[0].cfg
-    cap = get_capture(choice, text, walk_names(cfg))
+    cap = stats_capture(choice, text)
     if cfg.norm == "post":
         x = (
             cap["resid_pre"][layer] + cap["attn_out"][layer]

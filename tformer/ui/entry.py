@@ -20,9 +20,11 @@ if TYPE_CHECKING:
 
 
 @contextmanager
-def page_context(script: str, names: Iterable[str] | None = None) -> Iterator[PageContext]:
+def page_context(
+    script: str, names: Iterable[str] | None = None, *, one_layer: bool = False
+) -> Iterator[PageContext]:
     """Draw the frame, then capture ``names`` (short hook names; the attention set by default)
-    for the current text; the page inside the ``with`` block is guarded (an error becomes a
+    for the current text (``one_layer``: for the chosen layer only); the page inside the ``with`` block is guarded (an error becomes a
     short message, never a traceback)::
 
         with ui.page_context(__file__, ["pattern", "resid_mid"]) as ctx:
@@ -34,7 +36,7 @@ def page_context(script: str, names: Iterable[str] | None = None) -> Iterator[Pa
     with charts_prefetched():
         from .context import open_page  # torch is imported from here on
 
-        ctx = open_page(script, names)
+        ctx = open_page(script, names, one_layer=one_layer)
         with no_traceback():
             yield ctx
 

@@ -1,8 +1,9 @@
 """Cached numbers behind the step-by-step page: one layer walked for one head, each step checked
 against the model's own hook; the neuron view; the two code layouts run on the layer's input.
 
-Everything reads the capture the page already holds for the text (`WALK_NAMES`): walking a
-layer, changing the head or the query never runs the model again.
+Everything reads the capture the page holds for the text and the chosen layer (`WALK_NAMES`,
+that layer only: `open_page(one_layer=True)`): changing the head, the query token, the step or
+the section never runs the model again; a new layer runs it once per text and layer (cached).
 """
 
 from __future__ import annotations
@@ -32,6 +33,13 @@ from .caches import ModelChoice, get_capture, get_model
 # from the embeddings to the last LayerNorm. Pages ask for this set; `open_page` drops the
 # names a given model lacks (a segment embedding, BERT's embedding LayerNorm...).
 WALK_NAMES = tuple(name for name in ACTS if name != "logits")
+# What the encoder page reads for every layer: the residual stream, the sublayers' outputs, the
+# FFN's hidden values and the LayerNorms (no [query_pos, key_pos] maps: those dominate a
+# capture's size and the page does not show them).
+STATS_NAMES = (
+    "resid_pre", "attn_out", "resid_mid", "mlp_pre", "mlp_post", "mlp_out", "resid_post",
+    "ln1_scale", "ln1_normalized", "ln2_scale", "ln2_normalized",
+)  # fmt: skip
 
 # Hooks that hold one head's slice at [:, head] ([pos, head_index, d_head]) or [head]
 # ([head_index, query_pos, key_pos]) in a layer's capture.
@@ -57,10 +65,9 @@ class Walk:
 
 
 def _model_value(cap: TextCapture, name: str, layer: int, head: int) -> np.ndarray:
-    a = cap[name]
     if not ACTS[name].per_layer:
-        return a
-    a = a[layer]
+        return cap[name]
+    a = cap.at(name, layer)
     if name in _PER_POSITION_HEAD:
         return a[:, head]
     return a[head] if name in _PER_HEAD else a
@@ -73,14 +80,20 @@ def _max_diff(mine: np.ndarray, theirs: np.ndarray) -> float:
     return float(np.abs(mine[finite] - theirs[finite]).max()) if finite.any() else 0.0
 
 
+def layer_capture(choice: ModelChoice, text: str, layer: int) -> TextCapture:
+    """The capture of every activation of ``layer`` (and the embeddings) for ``text``: the one
+    the step-by-step page opened with (same cache key)."""
+    return get_capture(choice, text, walk_names(get_model(choice)[0].cfg), (layer,))
+
+
 @st.cache_resource(max_entries=16, show_spinner="Walking the layer...")
 def walk(choice: ModelChoice, text: str, layer: int, head: int) -> Walk:
     """Layer ``layer`` of the text's pass, every step for head ``head`` (the first layer starts
     at the embeddings; a pre-norm model's last layer ends with its final LayerNorm)."""
     model = get_model(choice)[0]
     cfg = model.cfg
-    cap = get_capture(choice, text, walk_names(cfg))
-    acts = {n: cap[n][layer] for n in cap.names if ACTS[n].per_layer}
+    cap = layer_capture(choice, text, layer)
+    acts = {n: cap.at(n, layer) for n in cap.names if ACTS[n].per_layer}
     steps = walk_layer(
         acts,
         layer_weights(model, layer),
@@ -112,8 +125,8 @@ def walk(choice: ModelChoice, text: str, layer: int, head: int) -> Walk:
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def neuron(choice: ModelChoice, text: str, layer: int, head: int, query: int, key: int) -> NeuronView:
-    cap = get_capture(choice, text, walk_names(get_model(choice)[0].cfg))
-    q, k = cap.q[layer, :, head], cap.k[layer, :, head]
+    cap = layer_capture(choice, text, layer)
+    q, k = cap.at("q", layer)[:, head], cap.at("k", layer)[:, head]
     return neuron_view(q, k, query, key, causal=cap.cfg.causal)
 
 
@@ -126,8 +139,8 @@ def layouts_agree(choice: ModelChoice, text: str, layer: int) -> dict[str, float
     from ..layouts import compare_layouts
 
     model = get_model(choice)[0]
-    cap = get_capture(choice, text, walk_names(model.cfg))
-    x = cap["resid_pre"][layer] if model.cfg.norm == "post" else cap["ln1_normalized"][layer]
+    cap = layer_capture(choice, text, layer)
+    x = cap.at("resid_pre", layer) if model.cfg.norm == "post" else cap.at("ln1_normalized", layer)
     if model.cfg.norm == "pre":  # the attention reads LayerNorm's output: γ ⊙ normalized + β
         ln: Any = model.blocks[layer].ln1
         x = x * ln.weight.detach().cpu().numpy() + ln.bias.detach().cpu().numpy()
