@@ -16,10 +16,13 @@ Measures, in page time (performance.now(), so no Python round trips are counted)
     settled. Each round first puts a new 16-token text in (on the start page), so every page's
     capture is computed for it, as when a user types and then opens a page; --runs-other
     rounds;
+  * pickers: on the step-by-step page, choosing another query token, head or layer (the
+    option's click -> settled), --runs-other times each at every size;
   * bytes received over the app's websocket per edit (Chrome DevTools, binary frames decoded).
 
 Budgets (ms, settled): edits on the Attention page 150 / 500 / 1000 at 16 / 128 / 512 tokens;
-Heads page 600 at 128 and 1200 at 512; the other pages' edits are reported with the Attention
+Heads page 600 at 128 and 1200 at 512; Step by step 300 at 16 and 800 at 512, and 200 for a
+new query token or head; the other pages' edits are reported with the Attention
 budgets as a reference ("ref", not enforced); opening any page 500; cold start to the first
 chart 3 s; 1.5 MB per rerun at 512 tokens, on every page.
 
@@ -55,16 +58,24 @@ from tests.e2e.streamlit_driver import (
     launch_chromium,
     minilm_tokenizer,
     nav_to,
+    selectbox_options,
+    selectbox_value,
     set_text,
+    set_widget,
     token_text,
     wait_idle,
 )
 
-ATTENTION, HEADS = "attention", "heads"  # url paths of the pages with budgets of their own
+ATTENTION, HEADS, STEPS = "attention", "heads", "steps"  # pages with budgets of their own
 EDIT_BUDGET_MS: dict[str, dict[int, float]] = {
     ATTENTION: {16: 150.0, 128: 500.0, 512: 1000.0},
     HEADS: {128: 600.0, 512: 1200.0},
+    STEPS: {16: 300.0, 512: 800.0},
 }
+# Pickers whose change is timed (option click -> settled), per page, at every size; the layer
+# is reported against the page's edit budget as a reference (a new layer runs the model once).
+PICKS: dict[str, tuple[str, ...]] = {STEPS: ("query", "head", "layer")}
+PICK_BUDGET_MS = {"query": 200.0, "head": 200.0}
 REFERENCE_EDIT_BUDGET_MS = EDIT_BUDGET_MS[ATTENTION]  # shown, not enforced, for other pages
 OPEN_BUDGET_MS = 500.0
 OPEN_TOKENS = 16
@@ -182,6 +193,52 @@ def measure_edits(
         budget, enforced = edit_budget(url_path, n)
         rows.append(Row("edit", label(url_path), n, lat, drawn, byts, budget, enforced, BYTES_BUDGET.get(n)))
         print(f"  edit {label(url_path)} at {n} tokens: {statistics.median(lat):.0f} ms", file=sys.stderr)
+    return rows
+
+
+def measure_picks(
+    page: Any, mon: WsMonitor, url_path: str, sizes: list[int], runs: int, texts: Texts, key: str
+) -> list[Row]:
+    """For each size: a new text (unmeasured), then each picker of PICKS[url_path] set to
+    another option `runs` times (after one unmeasured change), option click -> settled."""
+    rows = []
+    for n in sizes:
+        set_text(page, texts.next(n), key=key, timeout=FIRST_RUN_TIMEOUT_MS)
+        for wkey in PICKS[url_path]:
+            options = selectbox_options(page, wkey)[:4]  # near the top: no scrolling in the list
+            lat, drawn = [], []
+            for i in range(runs + 1):
+                now = selectbox_value(page, wkey)
+                target = next(o for o in options[1:] + options[:1] if o != now)
+                before = page_now(page)
+                idle = set_widget(page, wkey, target, timeout=FIRST_RUN_TIMEOUT_MS)
+                if i == 0:
+                    continue
+                t0 = (
+                    idle.click_at_ms
+                    if idle.click_at_ms is not None and idle.click_at_ms >= before
+                    else before
+                )
+                lat.append(idle.settled_at_ms - t0)
+                drawn.append(idle.drawn_at_ms - t0)
+            budget, enforced = (
+                (PICK_BUDGET_MS[wkey], True) if wkey in PICK_BUDGET_MS else edit_budget(url_path, n)
+            )
+            rows.append(
+                Row(
+                    "pick",
+                    f"{label(url_path)} {wkey}",
+                    n,
+                    lat,
+                    drawn,
+                    budget_ms=budget,
+                    enforced=enforced and wkey in PICK_BUDGET_MS,
+                )
+            )
+            print(
+                f"  pick {label(url_path)} {wkey} at {n} tokens: {statistics.median(lat):.0f} ms",
+                file=sys.stderr,
+            )
     return rows
 
 
@@ -328,6 +385,10 @@ def main(argv: list[str] | None = None) -> int:
                         nav_to(page, spec.url_path, timeout=FIRST_RUN_TIMEOUT_MS)
                     runs = args.runs if spec.url_path == ATTENTION else args.runs_other
                     rows += measure_edits(page, mon, spec.url_path, sizes, runs, texts, args.key)
+                    if spec.url_path in PICKS:
+                        rows += measure_picks(
+                            page, mon, spec.url_path, sizes, args.runs_other, texts, args.key
+                        )
                 rows += measure_opens(page, pages, specs, args.runs_other, texts, args.key)
             undecodable = mon.undecodable
             ctx.close()
