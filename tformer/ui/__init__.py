@@ -47,6 +47,10 @@ _EXPORTS: dict[str, str] = {
     "step_facts": "walk_view",
     "StepsState": "state",
     "EncoderState": "state",
+    "CompareState": "state",
+    "COMPARE_WHAT": "compare_data",
+    "compare_sides": "compare_data",
+    "plain": "guard",
     "architecture_of": "encoder_data",
     "ffn_stats": "encoder_data",
     "residual_norms": "encoder_data",
@@ -86,6 +90,7 @@ if TYPE_CHECKING:
         set_threads,
         shared_figure,
     )
+    from .compare_data import COMPARE_WHAT, compare_sides
     from .context import (
         MATRIX_LABELS,
         PageContext,
@@ -102,7 +107,7 @@ if TYPE_CHECKING:
     )
     from .encoder_data import architecture_of, ffn_stats, layernorm_io, residual_norms
     from .entry import frame, page_context
-    from .guard import no_traceback
+    from .guard import no_traceback, plain
     from .page_data import (
         ablation_change,
         head_names,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 # Sections in the order of the lesson.
-SECTIONS = ("Start", "Attention", "Multi-head", "Positions", "Encoder")
+SECTIONS = ("Start", "Attention", "Multi-head", "Positions", "Encoder", "Experiments")
 
 
 @dataclass(frozen=True)
@@ -108,6 +108,16 @@ PAGES: tuple[PageSpec, ...] = (
         "pages/encoder.py",
         "The model drawn with its real shapes and parameter counts; what the FFN, the residual "
         "connections and LayerNorm do to your text, layer by layer.",
+    ),
+    PageSpec(
+        "compare",
+        "Side by side",
+        "Side by side: change one thing and compare",
+        "⚖️",
+        "Experiments",
+        "pages/compare.py",
+        "The same head under two settings or for two texts: positions off, more heads, pre-norm, "
+        "a causal mask, another model; and where the weights moved.",
     ),
 )
 

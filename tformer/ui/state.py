@@ -86,6 +86,13 @@ class EncoderState:
     norm: str = _one_of("ln1", ("ln1", "ln2"))  # which LayerNorm of the layer
 
 
+@dataclass
+class CompareState:
+    what: str = _one_of("text", ("text", "positions", "heads", "norm", "causal", "model"))
+    text_b: str = field(default="The dog chased the ball across the park.", metadata={"max_chars": 2000})
+    heads_b: int = _bounded(8, 1, 32)
+
+
 # registry key -> the dataclass of that page's choices
 PAGE_STATES: dict[str, type] = {
     "attention": AttentionState,
@@ -94,6 +101,7 @@ PAGE_STATES: dict[str, type] = {
     "heads": HeadsState,
     "steps": StepsState,
     "encoder": EncoderState,
+    "compare": CompareState,
 }
 
 
