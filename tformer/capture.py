@@ -3,13 +3,13 @@
 A page names the activations it needs by their short names (``"pattern"``, ``"resid_mid"``,
 ``"ln1_scale"``, ...; see `tformer.hooks.ACTS`) and gets one `TextCapture` holding exactly those,
 each per-layer one stacked over layers. No Streamlit here: the app caches `capture_text` per
-(model, text, names); a notebook calls it directly.
+(model, text, names, attn_mask); a notebook calls it directly.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -106,6 +106,8 @@ class TextCapture:
     # None: every layer. Else the layers the per-layer arrays hold, in order: their first axis
     # indexes this tuple, not the model's layers; read them with `at`.
     layers: tuple[int, ...] | None = None
+    # The extra mask the run used, bool [query_pos, key_pos] (True = may attend); None: none.
+    attn_mask: np.ndarray | None = None
 
     def at(self, name: str, layer: int) -> np.ndarray:
         """Per-layer activation ``name`` of model layer ``layer``, in full or layer-limited
@@ -184,38 +186,98 @@ def capture_text(
     text: str,
     names: Iterable[str] = ATTENTION,
     layers: Iterable[int] | None = None,
+    attn_mask: np.ndarray | None = None,
 ) -> TextCapture:
     """Tokenize ``text`` (truncated to the model's max_len) and capture ``names`` in one pass.
 
     Each hook copies its tensor straight into a preallocated [layer, ...] array: one copy, no
-    torch.stack afterwards.
+    torch.stack afterwards. ``attn_mask``: see `capture_ids`.
     """
-    return capture_ids(model, tokenizer.encode(text), names, layers)
+    return capture_ids(model, tokenizer.encode(text), names, layers, attn_mask=attn_mask)
 
 
 def capture_ids(
-    model: Encoder, encoded: Encoded, names: Iterable[str] = ATTENTION, layers: Iterable[int] | None = None
+    model: Encoder,
+    encoded: Encoded,
+    names: Iterable[str] = ATTENTION,
+    layers: Iterable[int] | None = None,
+    attn_mask: np.ndarray | None = None,
 ) -> TextCapture:
     """`capture_text` for text that is already tokenized. ``layers``: capture the per-layer
-    activations of these layers only (a smaller capture: read it with `TextCapture.at`)."""
+    activations of these layers only (a smaller capture: read it with `TextCapture.at`).
+
+    ``attn_mask``: bool (or 0/1) [query_pos, key_pos], True where a query may attend, ANDed
+    inside the encoder with its causal mask (`Encoder.attention_mask`); it is part of what
+    the result depends on, so a cache keys on it too (a numpy array hashes). The capture keeps
+    a read-only copy as ``TextCapture.attn_mask``.
+    """
     if not encoded.ids:
         raise ValueError("the tokenizer produced no tokens")
-    cfg, n = model.cfg, len(encoded.ids)
+    mask = None
+    if attn_mask is not None:
+        mask = np.asarray(attn_mask)
+        if mask.shape != (len(encoded.ids), len(encoded.ids)):
+            raise ValueError(
+                f"attn_mask has shape {mask.shape}; the text has {len(encoded.ids)} tokens, so it "
+                f"must be [query_pos, key_pos] = ({len(encoded.ids)}, {len(encoded.ids)})"
+            )
+    [cap] = _capture(model, [encoded], names, layers, attn_mask=mask)
+    return cap
+
+
+def capture_batch(
+    model: Encoder,
+    tokenizer: Tokenizer,
+    texts: Sequence[str],
+    names: Iterable[str] = ATTENTION,
+    layers: Iterable[int] | None = None,
+) -> list[TextCapture]:
+    """Several texts in ONE forward pass, padded at the end to the longest: one `TextCapture`
+    per text, each of the padded length (``capture.encoded.n_pad`` pads labelled ``"[PAD]"``).
+
+    The encoder gets ``attention_mask`` (1 real, 0 pad), so every padded key gets weight 0 and
+    the real tokens compute what they would alone. Padded query rows are still computed: they
+    attend to the real keys only, and their outputs mean nothing.
+    """
+    if not texts:
+        raise ValueError("capture_batch needs at least one text")
+    encoded = [tokenizer.encode(t) for t in texts]
+    n = max(len(e) for e in encoded)
+    if tokenizer.pad_id is None and any(len(e) < n for e in encoded):
+        raise ValueError("this tokenizer has no pad token ([PAD], <pad>), so texts cannot be batched")
+    pad_id = 0 if tokenizer.pad_id is None else tokenizer.pad_id
+    pad_token = tokenizer.pad_token or "[PAD]"
+    padded = [e.padded(n, pad_id, pad_token) for e in encoded]
+    return _capture(model, padded, names, layers)
+
+
+def _capture(
+    model: Encoder,
+    encoded: Sequence[Encoded],
+    names: Iterable[str],
+    layers: Iterable[int] | None,
+    attn_mask: np.ndarray | None = None,
+) -> list[TextCapture]:
+    """One forward pass over texts of equal (padded) length; one capture per text."""
+    cfg, B, n = model.cfg, len(encoded), len(encoded[0].ids)
+    if any(len(e.ids) != n for e in encoded):
+        raise ValueError(f"texts of a batch must have one length, got {[len(e.ids) for e in encoded]}")
     wanted = normalize_names(names)
     missing = [name for name in wanted if name not in available_names(cfg)]
     if missing:
         raise ValueError(f"this model has no {missing} (see available_names)")
     sel = layer_selection(cfg, layers)
     kept = range(cfg.n_layers) if sel is None else sel
-    arrays = {name: np.empty(capture_shape(cfg, n, name, len(kept)), np.float32) for name in wanted}
+    # [batch, layer, ...]: the capture of text b is the contiguous view arrays[name][b].
+    arrays = {name: np.empty((B, *capture_shape(cfg, n, name, len(kept))), np.float32) for name in wanted}
 
     def into(name: str, layer: int | None) -> HookFn:
         def hook(tensor: torch.Tensor, hook: HookPoint) -> None:
-            a = tensor[0].detach().to("cpu", torch.float32).numpy()
+            a = tensor.detach().to("cpu", torch.float32).numpy()  # [batch, ...]
             if layer is None:
                 arrays[name][...] = a
             else:
-                arrays[name][layer] = a
+                arrays[name][:, layer] = a
 
         return hook
 
@@ -224,18 +286,28 @@ def capture_ids(
         for name in wanted
         for i, layer in enumerate(kept if ACTS[name].per_layer else [None])
     ]
+    ids = [e.ids for e in encoded]
+    padding = [e.attention_mask for e in encoded] if any(e.n_pad for e in encoded) else None
     with torch.inference_mode(), model.hooks(fwd_hooks):
-        out = model(encoded.ids)
+        out = model(ids, attention_mask=padding, attn_mask=attn_mask)
     for a in arrays.values():
         a.flags.writeable = False  # shared between sessions through the app's cache
-    return TextCapture(
-        encoded=encoded,
-        arrays=arrays,
-        output=frozen_numpy(out[0]),
-        cfg=cfg,
-        device=str(model.device),
-        layers=sel,
-    )
+    kept_mask = None
+    if attn_mask is not None:
+        kept_mask = np.array(attn_mask, dtype=bool)  # the encoder accepted it: bool or 0/1
+        kept_mask.flags.writeable = False
+    return [
+        TextCapture(
+            encoded=e,
+            arrays={name: a[b] for name, a in arrays.items()},
+            output=frozen_numpy(out[b]),
+            cfg=cfg,
+            device=str(model.device),
+            layers=sel,
+            attn_mask=kept_mask,
+        )
+        for b, e in enumerate(encoded)
+    ]
 
 
 def positional_table(model: Encoder, n_pos: int) -> np.ndarray:

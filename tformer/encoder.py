@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -23,6 +24,9 @@ from .positional import sinusoidal_encoding
 
 # Token ids as a model takes them: [batch, pos] or [pos], a tensor or nested lists of ints.
 Ids = torch.Tensor | Sequence[int] | Sequence[Sequence[int]]
+# An extra attention mask, True (or 1) where query_pos may attend to key_pos:
+# [query_pos, key_pos] for every text of the batch, or [batch, query_pos, key_pos].
+AttnMask = torch.Tensor | np.ndarray | Sequence[Sequence[bool]] | Sequence[Sequence[Sequence[bool]]]
 
 
 class MLP(nn.Module):
@@ -81,8 +85,10 @@ class EncoderBlock(nn.Module):
 class Encoder(HookedRootModule):
     """A Transformer encoder whose every step is a named HookPoint.
 
-    ``model(ids, attention_mask=None, token_type_ids=None)`` -> hidden states [batch, pos, d_model]
-    (or softmax probabilities [batch, pos, n_outputs] when ``cfg.n_outputs > 0``).
+    ``model(ids, attention_mask=None, token_type_ids=None, attn_mask=None)`` -> hidden states
+    [batch, pos, d_model] (or softmax probabilities [batch, pos, n_outputs] when
+    ``cfg.n_outputs > 0``). ``attention_mask`` [batch, key_pos] marks real tokens (1) and padding
+    (0); ``attn_mask`` is any extra [query_pos, key_pos] rule (see `Encoder.attention_mask`).
     """
 
     def __init__(self, cfg: EncoderConfig, *, init_weights: bool = True) -> None:
@@ -155,13 +161,19 @@ class Encoder(HookedRootModule):
         return self.embed.weight.new_zeros(n_pos, self.cfg.d_model)
 
     def attention_mask(
-        self, attention_mask: Ids | None, batch: int, n_pos: int
+        self, attention_mask: Ids | None, batch: int, n_pos: int, attn_mask: AttnMask | None = None
     ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
         """(mask, dead_rows) shared by every layer, computed once per forward.
 
-        mask: bool [batch, 1, query_pos, key_pos], True where query_pos may attend to key_pos;
-        None when everything may attend. dead_rows: bool [batch, 1, query_pos, 1] for queries
-        with nothing to attend to, or None when there are none.
+        The padding mask (``attention_mask``, [batch, key_pos]), the causal mask (cfg.causal)
+        and ``attn_mask`` (bool or 0/1, [query_pos, key_pos] or [batch, query_pos, key_pos],
+        True where query_pos may attend to key_pos) are ANDed: a query attends to a key only
+        where all of them allow it.
+
+        mask: bool [batch or 1, 1, query_pos, key_pos], True where query_pos may attend to
+        key_pos; None when everything may attend. dead_rows: bool [batch or 1, 1, query_pos, 1]
+        for queries with nothing to attend to (their weights and z are 0), or None when there
+        are none.
         """
         mask = None
         if attention_mask is not None:
@@ -175,13 +187,41 @@ class Encoder(HookedRootModule):
         if self.cfg.causal:
             future = torch.ones(n_pos, n_pos, dtype=torch.bool, device=self.device).tril()
             mask = future[None, None] if mask is None else mask & future
+        if attn_mask is not None:
+            extra = self._as_attn_mask(attn_mask, batch, n_pos)  # [batch or 1, 1, query_pos, key_pos]
+            mask = extra if mask is None else mask & extra
         if mask is None:
             return None, None
         dead = ~mask.any(dim=-1, keepdim=True)  # [batch, 1, query_pos, 1]
         return mask, (dead if bool(dead.any()) else None)
 
+    def _as_attn_mask(self, attn_mask: AttnMask, batch: int, n_pos: int) -> torch.Tensor:
+        """``attn_mask`` as bool [batch or 1, 1, query_pos, key_pos] on the model's device."""
+        if isinstance(attn_mask, torch.Tensor):
+            m = attn_mask.to(self.device)
+        else:
+            # torch.tensor copies: a read-only numpy array (a cache key) is never shared.
+            m = torch.tensor(np.asarray(attn_mask), device=self.device)
+        if m.shape not in ((n_pos, n_pos), (batch, n_pos, n_pos)):
+            raise ValueError(
+                f"attn_mask has shape {tuple(m.shape)}; ids have ({batch}, {n_pos}), so it must be "
+                f"[query_pos, key_pos] = ({n_pos}, {n_pos}) or [batch, query_pos, key_pos] = "
+                f"({batch}, {n_pos}, {n_pos})"
+            )
+        if m.dtype != torch.bool:
+            if m.is_complex() or not bool(((m == 0) | (m == 1)).all()):
+                raise ValueError(
+                    f"attn_mask must be bool or 0/1 (True = may attend), got {m.dtype} with other values"
+                )
+            m = m != 0
+        return m[None, None] if m.dim() == 2 else m[:, None]
+
     def forward(
-        self, ids: Ids, attention_mask: Ids | None = None, token_type_ids: Ids | None = None
+        self,
+        ids: Ids,
+        attention_mask: Ids | None = None,
+        token_type_ids: Ids | None = None,
+        attn_mask: AttnMask | None = None,
     ) -> torch.Tensor:
         ids = self._as_ids(ids)
         B, T = ids.shape
@@ -199,7 +239,7 @@ class Encoder(HookedRootModule):
             x = self.embed_ln(x)
         if self.cfg.dropout:
             x = F.dropout(x, self.cfg.dropout, self.training)
-        mask, dead_rows = self.attention_mask(attention_mask, B, T)
+        mask, dead_rows = self.attention_mask(attention_mask, B, T, attn_mask)
         for block in self.blocks:
             x = block(x, mask, dead_rows)  # [batch, pos, d_model]
         if self.ln_final is not None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 
@@ -49,9 +49,42 @@ class Encoded:
     truncated: bool  # the text had more than max_len tokens; the tail was dropped, [SEP] kept
     n_input_tokens: int  # token count before truncation, specials included (a lower bound if not exact)
     n_input_exact: bool = True  # False when a very long text was only tokenized as far as needed
+    n_pad: int = 0  # padding positions at the end (see `padded`); they are not part of the text
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    @property
+    def n_real(self) -> int:
+        """Positions that hold the text and its specials, padding excluded."""
+        return len(self.ids) - self.n_pad
+
+    @property
+    def attention_mask(self) -> list[int]:
+        """[pos] 1 for a real token, 0 for padding: the model's ``attention_mask`` row."""
+        return [1] * self.n_real + [0] * self.n_pad
+
+    def padded(self, n: int, pad_id: int, pad_token: str = "[PAD]", pad_label: str = "[PAD]") -> Encoded:
+        """This text padded at the end to ``n`` positions with ``pad_id`` (shown as ``pad_label``).
+
+        Pads count as specials (as in the tokenizers library's special_tokens_mask) with the
+        empty span (0, 0). A model must be told which positions are padding: pass
+        `attention_mask` along with the ids.
+        """
+        extra = n - len(self.ids)
+        if extra < 0:
+            raise ValueError(f"cannot pad {len(self.ids)} positions to n={n}: n is shorter")
+        if extra == 0:
+            return self
+        return replace(
+            self,
+            ids=self.ids + [pad_id] * extra,
+            tokens=self.tokens + [pad_token] * extra,
+            labels=self.labels + [pad_label] * extra,
+            offsets=self.offsets + [(0, 0)] * extra,
+            special=self.special + [True] * extra,
+            n_pad=self.n_pad + extra,
+        )
 
     @property
     def leading_special(self) -> int | None:
@@ -62,7 +95,7 @@ class Encoded:
     def trailing_specials(self) -> list[int]:
         """Positions of the specials the tokenizer puts after the text (BERT's [SEP])."""
         start = 0 if self.leading_special is None else 1
-        return [i for i in range(start, len(self.special)) if self.special[i]]
+        return [i for i in range(start, self.n_real) if self.special[i]]
 
 
 # --- display labels ---------------------------------------------------------------------------
@@ -199,6 +232,11 @@ class Tokenizer:
     @property
     def pad_id(self) -> int | None:
         return self._pad_id
+
+    @property
+    def pad_token(self) -> str | None:
+        """The padding token (``"[PAD]"``: id 0 in MiniLM's and the scratch vocabulary), or None."""
+        return None if self._pad_id is None else self._tok.id_to_token(self._pad_id)
 
     @property
     def unk_id(self) -> int | None:
