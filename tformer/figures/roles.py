@@ -1,0 +1,257 @@
+"""Heads by what they do: one role's score for every head, and the heads that score highest.
+
+Inputs are :func:`tformer.head_roles.role_scores` (or ``average_scores``) output, a mapping
+``{role: [layer, head_index]}`` of scores in 0..1, and :func:`tformer.head_roles.rank_heads`
+output, ``[(layer, head, score), ...]``. Both figures color a score alike (sequential, fixed
+0..1), so a head has the same color in the map and in the ranking.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import plotly.graph_objects as go
+
+from .attention import weight_ticks
+from .checks import as_float32
+from .colors import HIGHLIGHT, SEQUENTIAL
+from .labels import axis_title, numeric_axis_margin, safe_label, text_px, x_numeric_margin
+from .layout import (
+    EDGE_PX,
+    FULL_WIDTH,
+    HALF_WIDTH,
+    PANEL_TITLE_PX,
+    TOP_BARE_PX,
+    colorbar,
+    colorbar_px,
+)
+
+# Cell values are written when the grid has at most this many layers and heads (and they fit).
+MAX_VALUE_GRID = 12
+CELL_FONTS = (14, 13, 12)
+CELL_TEXT_PAD = 8
+# Cell height: as wide as a cell, within these bounds (px).
+MIN_CELL_PX = 28
+MAX_CELL_PX = 56
+MAX_GRID_PX = 640
+INDEX_FONT_PX = 14
+# The ranking: px per bar (bar and gap), label and value fonts.
+BAR_PX = 34
+BAR_FONT_PX = 14
+
+
+def head_name(layer: int, head: int) -> str:
+    """``"L0H2"``: layer 0, head 2."""
+    return f"L{layer}H{head}"
+
+
+def format_score(v: float) -> str:
+    """A score in 0..1 with two decimals (``"0.85"``, ``"1.00"``); ``""`` for NaN."""
+    return f"{v:.2f}".replace("-", "\u2212") if np.isfinite(v) else ""
+
+
+def _index_axis(title: str, n: int, *, top_down: bool = False) -> dict[str, Any]:
+    """An axis of n integer positions (layers or heads), every one labelled."""
+    return {
+        "title": axis_title(title),
+        "tickmode": "array",
+        "tickvals": list(range(n)),
+        "tickfont": {"size": INDEX_FONT_PX},
+        "ticks": "",
+        "showgrid": False,
+        "zeroline": False,
+        "range": [n - 0.5, -0.5] if top_down else [-0.5, n - 0.5],
+    }
+
+
+def role_map_figure(
+    scores: Mapping[str, npt.ArrayLike],
+    role: str,
+    *,
+    selected: tuple[int, int] | None = None,
+    width: int = FULL_WIDTH,
+) -> go.Figure:
+    """A [layer x head] grid of ``scores[role]``: heads across, layers down, layer 0 on top.
+
+    Colors are sequential on a fixed 0..1 (dark = 0, bright yellow = 1), so maps of different
+    roles and texts compare; a NaN score (no query row counted for that head) is a gap, and the
+    hover skips it. Each score is written in its cell (two decimals) when the grid has at most
+    12 x 12 heads and the cells are wide enough at 12 px or more (``layout.meta["values_shown"]``).
+    When no head has a score the grid says so in words.
+    ``selected=(layer, head)`` outlines that head. Sized for a column ``width`` px wide
+    (default 940): cells as wide as the column allows, 28 to 56 px tall (shorter for
+    deep models, so that the grid stays within about 640 px).
+    """
+    if role not in scores:
+        raise ValueError(f"role {role!r} is not one of {list(scores)}")
+    a = as_float32(scores[role], 2, f"scores[{role!r}]", "[layer, head_index]")
+    n_layers, n_heads = a.shape
+    if a.size == 0:
+        raise ValueError(f"scores[{role!r}] has shape {tuple(a.shape)}: no heads")
+    if selected is not None:
+        layer, head = selected
+        if not (0 <= layer < n_layers and 0 <= head < n_heads):
+            raise ValueError(
+                f"selected={tuple(selected)} is outside the {n_layers} x {n_heads} [layer, head_index] grid"
+            )
+    name = safe_label(role)
+    ticks = weight_ticks()
+    margin = {
+        "l": numeric_axis_margin(str(n_layers - 1), font=INDEX_FONT_PX),
+        "r": colorbar_px(ticks["ticktext"]),
+        "t": TOP_BARE_PX,
+        "b": x_numeric_margin(font=INDEX_FONT_PX),
+    }
+    cell_w = (width - margin["l"] - margin["r"]) / n_heads
+    # square-ish cells, but a deep model's grid stays about one screen tall
+    cell_h = float(min(MAX_CELL_PX, max(MIN_CELL_PX, min(cell_w, MAX_GRID_PX / n_layers))))
+    heat: dict[str, Any] = {
+        "type": "heatmap",
+        "name": name,
+        "z": a,
+        # x is the head index, y the layer (plotly's default 0..n-1: nothing sent)
+        "zmin": 0.0,
+        "zmax": 1.0,
+        "colorscale": SEQUENTIAL,
+        "hoverongaps": False,
+        "hovertemplate": "layer %{y}, head %{x}<br>" + name + " %{z:.3f}<extra></extra>",
+        "xgap": 1,
+        "ygap": 1,
+        "colorbar": colorbar(f"{name} score", ticks=ticks),
+    }
+    cells = [[format_score(float(v)) for v in row] for row in a]
+    font = None
+    if n_layers <= MAX_VALUE_GRID and n_heads <= MAX_VALUE_GRID:
+        widest = "0.00"
+        font = next((f for f in CELL_FONTS if text_px(widest, f) + CELL_TEXT_PAD <= cell_w), None)
+    if font is not None:
+        heat.update(text=cells, texttemplate="%{text}", textfont={"size": font})
+    shapes: list[dict[str, Any]] = []
+    if selected is not None:
+        layer, head = selected
+        shapes.append(
+            {
+                "type": "rect",
+                "xref": "x",
+                "yref": "y",
+                "x0": head - 0.5,
+                "x1": head + 0.5,
+                "y0": layer - 0.5,
+                "y1": layer + 0.5,
+                "line": {"color": HIGHLIGHT, "width": 3},
+                "fillcolor": "rgba(0,0,0,0)",
+            }
+        )
+    annotations: list[dict[str, Any]] = []
+    if not np.isfinite(a).any():  # an empty grid would look like a drawing error
+        annotations.append(
+            {
+                "text": f"no head has a {name} score:<br>no query row counted",
+                "x": 0.5,
+                "y": 0.5,
+                "xref": "paper",
+                "yref": "paper",
+                "showarrow": False,
+                "font": {"size": PANEL_TITLE_PX},
+            }
+        )
+    layout = {
+        "height": math.ceil(n_layers * cell_h) + margin["t"] + margin["b"],
+        "margin": {**margin, "pad": 0},
+        "xaxis": _index_axis("head", n_heads),
+        "yaxis": _index_axis("layer", n_layers, top_down=True),
+        "shapes": shapes,
+        "annotations": annotations,
+        "meta": {
+            "role": role,
+            "width": width,
+            "range": [0.0, 1.0],
+            "values_shown": font is not None,
+            "selected": None if selected is None else [int(selected[0]), int(selected[1])],
+            "n_missing": int(np.isnan(a).sum()),
+        },
+    }
+    return go.Figure({"data": [heat], "layout": layout})
+
+
+def role_ranking_figure(
+    ranked: Sequence[tuple[int, int, float]], role: str, *, width: int = HALF_WIDTH
+) -> go.Figure:
+    """Horizontal bars, one per head of ``ranked`` (``[(layer, head, score), ...]``, best
+    first, as :func:`tformer.head_roles.rank_heads` returns it), the first on top.
+
+    Each bar is named ``"L0H2"`` (layer 0, head 2) and labelled with its score (two decimals);
+    the x axis is fixed at 0..1 and bars take the map's colors. A NaN score gets no bar and
+    the label "n/a". Sized for a column ``width`` px wide (default 460), 34 px a bar.
+    """
+    if len(ranked) == 0:
+        raise ValueError("ranked is empty: at least one (layer, head, score) is needed")
+    try:
+        heads = [(int(layer), int(head)) for layer, head, _ in ranked]
+        values = np.array([float(s) for _, _, s in ranked], dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"ranked must hold (layer, head, score) triples, got {list(ranked)[:3]!r}") from exc
+    n = len(heads)
+    names = [head_name(layer, head) for layer, head in heads]
+    name = safe_label(role)
+    missing = np.isnan(values)
+    texts = ["n/a" if m else format_score(float(v)) for v, m in zip(values, missing, strict=True)]
+    bars: dict[str, Any] = {
+        "type": "bar",
+        "orientation": "h",
+        "name": name,
+        "x": np.where(missing, 0.0, values).astype(np.float32),
+        "y": list(range(n)),
+        "text": texts,
+        "textposition": "outside",
+        "textfont": {"size": BAR_FONT_PX},
+        "cliponaxis": False,
+        "customdata": names,
+        "hovertemplate": "%{customdata}<br>" + name + " %{text}<extra></extra>",
+        "marker": {
+            "color": np.where(missing, 0.0, values).astype(np.float32),
+            "cmin": 0.0,
+            "cmax": 1.0,
+            "colorscale": SEQUENTIAL,
+            "line": {"width": 0},
+        },
+    }
+    margin = {
+        "l": numeric_axis_margin(max(names, key=len), title=False, font=BAR_FONT_PX),
+        # the score label of a full bar stands beyond the axis's end
+        "r": math.ceil(text_px("1.00", BAR_FONT_PX) + 12),
+        "t": TOP_BARE_PX - EDGE_PX // 2,
+        "b": x_numeric_margin(font=BAR_FONT_PX),
+    }
+    layout = {
+        "height": n * BAR_PX + margin["t"] + margin["b"],
+        "margin": {**margin, "pad": 0},
+        "bargap": 0.25,
+        "xaxis": {
+            "title": axis_title(f"{name} score"),
+            "range": [0.0, 1.0],
+            "tickmode": "array",
+            "tickvals": [0.0, 0.25, 0.5, 0.75, 1.0],
+            "ticktext": ["0", "0.25", "0.5", "0.75", "1"],
+            "tickfont": {"size": BAR_FONT_PX},
+            "ticks": "",
+            "showgrid": True,
+            "zeroline": False,
+        },
+        "yaxis": {
+            "tickmode": "array",
+            "tickvals": list(range(n)),
+            "ticktext": names,
+            "tickfont": {"size": BAR_FONT_PX},
+            "ticks": "",
+            "showgrid": False,
+            "zeroline": False,
+            "range": [n - 0.5, -0.5],
+        },
+        "meta": {"role": role, "width": width, "order": [list(h) for h in heads], "n_bars": n},
+    }
+    return go.Figure({"data": [bars], "layout": layout})
