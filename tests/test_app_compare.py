@@ -39,7 +39,13 @@ def test_the_difference_is_b_minus_a():
     ab = chart(at, "compare_ab")
     a, b = (decode(t["z"]) for t in ab["data"][:2])
     diff = chart(at, "compare_diff")
-    z = decode(next(t["z"] for t in diff["data"] if t.get("type") == "heatmap" and "z" in t and decode(t["z"]).dtype.kind == "f"))
+    z = decode(
+        next(
+            t["z"]
+            for t in diff["data"]
+            if t.get("type") == "heatmap" and "z" in t and decode(t["z"]).dtype.kind == "f"
+        )
+    )
     assert np.allclose(z, b - a, atol=1e-6, equal_nan=True)
     assert np.nanmax(np.abs(z)) > 0  # a causal mask changes a random head's weights
 

@@ -51,6 +51,22 @@ _EXPORTS: dict[str, str] = {
     "COMPARE_WHAT": "compare_data",
     "compare_sides": "compare_data",
     "plain": "guard",
+    "tempered": "experiment_data",
+    "scaling_sweep_data": "experiment_data",
+    "masked_run": "experiment_data",
+    "padded_pair": "experiment_data",
+    "combined": "experiment_data",
+    "qk_projection": "experiment_data",
+    "head_roles": "experiment_data",
+    "head_roles_on_examples": "experiment_data",
+    "rank_heads": "experiment_data",
+    "jump_box": "zoom",
+    "TAUS": "state",
+    "ScalingState": "state",
+    "MasksState": "state",
+    "LayersState": "state",
+    "QKSpaceState": "state",
+    "FinderState": "state",
     "architecture_of": "encoder_data",
     "ffn_stats": "encoder_data",
     "residual_norms": "encoder_data",
@@ -107,6 +123,17 @@ if TYPE_CHECKING:
     )
     from .encoder_data import architecture_of, ffn_stats, layernorm_io, residual_norms
     from .entry import frame, page_context
+    from .experiment_data import (
+        combined,
+        head_roles,
+        head_roles_on_examples,
+        masked_run,
+        padded_pair,
+        qk_projection,
+        rank_heads,
+        scaling_sweep_data,
+        tempered,
+    )
     from .guard import no_traceback, plain
     from .page_data import (
         ablation_change,
@@ -131,6 +158,7 @@ if TYPE_CHECKING:
     )
     from .walk_data import STATS_NAMES, WALK_NAMES, layouts_agree, neuron, walk
     from .walk_view import WINDOW, ZOOMS, show_step, step_bar, step_facts, window
+    from .zoom import jump_box
 
 __all__ = sorted(_EXPORTS)
 

@@ -93,6 +93,44 @@ class CompareState:
     heads_b: int = _bounded(8, 1, 32)
 
 
+TAUS = ("0.1", "0.25", "0.5", "1", "2", "4", "10")
+
+
+@dataclass
+class ScalingState:
+    tau: str = _one_of("1", TAUS)  # the temperature the logits are divided by
+    scaled: bool = True  # divide by √d_k
+
+
+@dataclass
+class MasksState:
+    kind: str = _one_of("causal", ("none", "padding", "causal", "window", "custom"))
+    window: int = _bounded(2, 1, 64)
+    spec: str = field(default="3:5, 6:*", metadata={"max_chars": 400})
+    text_b: str = field(default="A short one.", metadata={"max_chars": 2000})
+
+
+@dataclass
+class LayersState:
+    combine: str = _one_of("head", ("head", "mean", "max", "rollout"))
+    size: int = _bounded(32, 8, 128)  # the zoom window's side (long texts)
+    q0: int = _bounded(0, 0, 4095)  # its first query and key
+    k0: int = _bounded(0, 0, 4095)
+    find: str = field(default="", metadata={"max_chars": 60})
+
+
+@dataclass
+class QKSpaceState:
+    translate: bool = False  # keys moved onto the queries' mean
+    pairs: int = _bounded(8, 0, 30)
+
+
+@dataclass
+class FinderState:
+    role: str = _one_of("previous", ("previous", "next", "self", "first", "duplicate", "broad"))
+    over: str = _one_of("text", ("text", "examples"))
+
+
 # registry key -> the dataclass of that page's choices
 PAGE_STATES: dict[str, type] = {
     "attention": AttentionState,
@@ -102,6 +140,11 @@ PAGE_STATES: dict[str, type] = {
     "steps": StepsState,
     "encoder": EncoderState,
     "compare": CompareState,
+    "scaling": ScalingState,
+    "masks": MasksState,
+    "layers": LayersState,
+    "qk_space": QKSpaceState,
+    "finder": FinderState,
 }
 
 

@@ -1,0 +1,52 @@
+"""Heads found by what they do: previous token, next token, self, first token / [CLS], the earlier
+copy of the same token, broad; each role ranked, and a click opens the head."""
+
+import streamlit as st
+
+from tformer import ui
+from tformer.figures.roles import role_map_figure
+from tformer.head_roles import role_scores
+
+ROLES = {
+    "previous": "previous token",
+    "next": "next token",
+    "self": "itself",
+    "first": "first token / [CLS]",
+    "duplicate": "earlier copy of the same token",
+    "broad": "broad (spread out)",
+}
+OVER = {"text": "this text", "examples": "the English example texts (averaged)"}
+
+with ui.page_context(__file__) as ctx:
+    role = ui.section("finder.role", ROLES, label="heads that attend to")
+    over = st.radio(
+        "scores from",
+        list(OVER),
+        horizontal=True,
+        format_func=OVER.__getitem__,
+        **ui.bind("finder.over", list(OVER)),
+    )
+    if over == "examples":
+        scores, n_texts = ui.head_roles_on_examples(ctx.choice)
+    else:
+        scores, n_texts = ui.head_roles(ctx.choice, ctx.text), 1
+    ui.formula(role_scores, code=False)
+    left, right = st.columns([3, 2])
+    view = ctx.view
+    with left:
+        st.plotly_chart(role_map_figure(scores, role, selected=(view.layer, view.head)), key="role_map")
+    with right:
+        st.markdown(f"**Top heads for “{ROLES[role]}”** (click to open on the Attention page)")
+        for layer, head, score in ui.rank_heads(scores, role, top=10):
+            if st.button(
+                f"layer {layer}, head {head} · {score:.2f}",
+                key=f"finder.open.{layer}.{head}",
+                width="stretch",
+            ):
+                ui.select_head(layer, head)
+                st.switch_page("pages/attention.py")
+    st.caption(
+        f"Scores over {'this text' if n_texts == 1 else f'{n_texts} texts'}: the average weight a head puts on "
+        "that key (broad: its entropy over the maximum possible, 1 = uniform). Rows of special tokens are "
+        "left out where they would flatter a head. A random (untrained) model shows no clear roles."
+    )
