@@ -110,3 +110,30 @@ def test_the_finder_surfaces_minilms_previous_token_head_and_opens_it():
     first.click().run()
     assert_clean(at)
     assert at.session_state["view"].layer == 0 and at.session_state["view"].head == 2
+
+
+EXPERIMENTS = [
+    ("pages/scaling.py", {}),
+    ("pages/masks.py", {"masks.kind": "custom", "masks.spec": "1:*"}),  # a fully masked row
+    ("pages/masks.py", {"masks.kind": "window"}),
+    ("pages/masks.py", {"masks.kind": "padding"}),
+    ("pages/layers.py", {"layers.combine": "rollout"}),
+    ("pages/layers.py", {"layers.combine": "head"}),
+    ("pages/qk_space.py", {"qk_space.translate": "1"}),
+    ("pages/finder.py", {"finder.role": "duplicate"}),
+    ("pages/compare.py", {"compare.what": "heads"}),
+]
+CASES = {
+    "one-token": {"source": "scratch", "text": "猫"},
+    "512-tokens": {"text": LONG},
+    "causal": {"source": "scratch", "causal": "1"},
+    "one-head": {"source": "scratch", "n_heads": "1", "n_layers": "1"},
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize(("page", "view"), EXPERIMENTS, ids=lambda v: v if isinstance(v, str) else None)
+def test_every_experiment_view_handles_awkward_inputs(page, view, case):
+    at = open_app(page, **{**view, **CASES[case]})
+    assert_clean(at)
+    assert at.get("plotly_chart") or at.info, (page, view, case)
