@@ -87,7 +87,8 @@ class Encoder(HookedRootModule):
 
     ``model(ids, attention_mask=None, token_type_ids=None, attn_mask=None)`` -> hidden states
     [batch, pos, d_model] (or softmax probabilities [batch, pos, n_outputs] when
-    ``cfg.n_outputs > 0``). ``attention_mask`` [batch, key_pos] marks real tokens (1) and padding
+    ``cfg.n_outputs > 0``; ``model.logits(ids)`` gives the scores before that softmax, which is
+    what training needs). ``attention_mask`` [batch, key_pos] marks real tokens (1) and padding
     (0); ``attn_mask`` is any extra [query_pos, key_pos] rule (see `Encoder.attention_mask`).
     """
 
@@ -223,6 +224,45 @@ class Encoder(HookedRootModule):
         token_type_ids: Ids | None = None,
         attn_mask: AttnMask | None = None,
     ) -> torch.Tensor:
+        """Hidden states [batch, pos, d_model], or the head's softmax probabilities
+        [batch, pos, n_outputs] when ``cfg.n_outputs > 0`` (see `Encoder.logits` for training)."""
+        x = self.hidden(ids, attention_mask, token_type_ids, attn_mask)  # [batch, pos, d_model]
+        if self.head is None:
+            return x
+        logits = self.hook_logits(self.head(x))  # [batch, pos, n_outputs]
+        return torch.softmax(logits, dim=-1)
+
+    def logits(
+        self,
+        ids: Ids,
+        attention_mask: Ids | None = None,
+        attn_mask: AttnMask | None = None,
+        *,
+        token_type_ids: Ids | None = None,
+    ) -> torch.Tensor:
+        r"""The output head's scores before the softmax: [batch, pos, n_outputs].
+
+        .. math::
+            \mathrm{logits} = hW_{out} + b_{out},\qquad
+            \mathrm{forward}(x) = \mathrm{softmax}(\mathrm{logits})
+
+        Training takes these: ``F.cross_entropy`` applies its own log-softmax, stably. The same
+        ``hook_logits`` point fires as in `forward`. ValueError when the model has no head.
+        """
+        if self.head is None:
+            raise ValueError("this model has no output head (n_outputs=0): it has no logits")
+        x = self.hidden(ids, attention_mask, token_type_ids, attn_mask)  # [batch, pos, d_model]
+        return self.hook_logits(self.head(x))  # [batch, pos, n_outputs]
+
+    def hidden(
+        self,
+        ids: Ids,
+        attention_mask: Ids | None = None,
+        token_type_ids: Ids | None = None,
+        attn_mask: AttnMask | None = None,
+    ) -> torch.Tensor:
+        """The body both `forward` and `logits` run: embeddings + positions -> blocks -> the
+        final LayerNorm (pre-norm). Returns the last hidden state [batch, pos, d_model]."""
         ids = self._as_ids(ids)
         B, T = ids.shape
         if T > self.cfg.max_len:
@@ -244,7 +284,4 @@ class Encoder(HookedRootModule):
             x = block(x, mask, dead_rows)  # [batch, pos, d_model]
         if self.ln_final is not None:
             x = self.ln_final(x)
-        if self.head is None:
-            return x
-        logits = self.hook_logits(self.head(x))  # [batch, pos, n_outputs]
-        return torch.softmax(logits, dim=-1)
+        return x
