@@ -1,0 +1,468 @@
+"""Save a trained encoder as a run folder, list the saved runs, load one back.
+
+A run folder holds four files, each readable without tformer:
+
+- ``model.safetensors``: the state dict (safetensors, never a pickle);
+- ``config.json``: the `EncoderConfig`, field by field (``dataclasses.asdict``);
+- ``tokenizer.json``: the tokenizers-library file of the tokenizer the model was trained with;
+- ``run.json``: what was trained and how (task, recipe, history, example texts), the format
+  version and the time it was saved.
+
+Runs live under `runs_dir()`: the folder named by the environment variable ``TFORMER_RUNS_DIR``,
+else ``runs`` in the current working directory.
+
+Where a run is named: a ``str`` is a run *name* (ASCII letters, digits, ``-`` and ``_``, at most
+64 characters) inside `runs_dir()`; a `pathlib.Path` is a folder anywhere. So text a person typed
+can never reach outside `runs_dir()` (``"../x"`` is refused); `sanitize_run_name` turns any text
+into a valid name.
+
+A run appears whole or not at all: `save_run` writes into a hidden temporary folder next to the
+target and renames it in one step. Every problem on loading raises `CheckpointError` (a
+ValueError) naming the file and what is wrong with it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import re
+import secrets
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .config import EncoderConfig
+from .encoder import Encoder
+from .tokenizer import Tokenizer
+
+__all__ = [
+    "FORMAT_VERSION",
+    "RUNS_DIR_ENV",
+    "CheckpointError",
+    "RunInfo",
+    "is_run_name",
+    "list_runs",
+    "load_run",
+    "runs_dir",
+    "sanitize_run_name",
+    "save_run",
+]
+
+RUNS_DIR_ENV = "TFORMER_RUNS_DIR"
+FORMAT = "tformer-run"
+FORMAT_VERSION = 1  # bump when run.json or the file set changes incompatibly
+MAX_NAME_LEN = 64
+
+MODEL_FILE = "model.safetensors"
+CONFIG_FILE = "config.json"
+TOKENIZER_FILE = "tokenizer.json"
+RUN_FILE = "run.json"
+RUN_FILES = (MODEL_FILE, CONFIG_FILE, TOKENIZER_FILE, RUN_FILE)
+
+_NAME = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_NAME_LEN}}}")
+_NOT_NAME = re.compile(r"[^A-Za-z0-9_-]+")
+_TMP_PREFIX = ".tmp-"  # not a valid run name, so list_runs never shows a half-written run
+
+
+class CheckpointError(ValueError):
+    """A run folder cannot be written or read; the message names the file and the problem."""
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One saved run, as `list_runs` finds it (only run.json is read)."""
+
+    name: str
+    path: Path
+    task: str  # task["name"] as saved, "" when the task had none
+    created: datetime  # timezone-aware (UTC)
+    accuracy: float | None  # the final accuracy, when the history held one
+
+
+# --- names and places --------------------------------------------------------------------------
+
+
+def runs_dir() -> Path:
+    """Where runs are saved: ``$TFORMER_RUNS_DIR``, else ``./runs`` (both from the working dir)."""
+    configured = os.environ.get(RUNS_DIR_ENV, "").strip()
+    return (Path(configured).expanduser() if configured else Path("runs")).absolute()
+
+
+def is_run_name(name: str) -> bool:
+    """True for 1..64 ASCII letters, digits, ``-`` and ``_`` (nothing else: no dots, no slashes)."""
+    return isinstance(name, str) and _NAME.fullmatch(name) is not None
+
+
+def sanitize_run_name(text: str, fallback: str = "run") -> str:
+    """A valid run name from any text: other characters become ``-``, cut to 64 characters.
+
+    ``"My run: 2 layers!"`` -> ``"My-run-2-layers"``; text with nothing usable gives ``fallback``.
+    """
+    name = _NOT_NAME.sub("-", text).strip("-")[:MAX_NAME_LEN].strip("-")
+    if name:
+        return name
+    if not is_run_name(fallback):
+        raise ValueError(f"fallback={fallback!r} is not a valid run name either")
+    return fallback
+
+
+def _run_folder(folder: str | os.PathLike[str]) -> Path:
+    """A ``str`` is a run name under runs_dir(); a path is used as it is (its name still checked)."""
+    if isinstance(folder, str):
+        if not is_run_name(folder):
+            raise CheckpointError(
+                f"run name {folder!r} is not allowed: use 1 to {MAX_NAME_LEN} ASCII letters, digits, "
+                f"'-' or '_' (sanitize_run_name makes one from any text; pass a pathlib.Path for a "
+                f"folder outside {runs_dir()})"
+            )
+        return runs_dir() / folder
+    path = Path(folder)
+    if ".." in path.parts:
+        raise CheckpointError(f"{path}: a run folder path may not contain '..'")
+    return path
+
+
+# --- saving ------------------------------------------------------------------------------------
+
+
+def save_run(
+    folder: str | os.PathLike[str],
+    model: Encoder,
+    tokenizer: Tokenizer,
+    *,
+    task: Mapping[str, Any],
+    recipe: Mapping[str, Any],
+    history: Mapping[str, Any] | None = None,
+    examples: Sequence[str] = (),
+) -> Path:
+    """Write ``model`` and ``tokenizer`` as a new run folder and return its path.
+
+    ``folder``: a run name (str, saved under `runs_dir()`) or a `pathlib.Path`, whose last part
+    must be a valid run name too. ``task`` and ``recipe`` are JSON-able mappings (numpy values
+    are converted); ``task["name"]`` is what `list_runs` shows. ``history`` is what the trainer
+    recorded, e.g. ``{"steps": [...], "evals": [{"step": 100, "accuracy": 0.9}, ...]}``; the
+    final accuracy is ``history["final"]["accuracy"]``, else ``history["accuracy"]``, else the
+    last ``accuracy`` in ``history["evals"]``.
+
+    Refuses (CheckpointError) an existing run of the same name: a run is never overwritten.
+    """
+    if not isinstance(model, Encoder):
+        raise TypeError(f"model must be a tformer Encoder, got {type(model).__name__}")
+    if not isinstance(tokenizer, Tokenizer):
+        raise TypeError(f"tokenizer must be a tformer Tokenizer, got {type(tokenizer).__name__}")
+    target = _run_folder(folder)
+    if not is_run_name(target.name):
+        raise CheckpointError(
+            f"{target}: the folder name {target.name!r} is not a valid run name (1 to {MAX_NAME_LEN} "
+            f"ASCII letters, digits, '-' or '_')"
+        )
+    cfg = model.cfg
+    if tokenizer.vocab_size > cfg.vocab_size:
+        raise CheckpointError(
+            f"the tokenizer has {tokenizer.vocab_size} tokens but the model's vocab_size is "
+            f"{cfg.vocab_size}: ids past {cfg.vocab_size - 1} would have no embedding"
+        )
+
+    # Everything that can fail on bad input fails here, before a single file is written.
+    if isinstance(examples, str) or not all(isinstance(t, str) for t in examples):
+        raise TypeError("examples must be a sequence of str (a list of texts, not one text)")
+    hist = dict(history) if history is not None else None
+    run = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "name": target.name,
+        "created": datetime.now(timezone.utc).isoformat(timespec="microseconds"),
+        "task": dict(task),
+        "recipe": dict(recipe),
+        "history": hist,
+        "accuracy": _final_accuracy(hist),
+        "examples": list(examples),
+        "tokenizer_max_len": tokenizer.max_len,
+        "n_params": cfg.n_params(),
+    }
+    run_text = _to_json(run, RUN_FILE)
+    config_text = _to_json(dataclasses.asdict(cfg), CONFIG_FILE)
+    tokenizer_text = tokenizer.backend.to_str()
+    # Own CPU copies: safetensors wants contiguous tensors that share no memory.
+    state = {k: v.detach().to("cpu", copy=True).contiguous() for k, v in model.state_dict().items()}
+
+    parent = target.parent
+    if target.exists():
+        raise CheckpointError(f"{target} already exists: runs are never overwritten, pick another name")
+    parent.mkdir(parents=True, exist_ok=True)
+    tmp = parent / f"{_TMP_PREFIX}{target.name}-{secrets.token_hex(4)}"
+    try:
+        tmp.mkdir()
+        from safetensors.torch import save_file
+
+        save_file(state, str(tmp / MODEL_FILE), metadata={"format": "pt", FORMAT: str(FORMAT_VERSION)})
+        _fsync(tmp / MODEL_FILE)
+        for name, text in (
+            (CONFIG_FILE, config_text),
+            (TOKENIZER_FILE, tokenizer_text),
+            (RUN_FILE, run_text),
+        ):
+            _write_text(tmp / name, text)
+        _fsync_dir(tmp)
+        if target.exists():  # someone saved the same name meanwhile
+            raise CheckpointError(f"{target} already exists: runs are never overwritten, pick another name")
+        try:
+            os.rename(tmp, target)  # one step: the run appears whole or not at all
+        except OSError as exc:
+            raise CheckpointError(f"cannot create {target}: {exc}") from exc
+        _fsync_dir(parent)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target
+
+
+def _final_accuracy(history: Mapping[str, Any] | None) -> float | None:
+    if not history:
+        return None
+    final = history.get("final")
+    candidates: list[Any] = [final.get("accuracy") if isinstance(final, Mapping) else None]
+    candidates.append(history.get("accuracy"))
+    evals = history.get("evals")
+    if isinstance(evals, Sequence) and not isinstance(evals, str):
+        candidates += [e.get("accuracy") for e in reversed(evals) if isinstance(e, Mapping)]
+    for value in candidates:
+        number = _number(value)
+        if number is not None:
+            return number
+    return None
+
+
+def _number(value: Any) -> float | None:
+    """A finite float from a Python or numpy number (bools are not numbers here)."""
+    if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _json_default(obj: Any) -> Any:
+    if hasattr(obj, "tolist"):  # numpy arrays and scalars, torch tensors
+        return obj.tolist()
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    if isinstance(obj, set | frozenset):
+        return sorted(obj, key=repr)
+    raise TypeError(f"{type(obj).__name__} is not JSON-serialisable")
+
+
+def _to_json(data: Any, file_name: str) -> str:
+    try:
+        return json.dumps(data, indent=2, ensure_ascii=False, default=_json_default) + "\n"
+    except (TypeError, ValueError) as exc:
+        raise CheckpointError(f"cannot write {file_name}: {exc}") from exc
+
+
+def _write_text(path: Path, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make a rename durable (POSIX only: Windows cannot open a folder)."""
+    if os.name == "nt":
+        return
+    try:
+        _fsync(path)
+    except OSError:
+        pass  # some filesystems refuse fsync on folders; the rename itself is still atomic
+
+
+# --- listing -----------------------------------------------------------------------------------
+
+
+def list_runs(root: str | os.PathLike[str] | None = None) -> list[RunInfo]:
+    """Saved runs under ``root`` (default `runs_dir()`), newest first.
+
+    Reads only each run.json. Folders that are not runs (no run.json, unreadable or foreign
+    JSON, a missing file, a name that is not a run name, a half-written temporary folder) are
+    skipped, never raised on; a missing ``root`` gives ``[]``.
+    """
+    base = Path(root) if root is not None else runs_dir()
+    try:
+        entries = list(base.iterdir())
+    except OSError:  # missing, not a folder, no permission
+        return []
+    found = []
+    for entry in entries:
+        info = _run_info(entry)
+        if info is not None:
+            found.append(info)
+    found.sort(key=lambda r: (r.created, r.name), reverse=True)
+    return found
+
+
+def _run_info(folder: Path) -> RunInfo | None:
+    try:
+        if not is_run_name(folder.name) or not folder.is_dir():
+            return None
+        if not all((folder / name).is_file() for name in RUN_FILES):
+            return None
+        run = json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))
+        if not isinstance(run, dict) or run.get("format") != FORMAT:
+            return None
+        created = datetime.fromisoformat(run["created"])
+        if created.tzinfo is None:
+            created = created.replace(tzinfo=timezone.utc)
+        task = run.get("task")
+        task_name = task.get("name") if isinstance(task, dict) else None
+        return RunInfo(
+            name=folder.name,
+            path=folder,
+            task=task_name if isinstance(task_name, str) else "",
+            created=created,
+            accuracy=_number(run.get("accuracy")),
+        )
+    except (OSError, ValueError, TypeError, KeyError):  # junk: not a run we can show
+        return None
+
+
+# --- loading -----------------------------------------------------------------------------------
+
+
+def load_run(
+    folder: str | os.PathLike[str], device: str | torch.device = "cpu"
+) -> tuple[Encoder, Tokenizer, dict[str, Any]]:
+    """``(model, tokenizer, run)`` from a run folder: the model in eval mode on ``device``.
+
+    ``folder``: a run name (str, under `runs_dir()`) or a `pathlib.Path` (`RunInfo.path`).
+    ``run`` is run.json as a dict. Raises CheckpointError naming the file and the problem: a
+    missing file, bad JSON, an unknown or invalid config field, a damaged or truncated
+    safetensors file, a missing, extra or wrongly shaped tensor. Weights are only ever read
+    with safetensors (no pickle is unpickled).
+    """
+    path = _run_folder(folder)
+    if not path.is_dir():
+        raise CheckpointError(f"{path} is not a run folder (it does not exist or is not a folder)")
+    run = _read_json(path / RUN_FILE)
+    if run.get("format") != FORMAT:
+        raise CheckpointError(f"{path / RUN_FILE} is not a tformer run file (format={run.get('format')!r})")
+    version = run.get("format_version")
+    if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= FORMAT_VERSION:
+        raise CheckpointError(
+            f"{path / RUN_FILE}: format_version={version!r} is not supported (this tformer reads "
+            f"1..{FORMAT_VERSION}; a newer tformer may have written it)"
+        )
+    cfg = _read_config(path / CONFIG_FILE)
+
+    weights_file = path / MODEL_FILE
+    weights = _read_weights(weights_file)
+    model = Encoder(cfg, init_weights=False)
+    _check_state(weights, model.state_dict(), weights_file)
+    model.load_state_dict(weights, strict=True)
+    model.to(torch.device(device)).eval()
+
+    tok_file = path / TOKENIZER_FILE
+    if not tok_file.is_file():
+        raise CheckpointError(f"missing file {tok_file}: the run cannot tokenize text without it")
+    max_len = run.get("tokenizer_max_len", cfg.max_len)
+    if not isinstance(max_len, int) or isinstance(max_len, bool) or not 1 <= max_len <= cfg.max_len:
+        raise CheckpointError(
+            f"{path / RUN_FILE}: tokenizer_max_len={max_len!r} must be an integer in 1..{cfg.max_len} "
+            f"(max_len in {CONFIG_FILE})"
+        )
+    try:
+        tokenizer = Tokenizer.from_file(tok_file, max_len=max_len)
+    except ValueError as exc:
+        raise CheckpointError(f"{tok_file}: {exc}") from exc
+    if tokenizer.vocab_size > cfg.vocab_size:
+        raise CheckpointError(
+            f"{tok_file} has {tokenizer.vocab_size} tokens but {path / CONFIG_FILE} has "
+            f"vocab_size={cfg.vocab_size}"
+        )
+    return model, tokenizer, run
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise CheckpointError(f"missing file {path}")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CheckpointError(f"{path} is not valid JSON: {exc}") from exc
+    except OSError as exc:
+        raise CheckpointError(f"cannot read {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise CheckpointError(f"{path} must hold a JSON object, found {type(data).__name__}")
+    return data
+
+
+def _read_config(path: Path) -> EncoderConfig:
+    data = _read_json(path)
+    known = {f.name for f in dataclasses.fields(EncoderConfig)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise CheckpointError(f"{path} has unknown keys {unknown} (EncoderConfig fields: {sorted(known)})")
+    try:
+        return EncoderConfig(**data)
+    except (ValueError, TypeError) as exc:
+        raise CheckpointError(f"{path}: {exc}") from exc
+
+
+def _read_weights(path: Path) -> dict[str, torch.Tensor]:
+    if not path.is_file():
+        raise CheckpointError(f"missing file {path}")
+    try:
+        from safetensors.torch import load_file
+
+        weights = load_file(str(path), device="cpu")
+    except Exception as exc:  # safetensors raises its own error type, OSError, or others
+        raise CheckpointError(
+            f"{path} cannot be read (truncated, damaged or not a safetensors file): "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+    return dict(weights)
+
+
+def _shape(shape: torch.Size) -> str:
+    return "(" + ", ".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _check_state(
+    state: Mapping[str, torch.Tensor], expected: Mapping[str, torch.Tensor], source: Path
+) -> None:
+    """Every expected tensor present, floating point and of the right shape; nothing extra."""
+
+    def listed(names: list[str]) -> str:
+        return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+    missing = [k for k in expected if k not in state]
+    if missing:
+        raise CheckpointError(f"{source} lacks tensors that {CONFIG_FILE} calls for: {listed(missing)}")
+    extra = sorted(set(state) - set(expected))
+    if extra:
+        raise CheckpointError(f"{source} has tensors this config has no place for: {listed(extra)}")
+    wrong = [
+        f"{k}: {_shape(state[k].shape)} in the file, {_shape(v.shape)} expected"
+        for k, v in expected.items()
+        if state[k].shape != v.shape
+    ]
+    if wrong:
+        more = f"; and {len(wrong) - 5} more" if len(wrong) > 5 else ""
+        raise CheckpointError(f"{source} does not match {CONFIG_FILE}: " + "; ".join(wrong[:5]) + more)
+    not_float = [k for k in expected if not state[k].is_floating_point()]
+    if not_float:
+        raise CheckpointError(f"{source}: tensors {listed(not_float)} are not floating point")
