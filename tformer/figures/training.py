@@ -1,0 +1,894 @@
+r"""Figures of the "train a small encoder" page: a run's curves, its schedule, a race of head counts.
+
+:func:`training_curves` draws one run as it trains, four panels over the update step: the
+training loss (log axis), the held-out token accuracy with the target to reach, the learning
+rate and the gradient's global norm before clipping (log axis), with the clipping threshold:
+
+.. math::
+    g \leftarrow g \cdot \min\!\left(1,\ \frac{c}{\lVert g \rVert_2}\right)
+
+:func:`schedule_figure` draws the learning-rate schedule beside its settings (the warm-up,
+then the 1/√step decay of ``tformer.training.noam_lr``):
+
+.. math::
+    \mathrm{lr}(s) = \mathrm{peak}\cdot\min\!\left(\frac{s}{w},\ \sqrt{\frac{w}{s}}\right)
+
+:func:`heads_race_figure` compares runs that differ only in their number of heads: held-out
+accuracy over the steps, one line per head count, and the time each update took.
+
+Inputs are what ``tformer.runs.Progress`` records (lists of plain dicts) and plain mappings;
+nothing of tformer outside this package is imported. A run still going is drawn as far as it
+got: an empty list draws empty panels with a note, never an error. Long runs are thinned to
+at most :data:`MAX_POINTS` points a series (every k-th update and always the last), so the
+browser gets a bounded payload; ``layout.meta`` says so.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import plotly.graph_objects as go
+
+from .checks import as_float32
+from .labels import axis_title, numeric_axis_margin, text_px, x_numeric_margin
+from .layout import (
+    EDGE_PX,
+    FULL_WIDTH,
+    HALF_WIDTH,
+    TOP_PANEL_TITLE_PX,
+    TOP_TITLE_PX,
+    figure_title,
+    panel_title,
+    px_domain,
+)
+
+__all__ = ["MAX_POINTS", "heads_race_figure", "schedule_figure", "training_curves"]
+
+# Points a series sends to the browser at most (plus the last one): 4 series of 2,000 float32
+# points are ~85 kB of base64, where 10,000 updates would be ~430 kB and redrawn every poll.
+MAX_POINTS = 2000
+
+STEP_KEYS = ("step", "loss", "lr", "grad_norm")
+EVAL_KEYS = ("step", "accuracy")
+
+# Okabe-Ito colors: apart for color-blind viewers and on a washed-out projector.
+LOSS_COLOR = "#0072b2"
+ACCURACY_COLOR = "#009e73"
+LR_COLOR = "#d55e00"
+GRAD_COLOR = "#8e4585"  # a darker reddish purple than Okabe-Ito's #cc79a7: thin spiky lines
+HEAD_COLORS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000")
+REFERENCE_COLOR = "#444444"  # dark: it crosses dense, spiky series
+NOTE_COLOR = "#555555"
+
+TICK_PX = 13
+NOTE_FONT_PX = 14
+LABEL_FONT_PX = 13  # the labels of the clip, target and warm-up lines
+LEGEND_FONT_PX = 15
+LEGEND_PX = 30  # one row of legend entries at LEGEND_FONT_PX
+LINE_PX = 2.5
+THIN_LINE_PX = 1.5  # a series of hundreds of points: a thick line would be a smear
+MARKER_PX = 8
+MARKERS_UP_TO = 60  # points; more and the markers hide the line
+
+# training_curves: each panel's plot height, the air between panels side by side; below
+# MIN_PANEL_PX of plot width (a half-width column) the panels are stacked in one column.
+PANEL_PX = 200
+STACKED_PANEL_PX = 170
+PANEL_AIR_PX = 22
+MIN_PANEL_PX = 200
+MIN_X = 10  # the step axis spans at least 0..MIN_X, so one point does not fill it
+# schedule_figure's height (the brief's compact size beside the settings).
+SCHEDULE_HEIGHT_PX = 260
+# heads_race_figure: the plot height and the accuracy panel's share of the width.
+RACE_PANEL_PX = 260
+RACE_ACCURACY_SHARE = 0.62
+
+WAITING_STEP = "waiting for the first step"
+WAITING_EVAL = "waiting for the first evaluation"
+WAITING_TIME = "waiting for the first timing"
+RUNNING = "running"  # a bar slot whose run has no time per update yet
+CURVE_TITLES = (
+    "training loss (log scale)",
+    "held-out token accuracy",
+    "learning rate",
+    "gradient norm before clipping (log scale)",
+)
+RACE_TITLES = ("held-out token accuracy", "time per update (ms)")
+ACCURACY_TICKTEXT = ["0 %", "25 %", "50 %", "75 %", "100 %"]
+ACCURACY_TICKS: dict[str, Any] = {
+    "tickmode": "array",
+    "tickvals": [0.0, 0.25, 0.5, 0.75, 1.0],
+    "ticktext": ACCURACY_TICKTEXT,
+}
+ACCURACY_RANGE = [-0.02, 1.04]  # a line at 0 or 1 is not cut in half by the frame
+_SUPERSCRIPT = str.maketrans(
+    "-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079"
+)
+
+Box = tuple[float, float, float, float]  # (x0, x1, y0, y1) px from the plot area's top-left
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs
+# ---------------------------------------------------------------------------------------------
+def _is_number(v: object) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+def _records(rows: object, keys: Sequence[str], name: str) -> dict[str, npt.NDArray[np.float64]]:
+    """``rows`` (a list of dicts, each with at least ``keys``) as one float64 column a key."""
+    need = ", ".join(keys)
+    if isinstance(rows, (str, bytes, Mapping)) or not isinstance(rows, Sequence):
+        raise ValueError(f"{name} must be a list of dicts with keys {need}, got {type(rows).__name__}")
+    cols = {k: np.empty(len(rows), dtype=np.float64) for k in keys}
+    for i, row in enumerate(rows):
+        if not isinstance(row, Mapping):
+            raise ValueError(f"{name}[{i}] must be a dict with keys {need}, got {type(row).__name__}")
+        missing = [k for k in keys if k not in row]
+        if missing:
+            raise ValueError(
+                f"{name}[{i}] has no {', '.join(missing)} (each entry needs {need}; it has "
+                f"{', '.join(map(str, row)) or 'no keys'})"
+            )
+        for k in keys:
+            v = row[k]
+            if not _is_number(v):
+                raise ValueError(f"{name}[{i}]['{k}'] must be a number, got {v!r}")
+            cols[k][i] = float(v)
+    _check_steps(cols["step"], name)
+    return cols
+
+
+def _check_steps(s: npt.NDArray[np.float64], name: str) -> None:
+    """Update numbers: whole, >= 0 and increasing (one run, in the order it happened)."""
+    bad = np.flatnonzero(~np.isfinite(s) | (s < 0) | (s != np.round(s)))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(f"{name}[{i}]['step'] must be a whole number >= 0, got {s[i]:g}")
+    back = np.flatnonzero(np.diff(s) <= 0)
+    if back.size:
+        i = int(back[0]) + 1
+        raise ValueError(
+            f"{name} must be in increasing step order: {name}[{i}] has step {s[i]:g} after step {s[i - 1]:g}"
+        )
+
+
+def _check_accuracy(acc: npt.NDArray[np.float64], name: str) -> None:
+    bad = np.flatnonzero(~np.isfinite(acc) | (acc < 0) | (acc > 1))
+    if bad.size:
+        i = int(bad[0])
+        hint = ": pass a fraction 0..1, not a percent" if 1 < acc[i] <= 100 else ""
+        raise ValueError(f"{name}[{i}] accuracy must be in 0..1, got {acc[i]:g}{hint}")
+
+
+def _check_target(target: float | None) -> float | None:
+    if target is None:
+        return None
+    if not _is_number(target) or not 0 < float(target) <= 1:
+        raise ValueError(f"target must be an accuracy in (0, 1], e.g. 0.99, got {target!r}")
+    return float(target)
+
+
+def _kept(n: int, max_points: int = MAX_POINTS) -> tuple[npt.NDArray[np.intp], int]:
+    """Indices to draw of ``n`` points: all up to ``max_points``, else every k-th and the last;
+    and that k (1: all kept)."""
+    if n <= max_points:
+        return np.arange(n), 1
+    every = math.ceil(n / max_points)
+    idx = np.arange(0, n, every)
+    if idx[-1] != n - 1:
+        idx = np.append(idx, n - 1)
+    return idx, every
+
+
+def _positive(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float32]:
+    """float32 for a log axis: non-finite and non-positive values become gaps (NaN)."""
+    out = values.astype(np.float32)
+    out[~(np.isfinite(out) & (out > 0))] = np.nan
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Ticks
+# ---------------------------------------------------------------------------------------------
+def _nice125(x: float) -> float:
+    """The smallest of 1, 2, 5 times a power of ten that is at least ``x`` (``x`` > 0)."""
+    p = 10.0 ** math.floor(math.log10(x))
+    return min(f * p for f in (1.0, 2.0, 5.0, 10.0) if f * p >= x * (1 - 1e-9))
+
+
+def _num_text(v: float) -> str:
+    """A tick label: ``0.01``, ``2``, ``300``; ``1e−5`` outside 0.001 .. 99,999."""
+    if 1e-3 <= v < 1e5:
+        return f"{round(v, 6):g}"
+    mantissa, exp = f"{v:.0e}".split("e")
+    return f"{mantissa}e{int(exp)}".replace("-", "\u2212")
+
+
+def _log_range(values: npt.NDArray[np.floating[Any]], extra: Sequence[float] = ()) -> tuple[float, float]:
+    """``(lo, hi)`` spanning the positive finite ``values`` and ``extra``, padded by 6 % of the
+    span (at least a factor 1.2) on each side and at least a factor 5 wide (so a lone point
+    gets a tick each side); 0.1..1, padded, for none."""
+    v = np.asarray(values, dtype=np.float64)
+    v = np.concatenate([v[np.isfinite(v) & (v > 0)], np.asarray(extra, dtype=np.float64)])
+    if not v.size:
+        v = np.array([0.1, 1.0])
+    lo, hi = float(v.min()), float(v.max())
+    span = math.log10(hi / lo)
+    pad = max(0.06 * span, math.log10(1.2), (math.log10(5.0) - span) / 2)
+    return lo / 10.0**pad, hi * 10.0**pad
+
+
+def _log_ticks(lo: float, hi: float, max_ticks: int = 6) -> tuple[list[float], list[str]]:
+    """Ticks of a log axis over ``lo .. hi``: 1-2-5 of each decade, fewer when crowded (every
+    decade, every other decade...), every whole multiple when fewer than two would show."""
+    e0, e1 = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+
+    def within(mults: Sequence[int], every: int = 1) -> list[float]:
+        vals = [m * 10.0**e for e in range(e0, e1 + 1) if e % every == 0 for m in mults]
+        return [v for v in vals if lo <= v <= hi]
+
+    vals: list[float] = []
+    for mults in ((1, 2, 5), (1, 3), (1,)):
+        vals = within(mults)
+        if len(vals) <= max_ticks:
+            break
+    every = 2
+    while len(vals) > max_ticks:
+        vals = within((1,), every)
+        every += 1
+    if len(vals) < 2:
+        vals = within(range(1, 10))
+    # not at the very bottom (it would meet the x axis's first label) nor top of the axis
+    a, b = math.log10(lo), math.log10(hi)
+    inner = [v for v in vals if a + 0.05 * (b - a) <= math.log10(v) <= b - 0.02 * (b - a)]
+    vals = inner if len(inner) >= 2 else vals
+    return vals, [_num_text(v) for v in vals]
+
+
+def _scaled_ticks(top: float, n: int = 4) -> tuple[list[float], list[str], str]:
+    """Ticks 0 .. ``top`` (> 0) for a small quantity: labels in units of 10ᵉ when ``top`` is
+    under 0.01 or from 1000 on, and the unit (`` (×10⁻³)``) for the panel title."""
+    e = math.floor(math.log10(top))
+    scale_e = e if (e < -2 or e > 2) else 0
+    vals, texts = _linear_ticks(top, n, 10.0**scale_e)
+    suffix = "" if scale_e == 0 else f" (\u00d710{str(scale_e).translate(_SUPERSCRIPT)})"
+    return vals, texts, suffix
+
+
+def _linear_ticks(top: float, n: int, unit: float = 1.0) -> tuple[list[float], list[str]]:
+    """About ``n`` round ticks over ``0 .. top`` (> 0), labelled in multiples of ``unit``."""
+    step = _nice125(top / unit / n) * unit
+    vals = [i * step for i in range(int(top / step + 1e-9) + 1)]
+    return vals, [f"{round(v / unit, 6):g}" for v in vals]
+
+
+def _step_ticks(x_max: float, plot_w: float) -> dict[str, Any]:
+    """Whole-number ticks of an update-step axis over ``0 .. x_max``, as many as fit side by
+    side at :data:`TICK_PX` in ``plot_w`` px."""
+    widest = text_px(f"{int(x_max):,}", TICK_PX) + 2 * TICK_PX
+    fit = max(2, int(plot_w // widest))
+    want = x_max / max(1, fit - 1)
+    p = 10.0 ** max(0, math.floor(math.log10(max(want, 1.0))))
+    # 1, 2, 2.5, 5 x 10^k whole steps: 0, 2,500, 5,000 ... rather than only 0, 5,000, 10,000
+    step = min(int(f * p) for f in (1, 2, 2.5, 5, 10) if f * p >= want and (f * p).is_integer())
+    vals = list(range(0, int(x_max) + 1, step))
+    return {"tickmode": "array", "tickvals": vals, "ticktext": [f"{v:,}" for v in vals]}
+
+
+def _x_max(*steps: npt.NDArray[np.float64]) -> float:
+    last = max((float(s[-1]) for s in steps if s.size), default=0.0)
+    return max(last, MIN_X)
+
+
+def _y_margin(texts: Sequence[str]) -> int:
+    return numeric_axis_margin(
+        max(texts, key=lambda t: text_px(t, TICK_PX), default="0"), title=False, font=TICK_PX
+    )
+
+
+def _right_margin(x_max: float) -> int:
+    """Room right of a step axis for half of its last label (it is centred on its tick)."""
+    return max(EDGE_PX, math.ceil(text_px(f"{int(x_max):,}", TICK_PX) / 2 + 4))
+
+
+# ---------------------------------------------------------------------------------------------
+# Pieces shared by the builders
+# ---------------------------------------------------------------------------------------------
+def _note(text: str, sfx: str) -> dict[str, Any]:
+    """A note in the middle of an empty panel."""
+    return {
+        "text": text,
+        "xref": f"x{sfx} domain",
+        "yref": f"y{sfx} domain",
+        "x": 0.5,
+        "y": 0.5,
+        "showarrow": False,
+        "bgcolor": "rgba(255,255,255,0.85)",
+        "font": {"size": NOTE_FONT_PX, "color": NOTE_COLOR},
+    }
+
+
+def _hline(sfx: str, y: float, name: str) -> dict[str, Any]:
+    return {
+        "type": "line",
+        "name": name,
+        "xref": f"x{sfx} domain",
+        "yref": f"y{sfx}",
+        "x0": 0,
+        "x1": 1,
+        "y0": y,
+        "y1": y,
+        "line": {"color": REFERENCE_COLOR, "width": 2, "dash": "dash"},
+        "layer": "above",
+    }
+
+
+def _line_label(
+    text: str, sfx: str, y: float, *, right: bool, above: bool, log: bool = False
+) -> dict[str, Any]:
+    """The label of a reference line, at one end of it, on a white box over the data.
+    ``log``: the axis is logarithmic (annotations, unlike shapes, take log10 there)."""
+    return {
+        "text": text,
+        "xref": f"x{sfx} domain",
+        "yref": f"y{sfx}",
+        "x": 1.0 if right else 0.0,
+        "y": math.log10(y) if log else y,
+        "xanchor": "right" if right else "left",
+        "yanchor": "bottom" if above else "top",
+        "xshift": -4 if right else 4,
+        "yshift": 2 if above else -2,
+        "showarrow": False,
+        "bgcolor": "rgba(255,255,255,0.85)",
+        "font": {"size": LABEL_FONT_PX, "color": NOTE_COLOR},
+    }
+
+
+def _series(
+    x: npt.ArrayLike, y: npt.ArrayLike, sfx: str, *, name: str, color: str, hover: str, thin: bool = False
+) -> dict[str, Any]:
+    n = len(np.asarray(x))
+    return {
+        "type": "scatter",
+        "mode": "lines+markers" if n <= MARKERS_UP_TO and not thin or n == 1 else "lines",
+        "name": name,
+        "x": x,
+        "y": y,
+        "xaxis": f"x{sfx}",
+        "yaxis": f"y{sfx}",
+        "line": {"color": color, "width": THIN_LINE_PX if thin and n > MARKERS_UP_TO else LINE_PX},
+        "marker": {"color": color, "size": MARKER_PX},
+        "connectgaps": False,
+        "hovertemplate": hover + "<extra></extra>",
+    }
+
+
+def _base_axis(domain: Sequence[float], anchor: str) -> dict[str, Any]:
+    return {
+        "domain": list(domain),
+        "anchor": anchor,
+        "tickfont": {"size": TICK_PX},
+        "ticks": "",
+        "zeroline": False,
+        "automargin": False,  # margins are planned for the labels; no second layout pass
+    }
+
+
+def _with_title(layout: dict[str, Any], title: str | None, height: float) -> None:
+    if title:
+        # at the top of the figure, above legend and panel titles
+        layout["title"] = {**figure_title(title), "yref": "container", "y": 1 - 10 / height, "yanchor": "top"}
+
+
+def _legend_rows(entries: Sequence[str], room: float) -> int:
+    """Rows a horizontal legend of ``entries`` takes in ``room`` px (symbol, text, spacing)."""
+    rows, used = 1, 0.0
+    for e in entries:
+        w = 40 + 10 + text_px(e.replace("<sub>", "").replace("</sub>", ""), LEGEND_FONT_PX)
+        if used and used + w > room:
+            rows, used = rows + 1, 0.0
+        used += w
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# training_curves
+# ---------------------------------------------------------------------------------------------
+def _curve_boxes(lefts: Sequence[int], width: int, right: int, x_gap: int) -> tuple[list[Box], bool, int]:
+    """Boxes of the four panels (2 x 2, or stacked in one column when a panel would be
+    narrower than :data:`MIN_PANEL_PX`), whether stacked, and the left margin."""
+    col_left = (max(lefts[0], lefts[2]), max(lefts[1], lefts[3]))
+    panel_w = (width - col_left[0] - PANEL_AIR_PX - col_left[1] - right) / 2
+    if panel_w >= MIN_PANEL_PX:
+        x1 = panel_w + PANEL_AIR_PX + col_left[1]
+        y1 = PANEL_PX + x_gap
+        corners = [(0.0, 0.0), (x1, 0.0), (0.0, y1), (x1, y1)]
+        return [(x, x + panel_w, y, y + PANEL_PX) for x, y in corners], False, col_left[0]
+    left = max(lefts)
+    plot_w = width - left - right
+    pitch = STACKED_PANEL_PX + x_gap
+    return [(0.0, plot_w, i * pitch, i * pitch + STACKED_PANEL_PX) for i in range(4)], True, left
+
+
+def training_curves(
+    steps: Sequence[Mapping[str, Any]],
+    evals: Sequence[Mapping[str, Any]],
+    *,
+    clip: float | None = None,
+    target: float | None = None,
+    title: str | None = None,
+    width: int = FULL_WIDTH,
+) -> go.Figure:
+    """One run's curves over the update step, four panels in a 2 x 2 grid with one shared
+    step axis: training loss (log axis), held-out token accuracy (0..100 %), learning rate,
+    gradient norm before clipping (log axis). In a column too narrow for two panels of 200 px
+    (half width) they are stacked.
+
+    ``steps``: one dict an update with ``step``, ``loss``, ``lr``, ``grad_norm`` (more keys,
+    e.g. ``seconds``, are ignored), as ``tformer.runs.Progress.steps()`` returns them;
+    ``evals``: dicts with ``step`` and ``accuracy`` (0..1). Steps increase in each list. A
+    loss or gradient norm that is not finite (a diverged run) leaves a gap. Either list may be
+    empty: its panels say what they wait for.
+
+    ``clip``: the gradient-norm threshold, drawn dashed ("clip = 1") when > 0. ``target``:
+    the accuracy to reach, drawn dashed ("target 99 %"). ``title`` is shown as given (escape
+    user text with ``safe_label``). Over :data:`MAX_POINTS` updates every k-th one and the
+    last are drawn. ``layout.meta``: ``n_steps``, ``n_evals``, ``downsampled``, ``every``,
+    ``last_step``, ``clip``, ``target``, ``stacked``, ``width``.
+    """
+    s = _records(steps, STEP_KEYS, "steps")
+    e = _records(evals, EVAL_KEYS, "evals")
+    _check_accuracy(e["accuracy"], "evals")
+    target = _check_target(target)
+    if clip is not None and (not _is_number(clip) or not math.isfinite(float(clip)) or clip < 0):
+        raise ValueError(f"clip must be a gradient norm >= 0 (0 = no clipping), got {clip!r}")
+    clip_at = float(clip) if clip is not None and clip > 0 else None
+    n_steps, n_evals = len(s["step"]), len(e["step"])
+    keep, every = _kept(n_steps)
+    keep_e, every_e = _kept(n_evals)
+    x = s["step"][keep].astype(np.float32)
+    x_e = e["step"][keep_e].astype(np.float32)
+
+    loss = _positive(s["loss"][keep])
+    grad = _positive(s["grad_norm"][keep])
+    lr = s["lr"][keep].astype(np.float32)
+    lr[~np.isfinite(lr)] = np.nan
+    acc = e["accuracy"][keep_e].astype(np.float32)
+
+    loss_lo, loss_hi = _log_range(loss)
+    grad_lo, grad_hi = _log_range(grad, [clip_at] if clip_at else [])
+    lr_top = float(np.nanmax(lr)) if np.isfinite(lr).any() and np.nanmax(lr) > 0 else 1e-3
+    lr_vals, lr_text, lr_unit = _scaled_ticks(1.08 * lr_top)  # ticks up to the top of the panel
+    loss_ticks, grad_ticks = _log_ticks(loss_lo, loss_hi, 5), _log_ticks(grad_lo, grad_hi, 5)
+    y_axes: list[dict[str, Any]] = [
+        {"type": "log", "range": [math.log10(loss_lo), math.log10(loss_hi)], "tickmode": "array",
+         "tickvals": loss_ticks[0], "ticktext": loss_ticks[1]},
+        {"range": ACCURACY_RANGE, **ACCURACY_TICKS},
+        {"range": [0.0, 1.08 * lr_top], "tickmode": "array", "tickvals": lr_vals, "ticktext": lr_text},
+        {"type": "log", "range": [math.log10(grad_lo), math.log10(grad_hi)], "tickmode": "array",
+         "tickvals": grad_ticks[0], "ticktext": grad_ticks[1]},
+    ]  # fmt: skip
+    titles = list(CURVE_TITLES)
+    titles[2] += lr_unit
+
+    x_max = _x_max(s["step"], e["step"])
+    right = _right_margin(x_max)
+    x_gap = x_numeric_margin(title=False, font=TICK_PX) + TOP_PANEL_TITLE_PX + 6
+    lefts = [_y_margin(a["ticktext"]) for a in y_axes]
+    boxes, stacked, left = _curve_boxes(lefts, width, right, x_gap)
+    paper_w = width - left - right
+    plot_h = boxes[-1][3]
+    top = (TOP_TITLE_PX if title else 0) + TOP_PANEL_TITLE_PX
+    bottom = x_numeric_margin(font=TICK_PX)
+    x_ticks = _step_ticks(x_max, boxes[0][1] - boxes[0][0])
+    bottom_row = {3} if stacked else {2, 3}
+
+    step_hover = "step %{x:,}<br>"
+    data = [
+        _series(x, loss, "", name="training loss", color=LOSS_COLOR, thin=True,
+                hover=step_hover + "loss %{y:.3g}"),
+        _series(x_e, acc, "2", name="held-out token accuracy", color=ACCURACY_COLOR,
+                hover=step_hover + "accuracy %{y:.1%}"),
+        _series(x, lr, "3", name="learning rate", color=LR_COLOR, thin=True,
+                hover=step_hover + "learning rate %{y:.3g}"),
+        _series(x, grad, "4", name="gradient norm", color=GRAD_COLOR, thin=True,
+                hover=step_hover + "gradient norm %{y:.3g}"),
+    ]  # fmt: skip
+    layout: dict[str, Any] = {"annotations": [], "shapes": []}
+    for i, box in enumerate(boxes):
+        xd, yd = px_domain(*box, paper_w, plot_h)
+        sfx = "" if i == 0 else str(i + 1)
+        x_axis = {**_base_axis(xd, f"y{sfx}"), "range": [0.0, x_max * 1.015], **x_ticks}
+        if i:
+            x_axis["matches"] = "x"  # zooming one panel zooms them all
+        if i in bottom_row:
+            x_axis["title"] = axis_title("update step")
+        layout[f"xaxis{sfx}"] = x_axis
+        layout[f"yaxis{sfx}"] = {**_base_axis(yd, f"x{sfx}"), **y_axes[i]}
+        layout["annotations"].append(panel_title(titles[i], xd, yd))
+        waiting = n_steps == 0 if i != 1 else n_evals == 0
+        if waiting:
+            layout["annotations"].append(_note(WAITING_STEP if n_steps == 0 else WAITING_EVAL, sfx))
+    if target is not None:
+        layout["shapes"].append(_hline("2", target, "target"))
+        # below the line at the left end: early accuracy is low, that corner is free
+        label = f"target {round(target * 100, 4):g} %"
+        layout["annotations"].append(_line_label(label, "2", target, right=False, above=False))
+    if clip_at is not None:
+        layout["shapes"].append(_hline("4", clip_at, "clip"))
+        # above the line at the right end: late in training the norm is mostly below it
+        label = f"clip = {clip_at:g}"
+        layout["annotations"].append(_line_label(label, "4", clip_at, right=True, above=True, log=True))
+
+    height = top + plot_h + bottom
+    layout.update(
+        {
+            "height": height,
+            "margin": {"l": left, "r": right, "t": top, "b": bottom, "pad": 0},
+            "showlegend": False,
+            "hovermode": "closest",
+            "meta": {
+                "n_steps": n_steps,
+                "n_evals": n_evals,
+                "downsampled": every > 1 or every_e > 1,
+                "every": every,
+                "last_step": int(s["step"][-1]) if n_steps else None,
+                "clip": clip_at,
+                "target": target,
+                "stacked": stacked,
+                "width": width,
+            },
+        }
+    )
+    _with_title(layout, title, height)
+    return go.Figure({"data": data, "layout": layout})
+
+
+# ---------------------------------------------------------------------------------------------
+# schedule_figure
+# ---------------------------------------------------------------------------------------------
+def schedule_figure(
+    steps: npt.ArrayLike,
+    lrs: npt.ArrayLike,
+    *,
+    warmup: int | None = None,
+    title: str | None = None,
+    width: int = HALF_WIDTH,
+) -> go.Figure:
+    """The learning-rate schedule: ``lrs`` [step] over ``steps`` [step] (e.g.
+    ``tformer.training.schedule_curve(recipe)``), compact (260 px tall) for beside its
+    settings. ``warmup``: a dotted line where the warm-up ends, labelled with its length
+    (none for ``None`` or 0). Over :data:`MAX_POINTS` steps every k-th one and the last are
+    drawn. ``layout.meta``: ``n_steps``, ``downsampled``, ``warmup``, ``peak``, ``width``.
+    """
+    x_all = as_float32(steps, 1, "steps", "[step]")
+    y_all = as_float32(lrs, 1, "lrs", "[step]")
+    if x_all.shape != y_all.shape:
+        raise ValueError(f"steps has shape {x_all.shape} but lrs has shape {y_all.shape} [step]")
+    n = int(x_all.shape[0])
+    if n == 0:
+        raise ValueError("steps has shape (0,): the schedule needs at least one step")
+    _check_steps(x_all.astype(np.float64), "steps")
+    if not (np.isfinite(y_all).all() and (y_all >= 0).all()):
+        i = int(np.flatnonzero(~(np.isfinite(y_all) & (y_all >= 0)))[0])
+        raise ValueError(f"lrs must be finite and >= 0, got lrs[{i}] = {y_all[i]:g}")
+    if warmup is not None and (not _is_number(warmup) or warmup < 0 or int(warmup) != warmup):
+        raise ValueError(f"warmup must be a whole number of steps >= 0, got {warmup!r}")
+    w = int(warmup) if warmup else None
+    keep, every = _kept(n)
+    x, y = x_all[keep], y_all[keep]
+
+    peak = float(y_all.max())
+    vals, texts, unit = _scaled_ticks(1.1 * (peak if peak > 0 else 1e-3))
+    x_max = max(float(x_all[-1]), float(w or 0), MIN_X)
+    left = _y_margin(texts)
+    right = _right_margin(x_max)
+    top = (TOP_TITLE_PX if title else 0) + TOP_PANEL_TITLE_PX
+    bottom = x_numeric_margin(font=TICK_PX)
+    height = SCHEDULE_HEIGHT_PX + (TOP_TITLE_PX if title else 0)
+    plot_w = width - left - right
+    domain = ([0.0, 1.0], [0.0, 1.0])
+    data = [
+        _series(x, y, "", name="learning rate", color=LR_COLOR, hover="step %{x:,}<br>learning rate %{y:.3g}")
+    ]
+    annotations = [panel_title("learning rate" + unit, *domain)]
+    shapes: list[dict[str, Any]] = []
+    if w is not None:
+        shapes.append(
+            {
+                "type": "line",
+                "name": "warm-up",
+                "xref": "x",
+                "yref": "y domain",
+                "x0": w,
+                "x1": w,
+                "y0": 0,
+                "y1": 1,
+                "line": {"color": REFERENCE_COLOR, "width": 2, "dash": "dot"},
+                "layer": "below",
+            }
+        )
+        # low beside the line, on the side with more room: the curve is high right after the
+        # peak and the ramp is low only near step 0
+        right_side = w <= 0.6 * x_max
+        annotations.append(
+            {
+                "text": f"warm-up: {w:,} steps",
+                "xref": "x",
+                "yref": "y domain",
+                "x": w,
+                "y": 0.06,
+                "xanchor": "left" if right_side else "right",
+                "yanchor": "bottom",
+                "xshift": 5 if right_side else -5,
+                "showarrow": False,
+                "font": {"size": LABEL_FONT_PX, "color": NOTE_COLOR},
+            }
+        )
+    layout: dict[str, Any] = {
+        "height": height,
+        "margin": {"l": left, "r": right, "t": top, "b": bottom, "pad": 0},
+        "xaxis": {
+            **_base_axis(domain[0], "y"),
+            "range": [0.0, x_max * 1.015],
+            **_step_ticks(x_max, plot_w),
+            "title": axis_title("update step"),
+        },
+        "yaxis": {
+            **_base_axis(domain[1], "x"),
+            "range": [0.0, 1.1 * (peak if peak > 0 else 1e-3)],
+            "tickmode": "array",
+            "tickvals": vals,
+            "ticktext": texts,
+        },
+        "annotations": annotations,
+        "shapes": shapes,
+        "showlegend": False,
+        "hovermode": "closest",
+        "meta": {"n_steps": n, "downsampled": every > 1, "warmup": w, "peak": peak, "width": width},
+    }
+    _with_title(layout, title, height)
+    return go.Figure({"data": data, "layout": layout})
+
+
+# ---------------------------------------------------------------------------------------------
+# heads_race_figure
+# ---------------------------------------------------------------------------------------------
+def _head_count(key: object, name: str) -> int:
+    if not isinstance(key, numbers.Integral) or isinstance(key, bool) or int(key) < 1:
+        raise ValueError(f"{name} keys must be head counts (whole numbers >= 1), got {key!r}")
+    return int(key)
+
+
+def _mapping(obj: object, name: str, what: str) -> Mapping[Any, Any]:
+    if not isinstance(obj, Mapping):
+        raise ValueError(f"{name} must be a dict {{n_heads: {what}}}, got {type(obj).__name__}")
+    return obj
+
+
+def _race_evals(evals_by_heads: object) -> dict[int, tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]]:
+    out = {}
+    for key, pairs in _mapping(evals_by_heads, "evals_by_heads", "list of (step, accuracy)").items():
+        h = _head_count(key, "evals_by_heads")
+        name = f"evals_by_heads[{h}]"
+        if pairs is None:
+            pairs = []
+        if isinstance(pairs, (str, bytes, Mapping)) or not isinstance(pairs, Sequence):
+            raise ValueError(f"{name} must be a list of (step, accuracy) pairs, got {type(pairs).__name__}")
+        arr = np.empty((len(pairs), 2), dtype=np.float64)
+        for i, pair in enumerate(pairs):
+            ok = isinstance(pair, Sequence) and not isinstance(pair, (str, bytes)) and len(pair) == 2
+            if not ok or not all(_is_number(v) for v in pair):
+                raise ValueError(f"{name}[{i}] must be a (step, accuracy) pair of numbers, got {pair!r}")
+            arr[i] = (float(pair[0]), float(pair[1]))
+        _check_steps(arr[:, 0], name)
+        _check_accuracy(arr[:, 1], name)
+        out[h] = (arr[:, 0], arr[:, 1])
+    return out
+
+
+def _race_seconds(seconds_by_heads: object) -> dict[int, float | None]:
+    out: dict[int, float | None] = {}
+    for key, sec in _mapping(seconds_by_heads, "seconds_by_heads", "mean seconds per update").items():
+        h = _head_count(key, "seconds_by_heads")
+        if sec is None or (_is_number(sec) and math.isnan(float(sec))):
+            out[h] = None  # not measured yet
+        elif not _is_number(sec) or not math.isfinite(float(sec)) or float(sec) <= 0:
+            raise ValueError(
+                f"seconds_by_heads[{h}] must be seconds > 0 (or None while unknown), got {sec!r}"
+            )
+        else:
+            out[h] = float(sec)
+    return out
+
+
+def _head_name(h: int, d_head: int | None) -> str:
+    name = f"{h} head" if h == 1 else f"{h} heads"
+    return name if d_head is None else f"{name}, d<sub>head</sub> = {d_head}"
+
+
+def heads_race_figure(
+    evals_by_heads: Mapping[int, Sequence[tuple[float, float]]],
+    seconds_by_heads: Mapping[int, float | None],
+    *,
+    d_head_by_heads: Mapping[int, int] | None = None,
+    target: float | None = None,
+    title: str | None = None,
+    width: int = FULL_WIDTH,
+) -> go.Figure:
+    """Runs that differ in their number of heads, side by side: held-out token accuracy over
+    the update step, one line per head count, and the mean time per update (ms), one bar per
+    head count in the same color. In a half-width column the two panels are stacked.
+
+    ``evals_by_heads``: {n_heads: [(step, accuracy 0..1), ...]}; ``seconds_by_heads``:
+    {n_heads: mean seconds per update}. A head count in either dict gets a line, a legend
+    entry and a bar slot; an empty list or a ``None`` time (a run still going) draws nothing
+    there yet (the bar slot says "running"). ``d_head_by_heads``: {n_heads: d_head}, named in the
+    legend ("4 heads, d_head = 16"). Colors follow the sorted head counts: pass every head
+    count from the start (with empty lists) to keep them fixed while runs finish.
+    ``target``: a dashed accuracy line. ``layout.meta``: ``heads``, ``n_evals``, ``seconds``,
+    ``stacked``, ``width``.
+    """
+    evals = _race_evals(evals_by_heads)
+    seconds = _race_seconds(seconds_by_heads)
+    d_heads = {}
+    for key, d in _mapping(d_head_by_heads or {}, "d_head_by_heads", "d_head").items():
+        h = _head_count(key, "d_head_by_heads")
+        if not isinstance(d, numbers.Integral) or isinstance(d, bool) or int(d) < 1:
+            raise ValueError(f"d_head_by_heads[{h}] must be a whole number >= 1, got {d!r}")
+        d_heads[h] = int(d)
+    target = _check_target(target)
+    heads = sorted(set(evals) | set(seconds))
+    empty = np.empty(0, dtype=np.float64)
+    names = [_head_name(h, d_heads.get(h)) for h in heads]
+    colors = [HEAD_COLORS[i % len(HEAD_COLORS)] for i in range(len(heads))]
+    ms = [None if seconds.get(h) is None else 1000.0 * float(seconds[h] or 0) for h in heads]
+
+    # geometry: accuracy panel left, bars right; stacked when either would be too narrow
+    x_max = _x_max(*(evals.get(h, (empty, empty))[0] for h in heads))
+    known = [m for m in ms if m is not None]
+    ms_top = max(known, default=1.0)
+    ms_vals, ms_text = _linear_ticks(ms_top * 1.25, 3)
+    left_acc = _y_margin(ACCURACY_TICKTEXT)
+    left_bar = _y_margin(ms_text)
+    right = _right_margin(x_max)
+    room = width - left_acc - PANEL_AIR_PX - left_bar - right
+    acc_w, bar_w = RACE_ACCURACY_SHARE * room, (1 - RACE_ACCURACY_SHARE) * room
+    stacked = acc_w < 2 * MIN_PANEL_PX or bar_w < 0.75 * MIN_PANEL_PX
+    bar_x_margin = x_numeric_margin(font=TICK_PX)
+    boxes: list[Box]
+    if stacked:
+        left = max(left_acc, left_bar)
+        acc_w = bar_w = width - left - right
+        y1 = RACE_PANEL_PX + bar_x_margin + TOP_PANEL_TITLE_PX + 6
+        boxes = [(0.0, acc_w, 0.0, RACE_PANEL_PX), (0.0, bar_w, y1, y1 + RACE_PANEL_PX)]
+    else:
+        left = left_acc
+        x1 = acc_w + PANEL_AIR_PX + left_bar
+        boxes = [(0.0, acc_w, 0.0, RACE_PANEL_PX), (x1, x1 + bar_w, 0.0, RACE_PANEL_PX)]
+    paper_w = width - left - right
+    plot_h = boxes[-1][3]
+    legend_rows = _legend_rows(names, paper_w) if heads else 0
+    top = (TOP_TITLE_PX if title else 0) + legend_rows * LEGEND_PX + TOP_PANEL_TITLE_PX
+    bottom = bar_x_margin
+    domains = [px_domain(*b, paper_w, plot_h) for b in boxes]
+
+    data: list[dict[str, Any]] = []
+    for h, name, color in zip(heads, names, colors, strict=True):
+        steps, acc = evals.get(h, (empty, empty))
+        keep, _ = _kept(len(steps))
+        if not steps.size:  # plotly drops the legend entry of a trace without points
+            steps, acc, keep = np.array([np.nan]), np.array([np.nan]), np.array([0])
+        trace = _series(
+            steps[keep].astype(np.float32),
+            acc[keep].astype(np.float32),
+            "",
+            name=name,
+            color=color,
+            hover=f"{name}<br>step %{{x:,}}<br>accuracy %{{y:.1%}}",
+        )
+        data.append({**trace, "legendgroup": str(h), "showlegend": True})
+    if not heads:  # plotly draws no axes for a panel without a trace
+        data.append({"type": "scatter", "x": [], "y": [], "xaxis": "x", "yaxis": "y", "showlegend": False})
+    bar_x = list(range(len(heads)))
+    data.append(
+        {
+            "type": "bar",
+            "name": "time per update",
+            "x": bar_x,
+            "y": [0.0 if m is None else m for m in ms],
+            "xaxis": "x2",
+            "yaxis": "y2",
+            "marker": {"color": colors, "line": {"width": 0}},
+            "customdata": [
+                f"{n}<br>{RUNNING}" if m is None else f"{n}<br>{m:.3g} ms per update"
+                for n, m in zip(names, ms, strict=True)
+            ],
+            "hovertemplate": "%{customdata}<extra></extra>",
+            "showlegend": False,
+        }
+    )
+    layout: dict[str, Any] = {
+        "annotations": [panel_title(t, *d) for t, d in zip(RACE_TITLES, domains, strict=True)],
+        "shapes": [],
+        "xaxis": {
+            **_base_axis(domains[0][0], "y"),
+            "range": [0.0, x_max * 1.015],
+            **_step_ticks(x_max, acc_w),
+            "title": axis_title("update step"),
+        },
+        "yaxis": {**_base_axis(domains[0][1], "x"), "range": ACCURACY_RANGE, **ACCURACY_TICKS},
+        "xaxis2": {
+            **_base_axis(domains[1][0], "y2"),
+            "range": [-0.5, max(len(heads), 1) - 0.5],
+            "tickmode": "array",
+            "tickvals": bar_x,
+            "ticktext": [str(h) for h in heads],
+            "title": axis_title("heads"),
+        },
+        "yaxis2": {
+            **_base_axis(domains[1][1], "x2"),
+            "range": [0.0, ms_vals[-1] if ms_vals[-1] >= ms_top * 1.2 else ms_top * 1.25],
+            "tickmode": "array",
+            "tickvals": ms_vals,
+            "ticktext": ms_text,
+        },
+    }
+    if not any(evals.get(h, (empty,))[0].size for h in heads):
+        layout["annotations"].append(_note(WAITING_EVAL, ""))
+    # bar labels as annotations: plotly shrinks a bar's own text to the bar's width
+    for i, m in enumerate(ms):
+        layout["annotations"].append(
+            {
+                "text": RUNNING if m is None else f"{m:.3g} ms",
+                "xref": "x2",
+                "yref": "y2",
+                "x": i,
+                "y": 0.0 if m is None else m,
+                "yanchor": "bottom",
+                "yshift": 2,
+                "showarrow": False,
+                "font": {"size": TICK_PX, "color": NOTE_COLOR if m is None else "#222222"},
+            }
+        )
+    if not known:
+        layout["annotations"].append(_note(WAITING_TIME, "2"))
+    if target is not None:
+        layout["shapes"].append(_hline("", target, "target"))
+        label = f"target {round(target * 100, 4):g} %"
+        layout["annotations"].append(_line_label(label, "", target, right=False, above=False))
+    height = top + plot_h + bottom
+    layout.update(
+        {
+            "height": height,
+            "margin": {"l": left, "r": right, "t": top, "b": bottom, "pad": 0},
+            "showlegend": bool(heads),
+            "legend": {
+                "orientation": "h",
+                "x": 0.0,
+                "xanchor": "left",
+                "y": 1.0 + (legend_rows * LEGEND_PX + TOP_PANEL_TITLE_PX) / plot_h,
+                "yanchor": "top",
+                "font": {"size": LEGEND_FONT_PX},
+                "itemwidth": 40,
+                "traceorder": "normal",
+            },
+            "bargap": 0.35,
+            "hovermode": "closest",
+            "meta": {
+                "heads": heads,
+                "n_evals": [int(evals[h][0].size) if h in evals else 0 for h in heads],
+                "seconds": [seconds.get(h) for h in heads],
+                "stacked": stacked,
+                "width": width,
+            },
+        }
+    )
+    _with_title(layout, title, height)
+    return go.Figure({"data": data, "layout": layout})
