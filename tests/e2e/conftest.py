@@ -59,7 +59,8 @@ def warm_up(server: AppServer, url_path: str = "attention") -> None:
 def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
     """The app under test, started once per session on a free loopback port."""
     log = tmp_path_factory.mktemp("server") / "streamlit.log"
-    server = AppServer(log_path=log).start()
+    runs = tmp_path_factory.mktemp("runs")  # where the Train page saves: never the repo
+    server = AppServer(log_path=log, extra_env={"TFORMER_RUNS_DIR": str(runs)}).start()
     try:
         warm_up(server)
         yield server

@@ -51,6 +51,15 @@ _EXPORTS: dict[str, str] = {
     "COMPARE_WHAT": "compare_data",
     "compare_sides": "compare_data",
     "plain": "guard",
+    "task_controls": "train_view",
+    "model_controls": "train_view",
+    "recipe_controls": "train_view",
+    "run_status": "train_view",
+    "live_view": "train_view",
+    "current_run": "train_jobs",
+    "start_training": "train_jobs",
+    "start_race": "train_jobs",
+    "TrainState": "state",
     "tempered": "experiment_data",
     "scaling_sweep_data": "experiment_data",
     "masked_run": "experiment_data",
@@ -156,6 +165,8 @@ if TYPE_CHECKING:
         StepsState,
         ViewState,
     )
+    from .train_jobs import current_run, start_race, start_training
+    from .train_view import live_view, model_controls, recipe_controls, run_status, task_controls
     from .walk_data import STATS_NAMES, WALK_NAMES, layouts_agree, neuron, walk
     from .walk_view import WINDOW, ZOOMS, show_step, step_bar, step_facts, window
     from .zoom import jump_box

@@ -5,6 +5,7 @@ Keys are plain values (a frozen dataclass, text, a tuple of names); tensors and 
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ import streamlit as st
 import torch
 
 from ..capture import TextCapture, capture_ids, capture_nbytes, normalize_names
+from ..checkpoints import RUN_FILE, is_run_name, load_run, runs_dir
 from ..config import EncoderConfig
 from ..device import pick_device
 from ..encoder import Encoder
@@ -38,7 +40,7 @@ class CaptureTooLarge(ValueError):
 class ModelChoice:
     """Plain, hashable description of the model in use: the key of every cache."""
 
-    source: str  # "minilm" | "scratch" | a local folder path
+    source: str  # "minilm" | "scratch" | "run:<name>" (a trained run) | a local folder path
     cfg: EncoderConfig | None = None  # from-scratch only
 
     @property
@@ -48,6 +50,8 @@ class ModelChoice:
         if self.source == "scratch" and self.cfg is not None:
             c = self.cfg
             return f"from-scratch encoder: {c.n_layers} layers x {c.n_heads} heads, d_model {c.d_model}"
+        if self.source.startswith("run:"):
+            return f"trained run {self.source[4:]}"
         return f"local checkpoint {self.source}"
 
 
@@ -91,6 +95,9 @@ def get_model(choice: ModelChoice) -> tuple[Encoder, Tokenizer]:
         assert choice.cfg is not None
         model = Encoder(choice.cfg).eval().to(dev)
         return model, scratch_tokenizer(max_len=choice.cfg.max_len)
+    if choice.source.startswith("run:"):
+        model, tokenizer, _ = load_run(choice.source[4:], device=str(dev))
+        return model.eval(), tokenizer
     model, tokenizer = load_pretrained(choice.source, device=dev)
     return model.eval(), tokenizer
 
@@ -125,6 +132,22 @@ def _capture(
             "Use a shorter text, or fewer layers or heads."
         )
     return capture_ids(model, encoded, names, layers)
+
+
+@st.cache_data(ttl=30, show_spinner=False)
+def run_meta(name: str) -> dict[str, Any]:
+    """A saved run's run.json (task, recipe, history, example texts); ValueError for a name that
+    is not a saved run."""
+    if not is_run_name(name):
+        raise ValueError(f"{name!r} is not a run name")
+    path = runs_dir() / name / RUN_FILE
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ValueError(f"cannot read {path}: {err}") from err
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path} does not hold a run")
+    return meta
 
 
 F = TypeVar("F")

@@ -35,10 +35,12 @@ def draw_frame(script: str) -> Frame:
     st.set_page_config(page_title=f"{spec.title} · tformer", page_icon="🔍", layout="wide")
     set_threads()
     v = view()
-    page_links()
     choice = None
+    # The text and the model first: with 14 pages the page map would push the text box and the
+    # example picker below a laptop screen's fold (the picker's list then failed to open).
     with no_traceback():
         choice = model_and_text()
+    page_links()
     st.header(spec.heading)
     notices = pop_notices()
     if notices:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 # Sections in the order of the lesson.
-SECTIONS = ("Start", "Attention", "Multi-head", "Positions", "Encoder", "Experiments")
+SECTIONS = ("Start", "Attention", "Multi-head", "Positions", "Encoder", "Training", "Experiments")
 
 
 @dataclass(frozen=True)
@@ -153,6 +153,17 @@ PAGES: tuple[PageSpec, ...] = (
         "pages/encoder.py",
         "The model drawn with its real shapes and parameter counts; what the FFN, the residual "
         "connections and LayerNorm do to your text, layer by layer.",
+    ),
+    PageSpec(
+        "train",
+        "Train a model",
+        "Train a small encoder and watch its heads form",
+        "🏋️",
+        "Training",
+        "pages/train.py",
+        "Copy, reverse, sort, shift or look up: Adam with warm-up, clipping, label smoothing, dropout, "
+        "accumulation; live curves and attention snapshots; the trained model opens on every page.",
+        needs_text=False,
     ),
     PageSpec(
         "compare",

@@ -6,12 +6,13 @@ import os
 
 import streamlit as st
 
+from ..checkpoints import list_runs
 from ..config import EncoderConfig
 from ..pretrained import pretrained_available
 from ..resources import examples
 from ..tokenizer import scratch_tokenizer
-from .binding import bind, set_values
-from .caches import MAX_PARAMS, SCRATCH_MAX_LEN, ModelChoice, device
+from .binding import bind, set_values, view
+from .caches import MAX_PARAMS, SCRATCH_MAX_LEN, ModelChoice, device, run_meta
 from .registry import by_section
 from .state import MAX_CHARS
 
@@ -19,6 +20,7 @@ SOURCE_LABELS = {
     "minilm": "Pretrained MiniLM",
     "scratch": "From-scratch encoder",
     "local": "Local BERT folder (TFORMER_MODEL_DIR)",
+    "run": "A model trained on the Train page",
 }
 
 
@@ -74,12 +76,43 @@ def _sources() -> list[str]:
     sources = ["minilm", "scratch"] if pretrained_available() else ["scratch"]
     if os.environ.get("TFORMER_MODEL_DIR"):
         sources.append("local")
+    if saved_runs():
+        sources.append("run")
     return sources
+
+
+def saved_runs() -> list[str]:
+    """Names of the trained runs saved under `checkpoints.runs_dir()`, newest first (read on
+    every run: a run saved a moment ago must be there when its link is opened)."""
+    return [r.name for r in list_runs()]
+
+
+def _examples_for(source: str, run: str | None) -> list[dict[str, str]]:
+    if source == "run" and run:
+        try:
+            meta = run_meta(run)
+        except ValueError:
+            return []
+        return [
+            {"label": f"task input {i + 1}: {t}", "text": t} for i, t in enumerate(meta.get("examples", []))
+        ]
+    return [{"label": str(ex["label"]), "text": str(ex["text"])} for ex in examples()]
+
+
+def _first_example_of_run() -> None:
+    """A newly chosen run shows one of its task inputs (its model knows only those symbols)."""
+    name = st.session_state.get("run")
+    if name:
+        view().set("run", name)
+        found = _examples_for("run", name)
+        if found:
+            set_values(text=found[0]["text"])
 
 
 def _apply_example() -> None:
     label = st.session_state.get("example")
-    for ex in examples():
+    v = view()
+    for ex in _examples_for(v.source, v.run):
         if ex["label"] == label:
             set_values(text=ex["text"])
 
@@ -100,9 +133,15 @@ def model_and_text() -> ModelChoice | None:
         choice = ModelChoice("scratch", cfg) if cfg else None
     elif source == "local":
         choice = ModelChoice(os.environ["TFORMER_MODEL_DIR"])
+    elif source == "run":
+        names = saved_runs()
+        kwargs = bind("run", names)
+        kwargs["on_change"] = _first_example_of_run
+        name = sb.selectbox("trained run (newest first)", names, **kwargs)
+        choice = ModelChoice(f"run:{name}") if name else None
     else:
         choice = ModelChoice("minilm")
-    labels = [ex["label"] for ex in examples()]
+    labels = [ex["label"] for ex in _examples_for(str(source), view().run)]
     sb.selectbox(
         "example text",
         labels,

@@ -26,7 +26,8 @@ from ..resources import examples
 
 MAX_CHARS = 20_000  # the text box refuses more; the tokenizer keeps at most max_len tokens anyway
 MAX_LIST = 12  # longest list a multiselect keeps
-SOURCES = ("minilm", "scratch", "local")
+SOURCES = ("minilm", "scratch", "local", "run")
+RUN_NAME = r"[A-Za-z0-9_-]{1,64}"
 HEAD_NAME = r"L\d{1,2}H\d{1,2}"
 
 
@@ -131,6 +132,42 @@ class FinderState:
     over: str = _one_of("text", ("text", "examples"))
 
 
+@dataclass
+class TrainState:
+    section: str = _one_of("train", ("train", "heads"))
+    # the task
+    task: str = _one_of("reverse", ("copy", "reverse", "sort", "shift", "lookup"))
+    length: int = _bounded(16, 4, 64)
+    vocab: int = _bounded(16, 2, 52)
+    shift: int = _bounded(1, 1, 63)
+    held_out: str = _one_of("0.2", ("0.1", "0.2", "0.3"))
+    # the model (the same controls as the sidebar's from-scratch encoder; sized for training)
+    n_layers: int = _bounded(2, 1, 6)
+    n_heads: int = _bounded(4, 1, 16)
+    d_model: int = _bounded(64, 8, 256)
+    d_ff: int | None = _bounded(None, 8, 1024)
+    pos_encoding: str = _one_of("sinusoidal", POS_ENCODINGS)
+    norm: str = _one_of("pre", NORMS)
+    # the recipe (floats as a short list of choices each)
+    optimizer: str = _one_of("adamw", ("adamw", "adam"))
+    lr: str = _one_of("7e-3", ("1e-4", "3e-4", "1e-3", "3e-3", "7e-3", "1e-2", "3e-2", "1"))
+    beta1: str = _one_of("0.9", ("0.8", "0.9", "0.95"))
+    beta2: str = _one_of("0.99", ("0.98", "0.99", "0.999"))
+    eps: str = _one_of("1e-9", ("1e-9", "1e-8", "1e-6"))
+    weight_decay: str = _one_of("0.01", ("0", "0.01", "0.1"))
+    schedule: str = _one_of("noam", ("noam", "constant"))
+    warmup: int = _bounded(50, 0, 2000)
+    clip: str = _one_of("1", ("0", "0.5", "1", "5"))
+    label_smoothing: str = _one_of("0", ("0", "0.05", "0.1", "0.2"))
+    dropout: str = _one_of("0", ("0", "0.1", "0.2", "0.3"))
+    batch: int = _bounded(64, 8, 512)
+    accum: int = _bounded(1, 1, 8)
+    steps: int = _bounded(2000, 10, 20_000)
+    snapshot_every: int = _bounded(5, 1, 500)
+    stop_at_99: bool = True
+    snapshot: int = _bounded(0, 0, 100_000)  # the snapshot slider's position (-> its step)
+
+
 # registry key -> the dataclass of that page's choices
 PAGE_STATES: dict[str, type] = {
     "attention": AttentionState,
@@ -145,6 +182,7 @@ PAGE_STATES: dict[str, type] = {
     "layers": LayersState,
     "qk_space": QKSpaceState,
     "finder": FinderState,
+    "train": TrainState,
 }
 
 
@@ -157,6 +195,7 @@ class ViewState:
     text: str = field(default_factory=default_text, metadata={"max_chars": MAX_CHARS})
     # the model: the pretrained MiniLM, a from-scratch encoder of this shape, or a local folder
     source: str = _one_of("minilm", SOURCES)
+    run: str | None = field(default=None, metadata={"pattern": RUN_NAME})  # a trained run's name
     n_layers: int = _bounded(2, 1, 12)
     n_heads: int = _bounded(4, 1, 32)
     d_model: int = _bounded(64, 2, 1024)

@@ -1,0 +1,77 @@
+"""Train a small encoder on a task that needs attention and watch its heads form: the whole
+recipe switchable, live curves and attention snapshots, and the trained model saved for every
+page to open."""
+
+import streamlit as st
+
+from tformer import ui
+from tformer.figures.training import heads_race_figure
+
+SECTIONS = {"train": "Train one model", "heads": "How many heads?"}
+
+with ui.frame(__file__) as fr:
+    part = ui.section("train.section", SECTIONS)
+    spec = ui.task_controls()
+    cfg = ui.model_controls(spec) if spec is not None else None
+    recipe = ui.recipe_controls()
+    stop_at = 0.99 if fr.view.get("train.stop_at_99") else None
+    ready = spec is not None and cfg is not None and recipe is not None
+    kind = "train" if part == "train" else "race"
+    run = ui.current_run(kind)
+    active = run is not None and not run.is_final
+
+    c1, c2, c3 = st.columns(3)
+    start_label = "▶ Start training" if part == "train" else "▶ Train 1, 2, 4 and 8 heads"
+    if c1.button(
+        start_label, key="train.start", disabled=not ready or active, type="primary", width="stretch"
+    ):
+        assert spec is not None and cfg is not None and recipe is not None
+        try:
+            if part == "train":
+                ui.start_training(cfg, spec, recipe, stop_at)
+            else:
+                ui.start_race(cfg, spec, recipe, stop_at)
+        except ValueError as err:
+            st.warning(str(err))
+        st.rerun()
+    if c2.button("■ Stop", key="train.stop", disabled=not active, width="stretch"):
+        assert run is not None
+        run.stop()
+    resumable = part == "train" and run is not None and run.is_final and isinstance(run.result, dict)
+    if c3.button(
+        "Continue training", key="train.continue", disabled=not resumable or not ready, width="stretch"
+    ):
+        assert spec is not None and cfg is not None and recipe is not None
+        ui.start_training(cfg, spec, recipe, stop_at, resume=True)
+        st.rerun()
+
+    @st.fragment(run_every=1.0 if active else None)
+    def live() -> None:
+        run = ui.current_run(kind)
+        if run is None:
+            st.info("Press start. Training runs on this server in the background: switch pages, come back.")
+            return
+        run.heartbeat()
+        ui.run_status(run)
+        if part == "train":
+            ui.live_view(run)
+        else:
+            evals = run.progress.evals()
+            by_heads: dict[int, list[tuple[int, float]]] = {}
+            seconds: dict[int, float] = {}
+            for e in evals:
+                by_heads.setdefault(int(e["heads"]), []).append((int(e["step"]), float(e["accuracy"])))
+                if "seconds_per_step" in e:
+                    seconds[int(e["heads"])] = float(e["seconds_per_step"])
+            st.plotly_chart(heads_race_figure(by_heads, seconds), key="race")
+            st.caption(
+                "The same task, d_model and recipe with 1, 2, 4 and 8 heads: more heads are more "
+                "subspaces to attend in, each smaller (d_head = d_model / heads). Held-out accuracy "
+                "against updates, and the time one update takes."
+            )
+        if run.is_final and st.session_state.get("_train_was_active"):
+            st.session_state["_train_was_active"] = False
+            st.rerun()  # the buttons follow the run's end
+        st.session_state["_train_was_active"] = not run.is_final
+
+    live()

@@ -1,0 +1,125 @@
+"""The Train page under AppTest: a run starts, its progress moves, Stop ends it within a second,
+the trained model is saved and opens on the Attention page; a diverging recipe stops with a
+message; the heads race trains 1, 2, 4 and 8 heads."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest
+
+from tformer.checkpoints import list_runs
+
+from .test_app_pages import APP, TIMEOUT, assert_clean
+
+TRAIN = "pages/train.py"
+
+
+@pytest.fixture(autouse=True)
+def runs_dir(tmp_path, monkeypatch):
+    from tformer.ui.train_jobs import manager
+
+    monkeypatch.setenv("TFORMER_RUNS_DIR", str(tmp_path))
+    runs = manager()  # the one the page will use (caches are cleared only after the test)
+    yield tmp_path
+    runs.shutdown()  # no run outlives its test
+
+
+def open_train(**params: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    at.switch_page(TRAIN).run()
+    assert_clean(at)
+    return at
+
+
+def poll(at: AppTest, done, timeout: float = 60.0) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        at.run()
+        if done(at):
+            return
+        time.sleep(0.2)
+    raise AssertionError("timed out")
+
+
+def status_text(at: AppTest) -> str:
+    return " ".join(
+        [e.value for e in at.success]
+        + [e.value for e in at.error]
+        + [e.value for e in at.info]
+        + [p.proto.text for p in at.get("progress")]
+    )
+
+
+def test_a_run_trains_stops_saves_and_opens_on_the_attention_page(runs_dir):
+    at = open_train(**{"train.task": "copy", "train.steps": "5000", "train.stop_at_99": "0"})
+    assert at.dataframe  # the task's inputs and targets, as text
+    at.button(key="train.start").click().run()
+    poll(at, lambda at: "update" in status_text(at) and "update 0 " not in status_text(at) + " ")
+    from tformer.ui.train_jobs import manager
+
+    [run] = manager().runs()
+    at.button(key="train.stop").click().run()
+    time.sleep(1.0)
+    steps_a_second_after_stop = run.progress.n_steps
+    poll(at, lambda at: bool(at.success) or bool(at.error), timeout=30)
+    assert run.progress.n_steps == steps_a_second_after_stop  # no update after the first second
+    assert "saved as" in at.success[0].value, status_text(at)
+    [saved] = list_runs(runs_dir)
+    assert saved.task == "copy"
+    assert json.loads(at.get("plotly_chart")[0].proto.spec)  # the curves
+    assert (
+        "snapshot" in [c.proto.id.rsplit("-", 1)[-1] for c in at.get("plotly_chart")]
+        or len(at.get("plotly_chart")) >= 2
+    )
+
+    at.switch_page("pages/attention.py")
+    at.session_state["view"].set("source", "run")
+    at.session_state["view"].set("run", saved.name)
+    at.run()
+    assert_clean(at)
+    assert at.get("plotly_chart")
+    assert "trained run" in " ".join(str(c.value) for c in at.caption) or at.get("plotly_chart")
+
+
+def test_a_diverging_recipe_stops_with_a_message_naming_the_setting(runs_dir):
+    at = open_train(
+        **{
+            "train.task": "sort",
+            "train.lr": "1",
+            "train.clip": "0",
+            "train.warmup": "0",
+            "train.schedule": "constant",
+        }
+    )
+    at.button(key="train.start").click().run()
+    poll(at, lambda at: bool(at.error) or bool(at.success), timeout=60)
+    assert at.error and "lr" in at.error[0].value.lower(), status_text(at)
+
+
+def test_the_heads_race_trains_every_head_count(runs_dir):
+    at = open_train(**{"train.section": "heads", "train.task": "copy", "train.steps": "50"})
+    at.button(key="train.start").click().run()
+    poll(at, lambda at: bool(at.success) or bool(at.error), timeout=90)
+    assert at.success, status_text(at)
+    race = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if "race" in (c.proto.id or ""))
+    names = {t.get("name") for t in race["data"]}
+    assert {"1 head", "2 heads", "4 heads", "8 heads"} <= {str(n).split(" (")[0] for n in names}
+
+
+def test_snapshots_are_bounded_in_number_and_memory():
+    from tformer.training import Recipe
+    from tformer.ui.train_jobs import MAX_SNAPSHOT_BYTES, MAX_SNAPSHOTS, snapshot_stride
+
+    assert snapshot_stride(Recipe(steps=2000, snapshot_every=5), 8_192) == 20  # 100 frames
+    assert snapshot_stride(Recipe(steps=100, snapshot_every=5), 8_192) == 5
+    big = 6 * 16 * 64 * 64 * 4  # the largest model the page allows, 64 tokens
+    stride = snapshot_stride(Recipe(steps=20_000, snapshot_every=5), big)
+    assert (20_000 // stride + 1) * big <= MAX_SNAPSHOT_BYTES + big and 20_000 // stride <= MAX_SNAPSHOTS

@@ -1,0 +1,200 @@
+"""Training runs in the background: one process-wide `RunManager` (a few runs at once, the rest
+queued), the jobs it runs (train one model and save it; race 1, 2, 4 and 8 heads), and this
+session's runs. A run outlives page switches (its id is in the session); it stops by itself
+when no page has polled it for `IDLE_TIMEOUT_S` (the browser was closed)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import streamlit as st
+
+from ..checkpoints import sanitize_run_name, save_run
+from ..config import EncoderConfig
+from ..runs import Run, RunHandle, RunManager
+from ..tasks import TaskSpec, example_texts, task_tokenizer
+from ..training import Recipe, Trainer
+from .caches import device
+
+MAX_RUNNING_ENV = "TFORMER_MAX_TRAINING"  # runs training at once on this server (default 2)
+IDLE_TIMEOUT_S = 30.0
+MAX_STEPS = 20_000  # one run's step limit
+MAX_TRAIN_PARAMS = 4_000_000  # one run's model size limit (memory)
+HEAD_COUNTS = (1, 2, 4, 8)
+MAX_SNAPSHOTS = 100  # per run: the slider's frames
+MAX_SNAPSHOT_BYTES = 64 * 2**20  # per run: what its attention snapshots may hold in memory
+
+
+def snapshot_stride(recipe: Recipe, snapshot_nbytes: int) -> int:
+    """Updates between two snapshots: the recipe's, widened so that one run keeps at most
+    MAX_SNAPSHOTS of them and at most MAX_SNAPSHOT_BYTES."""
+    frames = max(1, min(MAX_SNAPSHOTS, MAX_SNAPSHOT_BYTES // max(1, snapshot_nbytes)))
+    return max(recipe.snapshot_every, -(-recipe.steps // frames))
+
+
+_RUN_KEY = "_train_run"  # session_state: this session's current run id
+_RACE_KEY = "_train_race"
+
+
+def max_running() -> int:
+    raw = os.environ.get(MAX_RUNNING_ENV, "").strip()
+    return int(raw) if raw.isdigit() and int(raw) >= 1 else 2
+
+
+@st.cache_resource(show_spinner=False)
+def manager() -> RunManager:
+    """One manager per server, shared by every session."""
+    return RunManager(max_running=max_running(), max_queued=8, idle_timeout_s=IDLE_TIMEOUT_S)
+
+
+def session_id() -> str:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return ctx.session_id if ctx is not None else "no-session"
+
+
+def current_run(kind: str = "train") -> Run | None:
+    """This session's latest run of ``kind`` ("train" or "race"), if the manager still has it."""
+    run_id = st.session_state.get(_RUN_KEY if kind == "train" else _RACE_KEY)
+    return manager().get(run_id) if isinstance(run_id, str) else None
+
+
+def _train(
+    cfg: EncoderConfig, spec: TaskSpec, recipe: Recipe, stop_at: float | None, previous: Run | None
+) -> Callable[[RunHandle], None]:
+    dev = str(device()[0])
+
+    def job(handle: RunHandle) -> None:
+        old = previous.result if previous is not None and isinstance(previous.result, dict) else None
+        trainer: Trainer = old["trainer"] if old else Trainer(cfg, spec, recipe, device=dev)
+        if previous is not None and old:  # continue: the curves go on from where they stopped
+            for s in previous.progress.steps():
+                handle.report_step(**s)
+            for e in previous.progress.evals():
+                handle.report_eval(**e)
+            for snap in previous.progress.snapshots():
+                handle.report_snapshot(snap.step, snap.array)
+        else:
+            handle.report_snapshot(0, trainer.snapshot())
+            handle.report_eval(step=0, accuracy=trainer.evaluate())
+        stride = snapshot_stride(recipe, trainer.snapshot().nbytes)
+        last = trainer.step_count + recipe.steps
+        handle.set_result({"trainer": trainer, "last": last})
+        reached = False
+        while trainer.step_count < last and not handle.should_stop():
+            stats = trainer.step()
+            handle.report_step(
+                step=stats.step,
+                loss=stats.loss,
+                lr=stats.lr,
+                grad_norm=stats.grad_norm,
+                seconds=stats.seconds,
+            )
+            problem = trainer.diverged(stats)
+            if problem:
+                handle.fail(problem)
+                return
+            if stats.step % recipe.eval_every == 0:
+                acc = trainer.evaluate()
+                handle.report_eval(step=stats.step, accuracy=acc)
+                reached = stop_at is not None and acc >= stop_at
+            if stats.step % stride == 0:
+                handle.report_snapshot(stats.step, trainer.snapshot())
+            if reached:
+                break
+        if trainer.step_count == 0:
+            return
+        handle.report_snapshot(trainer.step_count, trainer.snapshot())
+        acc = trainer.evaluate()
+        handle.report_eval(step=trainer.step_count, accuracy=acc)
+        name = sanitize_run_name(
+            f"{spec.name}-{cfg.n_layers}L{cfg.n_heads}H{cfg.d_model}-s{trainer.step_count}-{time.strftime('%m%d-%H%M%S')}"
+        )
+        trainer.model.eval()
+        save_run(
+            name,
+            trainer.model,
+            task_tokenizer(spec),
+            task=dataclasses.asdict(spec),
+            recipe=dataclasses.asdict(recipe),
+            history={"final": {"accuracy": acc, "step": trainer.step_count}},
+            examples=example_texts(spec, 6),
+        )
+        trainer.model.train()
+        handle.set_result({"trainer": trainer, "last": last, "saved": name})
+        handle.set_message(
+            f"{'reached' if reached else 'ended at'} {acc:.1%} held-out accuracy after {trainer.step_count} "
+            f"updates; saved as {name}"
+        )
+
+    return job
+
+
+def start_training(
+    cfg: EncoderConfig, spec: TaskSpec, recipe: Recipe, stop_at: float | None, *, resume: bool = False
+) -> Run:
+    """Queue a run training ``cfg`` on ``spec`` (or continuing this session's last one)."""
+    previous = current_run() if resume else None
+    label = f"{spec.name}: {cfg.n_layers} layers × {cfg.n_heads} heads, d_model {cfg.d_model}"
+    run = manager().submit(label, _train(cfg, spec, recipe, stop_at, previous), owner=session_id())
+    st.session_state[_RUN_KEY] = run.id
+    return run
+
+
+def _race(
+    cfg: EncoderConfig, spec: TaskSpec, recipe: Recipe, stop_at: float | None
+) -> Callable[[RunHandle], None]:
+    dev = str(device()[0])
+
+    def job(handle: RunHandle) -> None:
+        for heads in HEAD_COUNTS:
+            if cfg.d_model % heads:
+                handle.report_eval(heads=heads, step=0, accuracy=float("nan"), skipped=1)
+                continue
+            trainer = Trainer(dataclasses.replace(cfg, n_heads=heads), spec, recipe, device=dev)
+            started = time.perf_counter()
+            while trainer.step_count < recipe.steps and not handle.should_stop():
+                stats = trainer.step()
+                if stats.step % recipe.eval_every == 0:
+                    acc = trainer.evaluate()
+                    per = (time.perf_counter() - started) / stats.step
+                    handle.report_eval(heads=heads, step=stats.step, accuracy=acc, seconds_per_step=per)
+                    if stop_at is not None and acc >= stop_at:
+                        break
+            if handle.should_stop():
+                return
+        handle.set_message("1, 2, 4 and 8 heads trained")
+
+    return job
+
+
+def start_race(cfg: EncoderConfig, spec: TaskSpec, recipe: Recipe, stop_at: float | None) -> Run:
+    run = manager().submit(
+        f"how many heads: {spec.name}, d_model {cfg.d_model}",
+        _race(cfg, spec, recipe, stop_at),
+        owner=session_id(),
+    )
+    st.session_state[_RACE_KEY] = run.id
+    return run
+
+
+def describe_queue(run: Run) -> str:
+    pos = run.queue_position()
+    if pos is None:
+        return run.message
+    return (
+        f"Waiting: {pos} run{'s' if pos > 1 else ''} ahead of this one (at most {max_running()} train at once "
+        "on this server)."
+    )
+
+
+def last_summary(run: Run) -> dict[str, Any]:
+    """The latest numbers of a run, for the page's progress line."""
+    last = run.progress.last_step() or {}
+    ev = run.progress.last_eval() or {}
+    return {"step": int(last.get("step", 0)), "loss": last.get("loss"), "accuracy": ev.get("accuracy")}
