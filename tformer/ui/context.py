@@ -4,7 +4,7 @@ for, the chosen head; and the helpers every such page shares."""
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,9 +115,10 @@ def unknown_tokens(capture: TextCapture, tokenizer: Tokenizer) -> str | None:
     )
 
 
-def layer_head(ctx: PageContext) -> tuple[int, int]:
-    """Layer and head pickers, shared by every page (the choice follows the user around)."""
-    c1, c2 = st.columns(2)
+def layer_head(ctx: PageContext, columns: Sequence[Any] | None = None) -> tuple[int, int]:
+    """Layer and head pickers, shared by every page (the choice follows the user around), in
+    two new columns or the two given."""
+    c1, c2 = st.columns(2) if columns is None else columns
     layers, heads = range(ctx.capture.n_layers), range(ctx.capture.n_heads)
     layer = c1.selectbox("layer", layers, **bind("layer", layers, clamp=True))
     head = c2.selectbox("head", heads, **bind("head", heads, clamp=True))
@@ -138,12 +139,10 @@ def query_token(ctx: PageContext, label: str = "query token") -> int:
 def layer_head_query(ctx: PageContext) -> tuple[int, int, int]:
     """Layer, head and query token pickers in one row."""
     c1, c2, c3 = st.columns([1, 1, 2])
-    layers, heads = range(ctx.capture.n_layers), range(ctx.capture.n_heads)
-    layer = c1.selectbox("layer", layers, **bind("layer", layers, clamp=True))
-    head = c2.selectbox("head", heads, **bind("head", heads, clamp=True))
+    layer, head = layer_head(ctx, (c1, c2))
     with c3:
         query = query_token(ctx)
-    return int(layer), int(head), query
+    return layer, head, query
 
 
 # What the two square matrices of a head are called on screen; values are the hooks' short names.
