@@ -22,6 +22,7 @@ from ..encoder import Encoder
 from ..pretrained import load_pretrained
 from ..process import app_threads, keep_freed_memory, plain_pages_for_arrays
 from ..tokenizer import Tokenizer, scratch_tokenizer
+from .state import ViewState
 
 log = logging.getLogger("tformer.app")
 
@@ -53,6 +54,23 @@ class ModelChoice:
         if self.source.startswith("run:"):
             return f"trained run {self.source[4:]}"
         return f"local checkpoint {self.source}"
+
+
+def scratch_config_of(view: ViewState) -> EncoderConfig:
+    """The from-scratch encoder the view's shape describes (the sidebar's settings; ValueError if
+    it is invalid)."""
+    return EncoderConfig(
+        vocab_size=scratch_tokenizer().vocab_size,
+        max_len=SCRATCH_MAX_LEN,
+        d_model=view.d_model,
+        n_heads=view.n_heads,
+        n_layers=view.n_layers,
+        d_ff=view.d_ff,
+        pos_encoding=view.pos_encoding,
+        norm=view.norm,
+        causal=view.causal,
+        seed=view.seed,
+    )
 
 
 # --- caches -----------------------------------------------------------------------------------

@@ -11,8 +11,7 @@ import numpy as np
 from ..capture import ATTENTION
 from ..config import EncoderConfig
 from ..pretrained import pretrained_available
-from ..tokenizer import scratch_tokenizer
-from .caches import SCRATCH_MAX_LEN, ModelChoice, get_capture
+from .caches import ModelChoice, get_capture, scratch_config_of
 from .page_data import patterns_without_pe
 from .state import ViewState
 
@@ -33,22 +32,6 @@ class Side:
     name: str  # "A: ..." / "B: ..."
     pattern: np.ndarray  # [layer, head_index, query_pos, key_pos]
     labels: list[str]
-
-
-def scratch_config_of(view: ViewState) -> EncoderConfig:
-    """The from-scratch encoder the sidebar's shape describes (ValueError if it is invalid)."""
-    return EncoderConfig(
-        vocab_size=scratch_tokenizer().vocab_size,
-        max_len=SCRATCH_MAX_LEN,
-        d_model=view.d_model,
-        n_heads=view.n_heads,
-        n_layers=view.n_layers,
-        d_ff=view.d_ff,
-        pos_encoding=view.pos_encoding,
-        norm=view.norm,
-        causal=view.causal,
-        seed=view.seed,
-    )
 
 
 def _shape(cfg: EncoderConfig) -> str:

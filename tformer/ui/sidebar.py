@@ -10,9 +10,8 @@ from ..checkpoints import list_runs
 from ..config import EncoderConfig
 from ..pretrained import pretrained_available
 from ..resources import examples
-from ..tokenizer import scratch_tokenizer
 from .binding import bind, set_values, view
-from .caches import MAX_PARAMS, SCRATCH_MAX_LEN, ModelChoice, device, run_meta
+from .caches import MAX_PARAMS, ModelChoice, device, run_meta, scratch_config_of
 from .registry import by_section
 from .state import MAX_CHARS
 
@@ -36,28 +35,17 @@ def page_links() -> None:
 def _scratch_config() -> EncoderConfig | None:
     sb = st.sidebar
     c1, c2 = sb.columns(2)
-    n_layers = c1.number_input("layers", 1, 12, **bind("n_layers"))
-    n_heads = c2.number_input("heads", 1, 32, **bind("n_heads"))
-    d_model = c1.number_input("d_model", 2, 1024, step=2, **bind("d_model"))
-    d_ff = c2.number_input("d_ff", 1, 8192, placeholder="4 x d_model", **bind("d_ff"))
+    c1.number_input("layers", 1, 12, **bind("n_layers"))
+    c2.number_input("heads", 1, 32, **bind("n_heads"))
+    c1.number_input("d_model", 2, 1024, step=2, **bind("d_model"))
+    c2.number_input("d_ff", 1, 8192, placeholder="4 x d_model", **bind("d_ff"))
     c3, c4 = sb.columns(2)
-    pos = c3.selectbox("positions", ("sinusoidal", "learned", "none"), **bind("pos_encoding"))
-    norm = c4.selectbox("LayerNorm", ("post", "pre"), **bind("norm"), format_func=lambda n: f"{n}-norm")
-    seed = c3.number_input("seed", 0, 2**31 - 1, **bind("seed"))
-    causal = c4.checkbox("causal mask", **bind("causal"))
+    c3.selectbox("positions", ("sinusoidal", "learned", "none"), **bind("pos_encoding"))
+    c4.selectbox("LayerNorm", ("post", "pre"), **bind("norm"), format_func=lambda n: f"{n}-norm")
+    c3.number_input("seed", 0, 2**31 - 1, **bind("seed"))
+    c4.checkbox("causal mask", **bind("causal"))
     try:
-        cfg = EncoderConfig(
-            vocab_size=scratch_tokenizer().vocab_size,
-            max_len=SCRATCH_MAX_LEN,
-            d_model=int(d_model),
-            n_heads=int(n_heads),
-            n_layers=int(n_layers),
-            d_ff=None if d_ff is None else int(d_ff),
-            pos_encoding=str(pos),
-            norm=str(norm),
-            causal=bool(causal),
-            seed=int(seed),
-        )
+        cfg = scratch_config_of(view())  # the widgets above write their values to the view
     except ValueError as err:
         sb.error(f"This shape is not valid: {err}.")
         return None
