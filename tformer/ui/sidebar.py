@@ -6,7 +6,7 @@ import os
 
 import streamlit as st
 
-from ..checkpoints import list_runs
+from ..checkpoints import list_runs, runs_dir
 from ..config import EncoderConfig
 from ..pretrained import pretrained_available
 from ..resources import examples
@@ -70,9 +70,20 @@ def _sources() -> list[str]:
 
 
 def saved_runs() -> list[str]:
-    """Names of the trained runs saved under `checkpoints.runs_dir()`, newest first (read on
-    every run: a run saved a moment ago must be there when its link is opened)."""
-    return [r.name for r in list_runs()]
+    """Names of the trained runs saved under `checkpoints.runs_dir()`, newest first. One stat
+    per rerun: the list is read again only when the folder changed (`save_run` renames a
+    finished run into it), so a run saved a moment ago is there when its link is opened."""
+    root = runs_dir()
+    try:
+        stamp = root.stat().st_mtime_ns
+    except OSError:
+        return []
+    return _runs_in(str(root), stamp)
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def _runs_in(root: str, stamp: int) -> list[str]:
+    return [r.name for r in list_runs(root)]
 
 
 def _examples_for(source: str, run: str | None) -> list[dict[str, str]]:
