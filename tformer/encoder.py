@@ -226,11 +226,10 @@ class Encoder(HookedRootModule):
     ) -> torch.Tensor:
         """Hidden states [batch, pos, d_model], or the head's softmax probabilities
         [batch, pos, n_outputs] when ``cfg.n_outputs > 0`` (see `Encoder.logits` for training)."""
-        x = self.hidden(ids, attention_mask, token_type_ids, attn_mask)  # [batch, pos, d_model]
         if self.head is None:
-            return x
-        logits = self.hook_logits(self.head(x))  # [batch, pos, n_outputs]
-        return torch.softmax(logits, dim=-1)
+            return self.hidden(ids, attention_mask, token_type_ids, attn_mask)  # [batch, pos, d_model]
+        logits = self.logits(ids, attention_mask, attn_mask, token_type_ids=token_type_ids)
+        return torch.softmax(logits, dim=-1)  # [batch, pos, n_outputs]
 
     def logits(
         self,
