@@ -1,0 +1,416 @@
+r"""One model in several number formats on one text: float32 (the reference), bfloat16,
+float16, and INT8 dynamic quantization of its Linear layers.
+
+A float has a sign, exponent bits (the range) and mantissa bits (the precision):
+
+.. math::
+    x = (-1)^s \cdot 2^{e - \text{bias}} \cdot (1.m_1 m_2 \dots m_p)_2,
+    \qquad \text{relative step } \varepsilon = 2^{-p}
+
+float32 has 8 exponent and 23 mantissa bits, bfloat16 keeps the 8 exponent bits and 7 mantissa
+bits, float16 has 5 and 10. Dynamic INT8 stores each Linear weight as int8 with a scale,
+:math:`W \approx s_W\, W_{\text{int8}}`, and quantizes each input on the fly with a scale taken
+from that input's own range, :math:`x \approx s_x (x_{\text{uint8}} - z_x)`, so the matmul runs on
+integers and one multiplication by :math:`s_W s_x` brings the result back to float.
+
+For each variant this module makes a copy of the model (the shared one is never changed),
+captures its attention pattern through the model's own hook points (computed in that dtype,
+cast to float32 to compare), times plain forwards, and measures the weights' bytes from the
+state dict. No Streamlit here.
+"""
+
+from __future__ import annotations
+
+import copy
+import statistics
+import time
+import warnings
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .capture import TextCapture, capture_ids
+from .encoder import Encoder
+from .tokenizer import Encoded
+
+REFERENCE = "float32"
+# Every variant, in the order a table lists them. The two INT8 ones differ only in how many
+# scales a weight matrix gets: one for the whole matrix, or one per output row (channel).
+VARIANTS = ("float32", "bfloat16", "float16", "int8", "int8_channel")
+FLOAT_DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+}
+INT8_VARIANTS = ("int8", "int8_channel")
+# Timing: up to RUNS plain forwards after a warm-up, stopping once they have taken BUDGET_S
+# (at least one): float16 is emulated on many CPUs and takes several times longer.
+RUNS = 5
+BUDGET_S = 0.5
+
+
+@dataclass(frozen=True, eq=False)
+class Variant:
+    """The model in one number format, or why it cannot be made here (``problem``)."""
+
+    name: str  # one of VARIANTS
+    model: Encoder | None  # None when the variant is not available
+    device: str  # where it runs: dynamic INT8 runs on the CPU even when the model is on a GPU
+    problem: str | None = None  # why the variant is missing (a dtype the device cannot run...)
+    deprecated: bool = False  # torch warned that the API used to make it is deprecated
+    scales: int | None = None  # INT8: scales of the first Linear's weight (1: per tensor)
+
+    @property
+    def available(self) -> bool:
+        return self.model is not None
+
+
+@dataclass(frozen=True, eq=False)
+class Diff:
+    """How far a variant's numbers are from float32's, over every layer and head."""
+
+    pattern_max: float  # largest |Δ weight| of any cell
+    pattern_mean: float  # mean |Δ weight| over every cell of every head
+    output_max: float  # largest |Δ| of the final output (last hidden state)
+    output_mean: float
+    head_max: npt.NDArray[np.float32]  # [layer, head_index] largest |Δ weight| of each head
+    head_changed: npt.NDArray[np.float32]  # [layer, head_index] share of query rows whose top key changed
+    rows_changed: int  # query rows (all layers and heads) whose most attended key changed
+    rows: int  # query rows compared (layers x heads x query_pos)
+
+    @property
+    def changed(self) -> float:
+        return self.rows_changed / self.rows if self.rows else 0.0
+
+
+@dataclass(frozen=True, eq=False)
+class VariantResult:
+    """One row of the comparison: the variant, its time, its size and its difference."""
+
+    name: str
+    dtype: str  # the weights' dtype: "float32", "bfloat16", "float16", "qint8"
+    device: str
+    problem: str | None = None  # not None: every number below is None
+    forward_ms: float | None = None  # median of `runs` plain forwards (no hooks), after the capture
+    runs: int = 0
+    weight_bytes: int | None = None  # every tensor of the state dict
+    linear_bytes: int | None = None  # the Linear layers' part of it (weights, biases, scales)
+    diff: Diff | None = None
+    deprecated: bool = False
+    scales: int | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class PrecisionReport:
+    """Every variant on one text; ``results`` in VARIANTS order."""
+
+    n_pos: int
+    results: tuple[VariantResult, ...]
+    threads: int  # torch's CPU threads while timing
+    cpu_capability: str  # what torch's CPU kernels were built to use here (AVX2, AVX512...)
+    engine: str  # the quantized engine (x86, fbgemm, qnnpack...)
+    runs: int = RUNS  # the most timed runs per variant
+
+    def result(self, name: str) -> VariantResult:
+        for r in self.results:
+            if r.name == name:
+                return r
+        raise KeyError(f"no variant {name!r}; this report has {[r.name for r in self.results]}")
+
+
+# --- what the device can do ---------------------------------------------------------------------
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0] if text else ''}".strip()
+
+
+def dtype_problem(dtype: torch.dtype, device: torch.device | str) -> str | None:
+    """None when ``device`` runs a matmul, a softmax, a LayerNorm, GELU and SDPA in ``dtype``
+    with finite results; else why not (the error, shortened)."""
+    dev = torch.device(device)
+    try:
+        g = torch.Generator().manual_seed(0)
+        x = torch.randn(2, 4, 8, generator=g).to(dev, dtype)
+        w = torch.randn(8, 8, generator=g).to(dev, dtype)
+        h = F.gelu(F.layer_norm(x @ w, (8,)))
+        p = torch.softmax(h @ h.transpose(-1, -2), dim=-1)
+        z = F.scaled_dot_product_attention(h[:, None], h[:, None], h[:, None])
+        if p.dtype != dtype or z.dtype != dtype:
+            return f"the result came back as {p.dtype}, not {dtype}"
+        if not (torch.isfinite(p.float()).all() and torch.isfinite(z.float()).all()):
+            return "the test computation gave values that are not finite"
+    except (RuntimeError, TypeError, NotImplementedError, ValueError) as err:
+        return _first_line(err)
+    return None
+
+
+def _quantize(model: nn.Module, per_channel: bool) -> tuple[nn.Module, bool]:
+    """``model`` (on the CPU, float32) with its Linear layers dynamically quantized to int8, in
+    place; and whether torch warned that the API is deprecated."""
+    from torch.ao import quantization as tq
+
+    spec: dict[type, tq.QConfig] | set[type] = (
+        {nn.Linear: tq.per_channel_dynamic_qconfig} if per_channel else {nn.Linear}
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = tq.quantize_dynamic(model, spec, dtype=torch.qint8, inplace=True)
+    deprecated = any(issubclass(w.category, (DeprecationWarning, FutureWarning)) for w in caught)
+    return out, deprecated
+
+
+def int8_problem() -> str | None:
+    """None when this torch build quantizes a Linear layer dynamically to int8 and runs it on
+    the CPU; else why not."""
+    engines = [e for e in torch.backends.quantized.supported_engines if e != "none"]
+    if not engines:
+        return "this torch build has no quantized engine"
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            tiny, _ = _quantize(nn.Sequential(nn.Linear(8, 8)), per_channel=False)
+            y = tiny(torch.randn(2, 8))
+        if not torch.isfinite(y).all():
+            return "the quantized test layer gave values that are not finite"
+    except (ImportError, AttributeError, RuntimeError, NotImplementedError, AssertionError) as err:
+        return _first_line(err)
+    return None
+
+
+# --- making the variants ------------------------------------------------------------------------
+
+
+def make_variant(model: Encoder, name: str) -> Variant:
+    """A copy of ``model`` in the number format ``name`` (one of VARIANTS); ``model`` itself is
+    never changed. A format the device cannot run comes back with its ``problem`` and no model.
+
+    float32 returns the model itself (nothing to change). INT8 dynamic quantization exists for
+    the CPU only: on a GPU its copy is moved to the CPU first.
+    """
+    if name not in VARIANTS:
+        raise ValueError(f"unknown variant {name!r}; one of {list(VARIANTS)}")
+    dev = model.device
+    if name == REFERENCE:
+        return Variant(name, model, str(dev))
+    if name in FLOAT_DTYPES:
+        dtype = FLOAT_DTYPES[name]
+        problem = dtype_problem(dtype, dev)
+        if problem is not None:
+            return Variant(name, None, str(dev), problem=f"{name} on {dev}: {problem}")
+        return Variant(name, copy.deepcopy(model).to(dtype=dtype).eval(), str(dev))
+    problem = int8_problem()
+    if problem is not None:
+        return Variant(name, None, "cpu", problem=f"dynamic INT8: {problem}")
+    clone = copy.deepcopy(model).to("cpu", torch.float32).eval()
+    _, deprecated = _quantize(clone, per_channel=name == "int8_channel")  # in place: still an Encoder
+    return Variant(name, clone, "cpu", deprecated=deprecated, scales=_weight_scales(clone))
+
+
+def _quantized_linear_types() -> tuple[type, ...]:
+    from torch.ao.nn.quantized import dynamic as nnqd
+
+    return (nnqd.Linear,)
+
+
+def _weight_scales(model: nn.Module) -> int | None:
+    """How many scales the first quantized Linear's weight has (1: one per tensor)."""
+    for module in model.modules():
+        if isinstance(module, _quantized_linear_types()):
+            w = module.weight()  # type: ignore[operator]  # a method on quantized Linear layers
+            if w.qscheme() in (torch.per_channel_affine, torch.per_channel_symmetric):
+                return int(w.q_per_channel_scales().numel())
+            return 1
+    return None
+
+
+# --- measuring ----------------------------------------------------------------------------------
+
+
+def tensor_bytes(t: torch.Tensor) -> int:
+    """Bytes one state-dict tensor occupies, its quantization parameters included."""
+    if t.is_quantized:
+        n = t.numel() * t.element_size()  # int8: one byte per element
+        if t.qscheme() in (torch.per_channel_affine, torch.per_channel_symmetric):
+            scales, zeros = t.q_per_channel_scales(), t.q_per_channel_zero_points()
+            return n + scales.numel() * scales.element_size() + zeros.numel() * zeros.element_size()
+        return n + 8 + 8  # one float64 scale, one int64 zero point
+    return t.numel() * t.element_size()
+
+
+def _state_tensors(value: object) -> Iterable[torch.Tensor]:
+    """The tensors of one state-dict value: a tensor, or a quantized Linear's packed
+    (weight, bias) tuple."""
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            yield from _state_tensors(v)
+
+
+def weight_bytes(model: nn.Module) -> tuple[int, int]:
+    """(every weight, the Linear layers' part) in bytes, summed over the state dict's tensors as
+    they are stored: float32 4 bytes an element, bfloat16/float16 2, a quantized weight 1 plus
+    its scales and zero points."""
+    linear_types = (nn.Linear, *_quantized_linear_types())
+    linear = {name for name, m in model.named_modules() if isinstance(m, linear_types)}
+    total = part = 0
+    for key, value in model.state_dict().items():
+        n = sum(tensor_bytes(t) for t in _state_tensors(value))
+        total += n
+        if any(key.startswith(prefix + ".") for prefix in linear):
+            part += n
+    return total, part
+
+
+def _synchronizer(device: torch.device) -> Callable[[], None]:
+    if device.type == "cuda":
+        return torch.cuda.synchronize
+    if device.type == "mps":
+        return torch.mps.synchronize
+    return lambda: None
+
+
+def time_forward(
+    model: Encoder, ids: list[int], *, runs: int = RUNS, budget_s: float = BUDGET_S, warmup: bool = True
+) -> tuple[float, int]:
+    """(median milliseconds, number of timed runs) of plain forwards (no hooks, so attention
+    takes the fused kernel) in inference mode, after one warm-up forward (``warmup=False``: the
+    caller has just run the model on these ids). Stops after ``runs`` or once the timed runs
+    have taken ``budget_s`` (at least one run)."""
+    sync = _synchronizer(model.device)
+    x = torch.tensor([ids], dtype=torch.long, device=model.device)  # [batch=1, pos]
+    times: list[float] = []
+    with torch.inference_mode():
+        if warmup:  # first-call costs: allocator, kernel choice, weights into the caches
+            model(x)
+            sync()
+        while len(times) < runs and (not times or sum(times) < budget_s):
+            t0 = time.perf_counter()
+            model(x)
+            sync()
+            times.append(time.perf_counter() - t0)
+    return 1000.0 * statistics.median(times), len(times)
+
+
+def compare(
+    ref_pattern: npt.ArrayLike, ref_output: npt.ArrayLike, pattern: npt.ArrayLike, output: npt.ArrayLike
+) -> Diff:
+    """The differences of ``pattern`` [layer, head_index, query_pos, key_pos] and ``output``
+    [pos, d] against the reference ones (float32, same shapes)."""
+    a, b = np.asarray(ref_pattern, np.float32), np.asarray(pattern, np.float32)
+    if a.shape != b.shape or a.ndim != 4:
+        raise ValueError(
+            f"patterns must both be [layer, head_index, query_pos, key_pos], got {a.shape} and {b.shape}"
+        )
+    oa, ob = np.asarray(ref_output, np.float32), np.asarray(output, np.float32)
+    if oa.shape != ob.shape:
+        raise ValueError(f"outputs differ in shape: {oa.shape} and {ob.shape}")
+    d = np.abs(b - a)  # [layer, head_index, query_pos, key_pos]
+    moved = a.argmax(-1) != b.argmax(-1)  # [layer, head_index, query_pos]
+    od = np.abs(ob - oa)
+    return Diff(
+        pattern_max=float(d.max()),
+        pattern_mean=float(d.mean(dtype=np.float64)),
+        output_max=float(od.max()),
+        output_mean=float(od.mean(dtype=np.float64)),
+        head_max=d.max(axis=(2, 3)).astype(np.float32),
+        head_changed=moved.mean(axis=2).astype(np.float32),
+        rows_changed=int(moved.sum()),
+        rows=int(moved.size),
+    )
+
+
+def _dtype_name(model: nn.Module) -> str:
+    if any(isinstance(m, _quantized_linear_types()) for m in model.modules()):
+        return "qint8"
+    return str(next(model.parameters()).dtype).removeprefix("torch.")
+
+
+def measure(
+    variant: Variant,
+    encoded: Encoded,
+    reference: TextCapture,
+    *,
+    runs: int = RUNS,
+    budget_s: float = BUDGET_S,
+) -> VariantResult:
+    """One row: ``variant`` on ``encoded``, compared with ``reference`` (the float32 model's
+    capture of "pattern" for the same ids)."""
+    if variant.model is None:
+        return VariantResult(variant.name, variant.name, variant.device, problem=variant.problem)
+    cap = capture_ids(variant.model, encoded, ["pattern"])  # through the hooks, cast to float32
+    # The capture was a full forward of this copy on these ids: it is the warm-up.
+    ms, n = time_forward(variant.model, encoded.ids, runs=runs, budget_s=budget_s, warmup=False)
+    total, linear = weight_bytes(variant.model)
+    return VariantResult(
+        name=variant.name,
+        dtype=_dtype_name(variant.model),
+        device=variant.device,
+        forward_ms=ms,
+        runs=n,
+        weight_bytes=total,
+        linear_bytes=linear,
+        diff=compare(reference.pattern, reference.output, cap.pattern, cap.output),
+        deprecated=variant.deprecated,
+        scales=variant.scales,
+    )
+
+
+def variant_pattern(variant: Variant, encoded: Encoded, layer: int) -> npt.NDArray[np.float32]:
+    """The variant's pattern of one layer, [head_index, query_pos, key_pos], as float32."""
+    if variant.model is None:
+        raise ValueError(f"{variant.name} is not available: {variant.problem}")
+    return capture_ids(variant.model, encoded, ["pattern"], layers=[layer]).at("pattern", layer)
+
+
+def precision_report(
+    model: Encoder,
+    encoded: Encoded,
+    names: Iterable[str] = VARIANTS,
+    *,
+    variants: Mapping[str, Variant] | None = None,
+    reference: TextCapture | None = None,
+    runs: int = RUNS,
+    budget_s: float = BUDGET_S,
+) -> PrecisionReport:
+    """Every variant in ``names`` on ``encoded``. ``variants`` (made by `make_variant`, e.g.
+    cached by the app) and ``reference`` (the float32 model's capture of "pattern") are made
+    here when not given."""
+    names = tuple(names)
+    unknown = [n for n in names if n not in VARIANTS]
+    if unknown:
+        raise ValueError(f"unknown variants {unknown}; known: {list(VARIANTS)}")
+    ref = capture_ids(model, encoded, ["pattern"]) if reference is None else reference
+    results = []
+    for name in names:
+        v = variants[name] if variants is not None and name in variants else make_variant(model, name)
+        results.append(measure(v, encoded, ref, runs=runs, budget_s=budget_s))
+    return PrecisionReport(
+        n_pos=len(encoded.ids),
+        results=tuple(results),
+        threads=torch.get_num_threads(),
+        cpu_capability=torch.backends.cpu.get_cpu_capability(),
+        engine=torch.backends.quantized.engine,
+        runs=runs,
+    )
+
+
+def float_format(name: str) -> dict[str, float | int]:
+    """Bits and limits of a float dtype, read from torch.finfo: exponent and mantissa bits, the
+    relative step eps, the largest finite value."""
+    info = torch.finfo(FLOAT_DTYPES[name])
+    mantissa = round(-np.log2(info.eps))
+    return {
+        "bits": info.bits,
+        "exponent": info.bits - 1 - mantissa,
+        "mantissa": mantissa,
+        "eps": float(info.eps),
+        "max": float(info.max),
+    }
