@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 import plotly.graph_objects as go
 
+from ..i18n import tr
 from .checks import Float32Array, square_matrix
 from .colors import SymmetricScale, pattern_colorscale, robust_symmetric
 from .labels import TokenAxis, block_labels, token_axes
@@ -43,6 +44,7 @@ from .pooling import MAX_SIDE, max_pool_2d, pool_plan, signed_absmax_pool_2d
 # The hook short names of the two [query_pos, key_pos] matrices a head computes.
 Kind = Literal["pattern", "attn_scores"]
 KINDS: tuple[Kind, ...] = ("pattern", "attn_scores")
+# English templates: translate where shown, tr(KEY_TITLE) + pooled_note(block) (tformer.i18n).
 MASKED_TEXT = "masked (-\u221e, weight 0)"
 QUERY_TITLE = "query token (row)"
 KEY_TITLE = "key token (column)"
@@ -54,8 +56,8 @@ WEIGHT_TICKS = ("0.25", "0.5", "0.75", "1")
 
 
 def pooled_note(block: int) -> str:
-    """What an axis title adds when cells pool ``block x block`` positions."""
-    return "" if block == 1 else f", cells of {block}\u00d7{block} positions"
+    """What an axis title adds when cells pool ``block x block`` positions (translated)."""
+    return "" if block == 1 else tr(", cells of {block}\u00d7{block} positions", block=block)
 
 
 def weight_ticks() -> dict[str, Any]:
@@ -94,18 +96,18 @@ def attention_traces(
     n = matrix.shape[0]
     block = pool_plan(n, max_side)
     labels = block_labels(tokens, block)
-    where = "query token %{y}<br>key token %{x}<br>"
+    where = tr("query token %{y}<br>key token %{x}<br>")  # plotly placeholders, no values
     traces: list[dict[str, Any]] = []
     z: npt.NDArray[np.floating]
     if kind == "pattern":
         z = max_pool_2d(np.nan_to_num(matrix, nan=0.0), block)
-        value = "weight" if block == 1 else f"max weight in block of {block}x{block}"
+        value = tr("weight") if block == 1 else tr("max weight in block of {block}x{block}", block=block)
         colors: dict[str, Any] = {"zmin": 0.0, "zmax": 1.0, "colorscale": pattern_colorscale()}
     else:
         z = np.where(np.isfinite(matrix), matrix, np.float32(np.nan)).astype(np.float32)
         scale = score_scale(z) if scores is None else scores
         z = signed_absmax_pool_2d(z, block)
-        value = "score" if block == 1 else f"largest |score| in block of {block}x{block}"
+        value = tr("score") if block == 1 else tr("largest |score| in block of {block}x{block}", block=block)
         colors = scale.colors()
         masked = np.isnan(z)
         if masked.any():
@@ -113,6 +115,7 @@ def attention_traces(
                 {
                     "type": "heatmap",
                     "name": "masked",
+                    "showlegend": False,
                     "z": masked.astype(np.uint8),
                     "x": labels,
                     "y": labels,
@@ -120,7 +123,7 @@ def attention_traces(
                     "zmax": 1,
                     "colorscale": [[0.0, "rgba(0,0,0,0)"], [1.0, "rgba(128,128,128,0.35)"]],
                     "showscale": False,
-                    "hovertemplate": where + MASKED_TEXT + "<extra></extra>",
+                    "hovertemplate": where + tr(MASKED_TEXT) + "<extra></extra>",
                 }
             )
     if coloraxis is not None:
@@ -129,6 +132,7 @@ def attention_traces(
         {
             "type": "heatmap",
             "name": kind,
+            "showlegend": False,  # the name is the hook's, never shown
             "z": np.ascontiguousarray(z, dtype=np.float32),
             "x": labels,
             "y": labels,
@@ -173,7 +177,29 @@ def attention_heatmap(
     traces, block = attention_traces(m, tokens, kind=kind, max_side=max_side, scores=scale)
     ticks = weight_ticks() if scale is None else scale.colorbar_ticks()
     r = colorbar_px(ticks["ticktext"])
-    traces[-1]["colorbar"] = colorbar("weight" if scale is None else "score", ticks=ticks)
+    traces[-1]["colorbar"] = colorbar(tr("weight") if scale is None else tr("score"), ticks=ticks)
+    layout = square_token_layout(
+        tokens, width=width, colorbar_px=r, block=block, title=title, min_plot_px=MIN_DETAIL_PX
+    )
+    layout["meta"].update({"kind": kind, **({"color": scale.meta()} if scale is not None else {})})
+    if title:
+        layout["title"] = figure_title(title)
+    return go.Figure({"data": traces, "layout": layout})
+
+
+def square_token_layout(
+    tokens: Sequence[object],
+    *,
+    width: int,
+    colorbar_px: int,
+    block: int,
+    title: str | None,
+    min_plot_px: int,
+) -> dict[str, Any]:
+    """The layout of a square [query_pos, key_pos] heatmap ``width`` px wide with a colorbar of
+    ``colorbar_px``: token tick labels on both axes (pooled in cells of ``block``), query 0 on
+    top, equal scales, and the largest plot whose labels still fit (`fit_side`). ``meta`` holds
+    ``block``, ``n_pos``, ``width``, ``plot_px`` and ``tick_step``; callers add their own."""
     note = pooled_note(block)
     axes: list[tuple[TokenAxis, TokenAxis]] = []
 
@@ -184,17 +210,22 @@ def attention_heatmap(
                 side,
                 side,
                 block=block,
-                x_title=KEY_TITLE + note,
-                y_title=QUERY_TITLE + note,
-                y_max_margin=width - r - MIN_DETAIL_PX,
+                x_title=tr(KEY_TITLE) + note,
+                y_title=tr(QUERY_TITLE) + note,
+                y_max_margin=width - colorbar_px - min_plot_px,
             )
         )
-        return width - axes[-1][1].margin - r
+        return width - axes[-1][1].margin - colorbar_px
 
-    side = int(fit_side(available, width - r - 90))
+    side = int(fit_side(available, width - colorbar_px - 90))
     x_axis, y_axis = axes[-1]
     # Margins that fit the labels already: no second layout pass (TokenAxis.margin).
-    margin = {"l": width - r - side, "r": r, "t": TOP_TITLE_PX if title else TOP_BARE_PX, "b": x_axis.margin}
+    margin = {
+        "l": width - colorbar_px - side,
+        "r": colorbar_px,
+        "t": TOP_TITLE_PX if title else TOP_BARE_PX,
+        "b": x_axis.margin,
+    }
     layout: dict[str, Any] = {
         "height": side + margin["t"] + margin["b"],
         "margin": {**margin, "pad": 0},
@@ -207,15 +238,13 @@ def attention_heatmap(
             "constrain": "domain",
         },
         "meta": {
-            "kind": kind,
             "block": block,
-            "n_pos": n,
+            "n_pos": len(tokens),
             "width": width,
             "plot_px": side,
             "tick_step": x_axis.step,
-            **({"color": scale.meta()} if scale is not None else {}),
         },
     }
     if title:
         layout["title"] = figure_title(title)
-    return go.Figure({"data": traces, "layout": layout})
+    return layout

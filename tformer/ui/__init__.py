@@ -13,6 +13,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS: dict[str, str] = {
+    "chart": "export_view",
+    "chart_in": "export_view",
+    "start_lesson": "lesson_mode",
+    "LESSON_MAP": "registry",
+    "lesson_bar": "lesson_mode",
+    "image_buttons": "export_view",
+    "report_file": "export_view",
+    "npz_file": "export_view",
+    "csv_file": "export_view",
     "bind": "binding",
     "set_values": "binding",
     "view": "binding",
@@ -82,6 +91,21 @@ _EXPORTS: dict[str, str] = {
     "layernorm_io": "encoder_data",
     "window": "walk_view",
     "frame": "entry",
+    "CostsState": "state",
+    "FlashState": "state",
+    "COST_SECTIONS": "cost_data",
+    "cost_budget_line": "cost_view",
+    "cost_controls": "cost_data",
+    "cost_device_line": "cost_data",
+    "cost_figures": "cost_view",
+    "cost_stops": "cost_view",
+    "cost_summary": "cost_view",
+    "cost_table": "cost_view",
+    "cost_unavailable": "cost_view",
+    "run_cost_sweep": "cost_data",
+    "sparse_cost_table": "cost_view",
+    "sparse_on_text": "cost_data",
+    "sparse_patterns": "cost_data",
     "page_context": "entry",
     "Frame": "page_frame",
     "no_traceback": "guard",
@@ -102,6 +126,13 @@ _EXPORTS: dict[str, str] = {
     "PositionalState": "state",
     "QKVState": "state",
     "ViewState": "state",
+    "precision_run": "precision_data",
+    "precision_layer": "precision_data",
+    "precision_table": "precision_data",
+    "variant_label": "precision_data",
+    "float_formats": "precision_data",
+    "precision_choices": "precision_data",
+    "precision_result": "precision_data",
 }
 
 if TYPE_CHECKING:
@@ -143,7 +174,9 @@ if TYPE_CHECKING:
         scaling_sweep_data,
         tempered,
     )
+    from .export_view import chart, chart_in, csv_file, image_buttons, npz_file, report_file
     from .guard import no_traceback, plain
+    from .lesson_mode import lesson_bar, start_lesson
     from .page_data import (
         ablation_change,
         head_names,
@@ -155,7 +188,7 @@ if TYPE_CHECKING:
         sinusoids,
     )
     from .page_frame import Frame
-    from .registry import PAGES, SECTIONS, PageSpec, by_section
+    from .registry import LESSON_MAP, PAGES, SECTIONS, PageSpec, by_section
     from .state import (
         AttentionState,
         EncoderState,

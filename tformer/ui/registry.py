@@ -20,7 +20,17 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 # Sections in the order of the lesson.
-SECTIONS = ("Start", "Attention", "Multi-head", "Positions", "Encoder", "Training", "Experiments")
+SECTIONS = (
+    "Start",
+    "Attention",
+    "Multi-head",
+    "Positions",
+    "Encoder",
+    "Training",
+    "Efficiency",
+    "Experiments",
+    "Classroom",
+)
 
 
 @dataclass(frozen=True)
@@ -166,6 +176,37 @@ PAGES: tuple[PageSpec, ...] = (
         needs_text=False,
     ),
     PageSpec(
+        "costs",
+        "What attention costs",
+        "What attention costs: the n² wall, measured on this device",
+        "📈",
+        "Efficiency",
+        "pages/costs.py",
+        "Time and memory against length for explicit attention, each SDPA backend and a tiled loop; "
+        "attention against a GRU; local and strided masks.",
+        needs_text=False,
+    ),
+    PageSpec(
+        "flash",
+        "FlashAttention, stepped",
+        "FlashAttention: the tiled online softmax, block by block",
+        "⚡",
+        "Efficiency",
+        "pages/flash.py",
+        "Your text's head computed tile by tile: the running maximum, the running sum, the rescaling, "
+        "and never the whole n × n matrix.",
+    ),
+    PageSpec(
+        "precision",
+        "Precision and INT8",
+        "Precision: float32, bfloat16, float16 and INT8 on your text",
+        "🎚️",
+        "Efficiency",
+        "pages/precision.py",
+        "MiniLM in lower precision and with INT8 Linear layers: time, size, and how much the "
+        "attention moves.",
+    ),
+    PageSpec(
         "compare",
         "Side by side",
         "Side by side: change one thing and compare",
@@ -174,6 +215,16 @@ PAGES: tuple[PageSpec, ...] = (
         "pages/compare.py",
         "The same head under two settings or for two texts: positions off, more heads, pre-norm, "
         "a causal mask, another model; and where the weights moved.",
+    ),
+    PageSpec(
+        "export",
+        "Export and report",
+        "Export: an offline report, the tensors, the figures",
+        "📦",
+        "Classroom",
+        "pages/export.py",
+        "One HTML report that opens without a network; the tensors as NPZ, the metrics as CSV; every "
+        "chart as PNG or SVG.",
     ),
 )
 
@@ -189,3 +240,50 @@ def page_for(script: str) -> PageSpec:
 
 def by_section() -> list[tuple[str, list[PageSpec]]]:
     return [(s, [p for p in PAGES if p.section == s]) for s in SECTIONS if any(p.section == s for p in PAGES)]
+
+
+@dataclass(frozen=True)
+class Concept:
+    title: str
+    summary: str
+    pages: tuple[str, ...]  # registry keys, the first is where the concept starts
+
+
+# The lesson of the seed documents, in their order, each concept with the pages that show it.
+LESSON_MAP: tuple[Concept, ...] = (
+    Concept(
+        "Why attention",
+        "An RNN steps through a sentence one token at a time; attention links any two positions at once.",
+        ("attention", "costs"),
+    ),
+    Concept("Q, K, V", "Each token is projected into a query, a key and a value.", ("qkv", "qk_space")),
+    Concept(
+        "Scaled dot product and masks",
+        "softmax(QKᵀ/√d_k)V, why the √d_k, and masks that set scores to −∞.",
+        ("steps", "scaling", "masks"),
+    ),
+    Concept(
+        "Multi-head attention",
+        "More subspaces, each with a smaller d_head; what the heads do, layer by layer.",
+        ("heads", "finder", "layers"),
+    ),
+    Concept(
+        "Positional encoding", "How a model that sees all tokens at once knows their order.", ("positional",)
+    ),
+    Concept("FFN, residual and LayerNorm", "The rest of a block, on your text.", ("encoder",)),
+    Concept(
+        "The whole encoder",
+        "Every step of a layer in order, and the model drawn with its shapes.",
+        ("steps", "encoder"),
+    ),
+    Concept(
+        "Training",
+        "Adam with warm-up, gradient clipping, label smoothing, dropout and accumulation, live.",
+        ("train",),
+    ),
+    Concept(
+        "Running it efficiently",
+        "The n² wall, FlashAttention's tiles, lower precision and INT8, sparse attention.",
+        ("costs", "flash", "precision"),
+    ),
+)

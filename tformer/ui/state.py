@@ -13,6 +13,7 @@ anything else falls back to the default with a notice. No Streamlit here.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import re
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ..config import NORMS, POS_ENCODINGS
+from ..i18n import LANGUAGES, tr, use_language
 from ..resources import examples
 
 MAX_CHARS = 20_000  # the text box refuses more; the tokenizer keeps at most max_len tokens anyway
@@ -168,6 +170,41 @@ class TrainState:
     snapshot: int = _bounded(0, 0, 100_000)  # the snapshot slider's position (-> its step)
 
 
+@dataclass
+class CostsState:  # pages/costs.py (issue 14); fields are the page's own choices
+    section: str = _one_of("wall", ("wall", "rnn", "sparse"))
+    heads: int = _bounded(12, 1, 32)  # MiniLM's 12 heads of 32 dimensions, d_model 384
+    d_head: int = _bounded(32, 8, 256)
+    d_model: int = _bounded(384, 16, 1024)  # the GRU's and the attention layer's width
+    n_max: int = _bounded(16384, 64, 65536)  # the longest length tried (a budget stops most earlier)
+    call_ms: int = _bounded(250, 10, 5000)  # time budget per call
+    memory: str = _one_of("auto", ("auto", "64", "256", "1024", "4096"))  # MiB; auto: min(1 GiB, free/4)
+    dtype: str = _one_of("auto", ("auto", "float32", "float16", "bfloat16"))  # auto: float16 on CUDA
+    window: int = _bounded(2, 0, 64)  # the local window's w on the text
+    stride: int = _bounded(4, 1, 64)  # the strided pattern's s on the text
+
+
+@dataclass
+class FlashState:  # pages/flash.py (issue 14)
+    step: int = _bounded(0, 0, 1_000_000)  # the tiled loop's step shown
+    # rows of a query tile and of a key tile (the page offers 2, 4, ..., 64); 4 x 4 gives a
+    # 16-token text 16 steps over 4 x 4 tiles. The page counts `step` from 1 (0 shows step 1).
+    block_q: int = _bounded(4, 1, 64)
+    block_k: int = _bounded(4, 1, 64)
+
+
+@dataclass
+class PrecisionState:  # pages/precision.py (issue 14)
+    # the lower-precision copy compared with float32 (`tformer.precision.VARIANTS`)
+    variant: str = _one_of("bfloat16", ("bfloat16", "float16", "int8", "int8_channel"))
+    metric: str = _one_of("changed", ("changed", "max_diff"))  # what the layer x head map shows
+
+
+@dataclass
+class ExportState:
+    heads: list[str] | None = field(default=None, metadata={"pattern": HEAD_NAME})  # None: the chosen head
+
+
 # registry key -> the dataclass of that page's choices
 PAGE_STATES: dict[str, type] = {
     "attention": AttentionState,
@@ -183,6 +220,10 @@ PAGE_STATES: dict[str, type] = {
     "qk_space": QKSpaceState,
     "finder": FinderState,
     "train": TrainState,
+    "costs": CostsState,
+    "flash": FlashState,
+    "precision": PrecisionState,
+    "export": ExportState,
 }
 
 
@@ -193,6 +234,9 @@ def default_text() -> str:
 @dataclass
 class ViewState:
     text: str = field(default_factory=default_text, metadata={"max_chars": MAX_CHARS})
+    lang: str = _one_of("en", tuple(LANGUAGES))  # the interface's language (tformer.i18n)
+    lesson: str | None = field(default=None, metadata={"pattern": r"[a-z0-9-]{1,40}"})  # lesson mode
+    lesson_step: int = _bounded(0, 0, 99)  # the lesson's step shown (0-based)
     # the model: the pretrained MiniLM, a from-scratch encoder of this shape, or a local folder
     source: str = _one_of("minilm", SOURCES)
     run: str | None = field(default=None, metadata={"pattern": RUN_NAME})  # a trained run's name
@@ -269,16 +313,19 @@ class ViewState:
         """A view from query parameters, and one notice per value that was ignored."""
         view, notices = cls(), []
         known = set(view.keys())
-        for key, raw in params.items():
-            text = raw[-1] if isinstance(raw, list) else raw
-            if key not in known:
-                notices.append(f"ignored the unknown setting {_short(key)}")
-                continue
-            owner, name = view._owner(key)
-            try:
-                view.set(key, _parse(_hint(type(owner), name), text))
-            except ValueError as err:
-                notices.append(f"ignored {key}: {err}")
+        raw_lang = params.get("lang")  # the notices speak the link's language
+        lang = raw_lang[-1] if isinstance(raw_lang, list) and raw_lang else raw_lang
+        with use_language(lang) if isinstance(lang, str) and lang in LANGUAGES else contextlib.nullcontext():
+            for key, raw in params.items():
+                text = raw[-1] if isinstance(raw, list) else raw
+                if key not in known:
+                    notices.append(tr("ignored the unknown setting {key}", key=_short(key)))
+                    continue
+                owner, name = view._owner(key)
+                try:
+                    view.set(key, _parse(_hint(type(owner), name), text))
+                except ValueError as err:
+                    notices.append(tr("ignored {key}: {err}", key=key, err=err))
         return view, notices
 
 
@@ -329,7 +376,7 @@ def _parse(hint: Any, text: str) -> Any:
         return None
     if base is bool:
         if text not in ("0", "1", "true", "false"):
-            raise ValueError(f"{_short(text)} is not 0 or 1")
+            raise ValueError(tr("{value} is not 0 or 1", value=_short(text)))
         return text in ("1", "true")
     if base is int:
         return _parse_int(text)
@@ -343,9 +390,9 @@ def _parse(hint: Any, text: str) -> Any:
 def _parse_int(text: str) -> int:
     t = text.strip()
     if not t.lstrip("-").isdigit():
-        raise ValueError(f"{_short(text)} is not an integer")
+        raise ValueError(tr("{value} is not an integer", value=_short(text)))
     if len(t) > 12:
-        raise ValueError(f"{_short(text)} is out of range")
+        raise ValueError(tr("{value} is out of range", value=_short(text)))
     return int(t)
 
 
@@ -356,20 +403,20 @@ def _check(spec: dataclasses.Field[Any], hint: Any, value: Any, key: str) -> Any
     if value is None:
         if optional:
             return None
-        raise ValueError("may not be empty")
+        raise ValueError(tr("may not be empty"))
     if base is bool:
         if not isinstance(value, bool):
-            raise ValueError(f"{_short(str(value))} is not true or false")
+            raise ValueError(tr("{value} is not true or false", value=_short(str(value))))
         return value
     if base is int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"{_short(str(value))} is not an integer")
+            raise ValueError(tr("{value} is not an integer", value=_short(str(value))))
         if not meta.get("min", value) <= value <= meta.get("max", value):
-            raise ValueError(f"{value} is outside {meta['min']}..{meta['max']}")
+            raise ValueError(tr("{value} is outside {lo}..{hi}", value=value, lo=meta["min"], hi=meta["max"]))
         return value
     if typing.get_origin(base) is list:
         if not isinstance(value, (list, tuple)) or len(value) > MAX_LIST:
-            raise ValueError(f"expected at most {MAX_LIST} items")
+            raise ValueError(tr("expected at most {n} items", n=MAX_LIST))
         (item,) = typing.get_args(base)
         for v in value:
             if item is int and (
@@ -377,16 +424,18 @@ def _check(spec: dataclasses.Field[Any], hint: Any, value: Any, key: str) -> Any
                 or not isinstance(v, int)
                 or not meta.get("min", v) <= v <= meta.get("max", v)
             ):
-                raise ValueError(f"{_short(str(v))} is not an allowed number")
+                raise ValueError(tr("{value} is not an allowed number", value=_short(str(v))))
             if item is str and (not isinstance(v, str) or not re.fullmatch(meta.get("pattern", ".*"), v)):
-                raise ValueError(f"{_short(str(v))} is not an allowed name")
+                raise ValueError(tr("{value} is not an allowed name", value=_short(str(v))))
         return list(value)
     if not isinstance(value, str):
-        raise ValueError(f"{_short(str(value))} is not text")
+        raise ValueError(tr("{value} is not text", value=_short(str(value))))
     if "choices" in meta and value not in meta["choices"]:
-        raise ValueError(f"{_short(value)} is not one of {', '.join(meta['choices'])}")
+        raise ValueError(
+            tr("{value} is not one of {choices}", value=_short(value), choices=", ".join(meta["choices"]))
+        )
     if "pattern" in meta and not re.fullmatch(meta["pattern"], value):
-        raise ValueError(f"{_short(value)} is not an allowed name")
+        raise ValueError(tr("{value} is not an allowed name", value=_short(value)))
     if len(value) > meta.get("max_chars", 200):
-        raise ValueError(f"the text is longer than {meta.get('max_chars', 200)} characters")
+        raise ValueError(tr("the text is longer than {n} characters", n=meta.get("max_chars", 200)))
     return value

@@ -1,0 +1,197 @@
+"""The model in float32, bfloat16, float16 and with INT8 Linear layers on the user's text: forward
+time, weight size, how far the attention weights and the output move, which heads' top keys
+change; one head in float32 beside the chosen variant, with their difference."""
+
+import streamlit as st
+
+from tformer import ui
+from tformer.figures.heads import heads_side_by_side
+from tformer.figures.precision import cost_bars, head_change_map, pattern_difference
+from tformer.i18n import tr
+
+METRICS = {
+    "changed": "% of query rows whose most attended key changed",
+    "max_diff": "largest |Δ weight| of the head",
+}
+SHORT = {"changed": "rows changed (%)", "max_diff": "max |Δ weight|"}
+
+with ui.page_context(__file__, ["pattern"]) as ctx:
+    report = ui.precision_run(ctx.choice, ctx.text)
+    ref = ui.precision_result(report, "float32")
+    st.markdown(
+        tr(
+            "The same model on the same {n} tokens, copied into lower-precision number formats. Each "
+            "copy's attention weights come from its own hooks, computed in its own format, and are "
+            "compared with float32's.",
+            n=report.n_pos,
+        )
+    )
+    rows, config = ui.precision_table(report)
+    st.dataframe(rows, hide_index=True, width="stretch", column_config=config, key="precision_table")
+    for r in report.results:
+        if r.problem is not None:
+            st.warning(
+                tr("{variant} is not available here: {why}", variant=ui.variant_label(r.name), why=r.problem)
+            )
+    ran = [r for r in report.results if r.problem is None]
+    ui.chart(
+        cost_bars(
+            [ui.variant_label(r.name) for r in ran],
+            [r.forward_ms for r in ran],
+            [r.weight_bytes / 2**20 for r in ran],
+        ),
+        key="precision_costs",
+    )
+    st.caption(
+        tr(
+            "Forward time: the median of up to {runs} plain forwards (no hooks, so attention takes the "
+            "fused kernel) under `torch.inference_mode`, after the forward that captured the attention "
+            "weights (the warm-up). CPU threads: {threads}; torch's CPU kernels here use {cap}. Other "
+            "sessions on this server share the same cores, so the times vary from one text to the next. "
+            "A lower precision is faster only where the device has fast kernels for it. Weights: every "
+            "tensor of each copy's `state_dict()`, in bytes as stored.",
+            runs=report.runs,
+            threads=report.threads,
+            cap=report.cpu_capability,
+        )
+    )
+
+    formats = ui.float_formats()
+    f32, bf, fp = formats["float32"], formats["bfloat16"], formats["float16"]
+    st.caption(
+        tr(
+            "float32 has {e32} exponent bits and {m32} mantissa bits. bfloat16 keeps float32's {ebf} "
+            "exponent bits, so the same range (up to {maxbf:.1e}), but only {mbf} mantissa bits: "
+            "neighbouring numbers are {epsbf:.4f} apart (relative). float16 keeps {mfp} mantissa bits "
+            "(a step of {epsfp:.5f}) but only {efp} exponent bits: nothing above {maxfp:.0f}.",
+            e32=f32["exponent"],
+            m32=f32["mantissa"],
+            ebf=bf["exponent"],
+            maxbf=bf["max"],
+            mbf=bf["mantissa"],
+            epsbf=bf["eps"],
+            mfp=fp["mantissa"],
+            epsfp=fp["eps"],
+            efp=fp["exponent"],
+            maxfp=fp["max"],
+        )
+    )
+    for r in ran:
+        if r.diff is None or r.name == "float32":
+            continue
+        d = r.diff
+        numbers = dict(
+            variant=ui.variant_label(r.name),
+            pmax=d.pattern_max,
+            pmean=d.pattern_mean,
+            share=d.changed,
+            k=d.rows_changed,
+            rows=d.rows,
+            omax=d.output_max,
+        )
+        if r.name.startswith("int8"):
+            ratio = r.linear_bytes / ref.linear_bytes if ref and ref.linear_bytes and r.linear_bytes else 0.0
+            if r.scales == 1:
+                how = tr("one scale for each whole weight matrix")
+            else:
+                how = tr("one scale per output row ({k} in the first Linear layer)", k=r.scales)
+            st.caption(
+                tr(
+                    "{variant}: each Linear layer's weights are stored as int8 with {how}; each input to "
+                    "a Linear layer is quantized on the fly to 8 bits, with one scale computed from that "
+                    "input's own range at every call, so its largest value sets the step for all the "
+                    "others. The Linear weights shrink to {ratio:.0%} of float32's ({lin:.1f} MB); the "
+                    "embeddings and LayerNorms stay float32. On this text the attention weights move by at most "
+                    "{pmax:.3f} (mean {pmean:.1e}), the output by at most {omax:.3f}, and {k} of {rows} "
+                    "query rows ({share:.1%}) change their most attended key.",
+                    how=how,
+                    ratio=ratio,
+                    lin=(r.linear_bytes or 0) / 2**20,
+                    **numbers,
+                )
+            )
+        else:
+            st.caption(
+                tr(
+                    "{variant}: on this text the attention weights move by at most {pmax:.2e} (mean "
+                    "{pmean:.1e}), the output by at most {omax:.3f}, and {k} of {rows} query rows "
+                    "({share:.1%}) change their most attended key.",
+                    **numbers,
+                )
+            )
+    notes = [r for r in ran if r.name.startswith("int8")]
+    if notes and notes[0].deprecated:
+        st.caption(
+            tr(
+                "INT8 here comes from `torch.ao.quantization.quantize_dynamic` with the quantized "
+                "engine {engine}. It works in this torch, which warns that the API is deprecated "
+                "(the `torchao` package replaces it).",
+                engine=report.engine,
+            )
+        )
+    if ref is not None and any(r.device != ref.device for r in notes):
+        st.info(
+            tr(
+                "Dynamic INT8 quantization runs on the CPU only: its rows ran on the CPU while float32 "
+                "ran on {device}, so their times do not compare.",
+                device=ref.device,
+            )
+        )
+
+    choices = ui.precision_choices(report)
+    if not choices:
+        st.info(tr("No lower-precision variant could run here: there is nothing to compare."))
+        st.stop()
+    st.subheader(tr("Which heads move"))
+    c1, c2 = st.columns(2)
+    variant = c1.selectbox(
+        tr("variant compared with float32"),
+        choices,
+        format_func=ui.variant_label,
+        **ui.bind("precision.variant", choices),
+    )
+    metric = c2.radio(
+        tr("color each head by"),
+        list(METRICS),
+        format_func=lambda k: tr(METRICS[k]),
+        **ui.bind("precision.metric", list(METRICS)),
+    )
+    layer, head = ui.layer_head(ctx)
+    chosen = ui.precision_result(report, variant)
+    changed = metric == "changed"
+    values = 100 * chosen.diff.head_changed if changed else chosen.diff.head_max
+    ui.chart(
+        head_change_map(
+            values, tr(METRICS[metric]), selected=(layer, head), percent=changed, bar_title=tr(SHORT[metric])
+        ),
+        key="precision_heads",
+    )
+    base = ctx.capture.pattern[layer, head]
+    low = ui.precision_layer(ctx.choice, ctx.text, variant, layer)[head]
+    label = ui.variant_label(variant)
+    ui.chart(
+        heads_side_by_side([base, low], ["float32", label], ctx.labels),
+        key="precision_pair",
+    )
+    delta = low - base
+    ui.chart(
+        pattern_difference(delta, ctx.labels, title=tr("{variant} minus float32", variant=label)),
+        key="precision_diff",
+    )
+    q, k = divmod(int(abs(delta).argmax()), delta.shape[1])
+    moved = int((base.argmax(-1) != low.argmax(-1)).sum())
+    st.caption(
+        tr(
+            "Layer {layer}, head {head}: the largest change is {d:+.2e}, at query {q} ({qt}) and key "
+            "{k} ({kt}); {moved} of {n} query rows change their most attended key.",
+            layer=layer,
+            head=head,
+            d=float(delta[q, k]),
+            q=q,
+            qt=ctx.labels[q],
+            k=k,
+            kt=ctx.labels[k],
+            moved=moved,
+            n=len(ctx.labels),
+        )
+    )

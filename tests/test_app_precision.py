@@ -1,0 +1,93 @@
+"""The precision page under AppTest: the table (a row per variant, INT8 smaller), the layer x head
+map of the chosen variant, the chosen head in float32 beside it and their difference; MiniLM,
+a from-scratch encoder, the shortest text, a text past 512 tokens, Chinese."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("streamlit")
+
+from tformer.precision import VARIANTS
+
+from .test_app_experiments import chart
+from .test_app_pages import assert_clean, decode, open_app
+
+PAGE = "pages/precision.py"
+LONG = "the quick brown fox jumps over the lazy dog " * 60  # truncated to 512 tokens
+
+
+def table(at):
+    assert at.dataframe, "no table"
+    return at.dataframe[0].value
+
+
+def check_page(at, n_layers: int, n_heads: int, n_pos: int) -> None:
+    assert_clean(at)
+    t = table(at)
+    assert len(t) == len(VARIANTS)
+    by_name = dict(zip(t["variant"], t["weights (MB)"], strict=True))
+    int8 = [name for name in by_name if name.startswith("INT8")]
+    assert len(int8) == 2
+    ref = by_name["float32 (the reference)"]
+    assert all(by_name[name] < ref for name in int8)
+    assert by_name["bfloat16"] == pytest.approx(ref / 2)
+    assert t["max |Δ pattern|"].iloc[0] == 0.0  # float32 against itself
+    heads = decode(chart(at, "precision_heads")["data"][0]["z"])
+    assert heads.shape == (n_layers, n_heads)
+    pair = chart(at, "precision_pair")
+    assert len([d for d in pair["data"] if d.get("type") == "heatmap"]) >= 2
+    diff = chart(at, "precision_diff")
+    assert diff["layout"]["meta"]["n_pos"] == n_pos
+    chart(at, "precision_costs")
+
+
+def test_minilm_table_maps_and_the_chosen_head():
+    at = open_app(PAGE, text="The cat sat on the mat.")
+    check_page(at, 6, 12, 9)
+    t = table(at)
+    bf = t[t["variant"] == "bfloat16"].iloc[0]
+    assert 0 < bf["max |Δ pattern|"] < 0.1
+    # the difference shown is the variant's head minus float32's, at full resolution (9 tokens)
+    pair = chart(at, "precision_pair")
+    base, low = (decode(d["z"]) for d in pair["data"] if d.get("type") == "heatmap")
+    shown = decode(chart(at, "precision_diff")["data"][0]["z"])
+    assert np.allclose(shown, low - base, atol=1e-6)
+    assert np.abs(shown).max() > 0
+    # the map follows the chosen variant and metric
+    at.selectbox(key="precision.variant").set_value("int8").run()
+    assert_clean(at)
+    int8_changed = decode(chart(at, "precision_heads")["data"][0]["z"])
+    assert 0 < int8_changed.max() <= 100  # percent of each head's query rows
+    assert np.allclose(int8_changed * 9, np.round(int8_changed * 9), atol=1e-3)  # k of 9 rows, in %
+    at.radio(key="precision.metric").set_value("max_diff").run()
+    assert_clean(at)
+    int8_max = decode(chart(at, "precision_heads")["data"][0]["z"])
+    assert int8_max.max() == pytest.approx(
+        t[t["variant"].str.contains("per matrix")].iloc[0]["max |Δ pattern|"]
+    )
+    at.selectbox(key="layer").set_value(3).run()
+    at.selectbox(key="head").set_value(7).run()
+    assert_clean(at)
+    assert any("Layer 3, head 7" in c.value for c in at.caption)
+    [outline] = chart(at, "precision_heads")["layout"]["shapes"]
+    assert (outline["x0"], outline["y0"]) == (6.5, 2.5)  # the chosen head, outlined on the map
+
+
+def test_a_from_scratch_encoder_with_chinese_text():
+    at = open_app(PAGE, text="注意力机制很有用。", source="scratch")
+    n = len(chart(at, "precision_diff")["layout"]["xaxis"]["ticktext"])
+    check_page(at, 2, 4, n)
+
+
+def test_the_shortest_text():
+    at = open_app(PAGE, text="a")
+    check_page(at, 6, 12, 3)  # [CLS] a [SEP]
+
+
+def test_a_text_past_512_tokens_is_cut_and_still_compared():
+    at = open_app(PAGE, text=LONG)
+    check_page(at, 6, 12, 512)
+    assert any("512" in w.value for w in at.warning)
+    assert chart(at, "precision_diff")["layout"]["meta"]["block"] > 1  # pooled for the browser

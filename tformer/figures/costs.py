@@ -1,0 +1,180 @@
+"""Figures of what attention costs (the sweeps of ``tformer.costs``): lines on log-log axes.
+
+On log-log axes a cost that grows like n^p is a straight line of slope p, so the n² wall is
+the steepest line and its exponent can be read off (the legend names each fitted exponent).
+One builder draws every such chart: time against n per method, peak memory against n with the
+formula for the scores as a dashed reference line, a GRU against an attention layer, the path
+length between the first and the last token, sparse against dense attention.
+
+Every text shown (title, axis titles, legend names, the hover's unit) is passed in by the
+caller, already translated; numpy and plotly only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import plotly.graph_objects as go
+
+from .labels import axis_title, safe_label, text_px
+from .layout import FULL_WIDTH, figure_title
+
+__all__ = ["COLORS", "Series", "cost_lines"]
+
+# One color per method key, the same on every chart of the page (Okabe-Ito: apart for
+# color-blind viewers and on a washed-out projector). Dense/sparse pairs share a hue.
+COLORS = {
+    "explicit": "#d55e00",
+    "sdpa_math": "#e69f00",
+    "sdpa_efficient": "#009e73",
+    "sdpa_flash": "#0072b2",
+    "sdpa_cudnn": "#cc79a7",
+    "tiled": "#000000",
+    "gru": "#d55e00",
+    "attention": "#0072b2",
+    "dense_local": "#009e73",
+    "local": "#009e73",
+    "dense_strided": "#cc79a7",
+    "strided": "#cc79a7",
+    "formula": "#888888",
+}
+DEFAULT_COLORS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000")
+DASHES = ("solid", "dot", "dash", "dashdot", "longdash")
+LEGEND_FONT_PX = 14
+TICK_FONT_PX = 13
+PLOT_PX = 330
+MIN_PLOT_W = 260
+LINE_PX = 2.5
+MARKER_PX = 8
+
+
+@dataclass(frozen=True)
+class Series:
+    """One line: ``name`` its legend entry (shown as given), ``n`` the lengths, ``y`` the values
+    (points that are not positive and finite are left out: a log axis cannot show them),
+    ``key`` a method key (its color in `COLORS`), ``dash`` one of `DASHES`."""
+
+    name: str
+    n: npt.ArrayLike
+    y: npt.ArrayLike
+    key: str = ""
+    dash: str = "solid"
+
+
+def _points(s: Series) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    n = np.asarray(s.n, dtype=np.float64).ravel()
+    y = np.asarray(s.y, dtype=np.float64).ravel()
+    if n.shape != y.shape:
+        raise ValueError(f"series {s.name!r}: n has {n.size} values but y has {y.size}")
+    if s.dash not in DASHES:
+        raise ValueError(f"series {s.name!r}: dash {s.dash!r} is not one of {', '.join(DASHES)}")
+    ok = np.isfinite(n) & np.isfinite(y) & (n > 0) & (y > 0)
+    return n[ok], y[ok]
+
+
+def _pow2_ticks(lo: float, hi: float) -> tuple[list[float], list[str]]:
+    """Ticks at powers of two from lo to hi (every other one when more than eight)."""
+    e0, e1 = math.floor(math.log2(lo)), math.ceil(math.log2(hi))
+    exps = list(range(e0, e1 + 1))
+    while len(exps) > 8:
+        exps = exps[::2]
+    vals = [2.0**e for e in exps]
+    return vals, [_num(v) for v in vals]
+
+
+def _num(v: float) -> str:
+    if v >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:g}"
+
+
+def _log_ticks(lo: float, hi: float, max_ticks: int = 8) -> tuple[list[float], list[str]]:
+    """Ticks of a log axis from lo to hi, each labelled in full (no bare "2" and "5" between
+    decades): 1-2-5 of each decade, or 1-3, or the decades alone, whichever fits."""
+    e0, e1 = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    vals: list[float] = []
+    for mults in ((1, 2, 5), (1, 3), (1,)):
+        vals = [m * 10.0**e for e in range(e0, e1 + 1) for m in mults]
+        vals = [v for v in vals if lo / 1.05 <= v <= hi * 1.05]
+        if len(vals) <= max_ticks:
+            break
+    step = 1
+    while len(vals) > max_ticks:
+        step += 1
+        vals = [10.0**e for e in range(e0, e1 + 1) if e % step == 0]
+    return vals, [_num(v) for v in vals]
+
+
+def cost_lines(
+    series: Sequence[Series],
+    *,
+    title: str,
+    x_title: str,
+    y_title: str,
+    y_unit: str = "",
+    width: int = FULL_WIDTH,
+) -> go.Figure:
+    """Lines on log-log axes, one per series, with markers at the measured points and the
+    legend to the right of the plot. ``y_unit`` follows the value in the hover."""
+    if not series:
+        raise ValueError("cost_lines needs at least one series")
+    data: list[dict[str, Any]] = []
+    all_n: list[float] = []
+    all_y: list[float] = []
+    for i, s in enumerate(series):
+        n, y = _points(s)
+        all_n += n.tolist()
+        all_y += y.tolist()
+        name = safe_label(s.name)
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers" if s.dash == "solid" else "lines",
+                "x": n.astype(np.float32),
+                "y": y.astype(np.float32),
+                "name": name,
+                "line": {
+                    "color": COLORS.get(s.key, DEFAULT_COLORS[i % len(DEFAULT_COLORS)]),
+                    "width": LINE_PX,
+                    "dash": s.dash,
+                },
+                "marker": {"size": MARKER_PX},
+                "hovertemplate": f"n = %{{x:,}}<br>%{{y:.3g}} {safe_label(y_unit)}<extra>{name}</extra>",
+            }
+        )
+    legend_w = max((text_px(s.name, LEGEND_FONT_PX) for s in series), default=0.0) + 50
+    right = int(min(legend_w, max(width - MIN_PLOT_W - 80, 120)))
+    margin = {"l": 70, "r": right, "t": 50, "b": 60}
+    layout: dict[str, Any] = {
+        "title": figure_title(title),
+        "height": PLOT_PX + margin["t"] + margin["b"],
+        "margin": margin,
+        "showlegend": True,
+        "legend": {
+            "x": 1.02,
+            "xanchor": "left",
+            "y": 1.0,
+            "yanchor": "top",
+            "font": {"size": LEGEND_FONT_PX},
+        },
+        "xaxis": {"type": "log", "title": axis_title(x_title), "tickfont": {"size": TICK_FONT_PX}},
+        "yaxis": {"type": "log", "title": axis_title(y_title), "tickfont": {"size": TICK_FONT_PX}},
+        "meta": {"width": width},
+    }
+    if all_n:
+        vals, text = _pow2_ticks(min(all_n), max(all_n))
+        layout["xaxis"].update({"tickvals": vals, "ticktext": text})
+    if all_y and min(all_y) == max(all_y):  # one flat line: give the log axis a decade of room
+        y0 = math.log10(all_y[0])
+        layout["yaxis"]["range"] = [y0 - 0.5, y0 + 0.5]
+        all_y += [10 ** (y0 - 0.5), 10 ** (y0 + 0.5)]
+    if all_y:
+        vals, text = _log_ticks(min(all_y), max(all_y))
+        if len(vals) >= 2:
+            layout["yaxis"].update({"tickvals": vals, "ticktext": text})
+    return go.Figure({"data": data, "layout": layout})

@@ -1,0 +1,244 @@
+r"""Figures of the precision page: one head's change of weights in a lower-precision copy of the
+model, how much every head moved (a layer x head map), and each variant's forward time and
+weight size side by side.
+
+.. math::
+    \Delta p_{ij} = p^{\text{variant}}_{ij} - p^{\text{float32}}_{ij}
+
+Like :func:`~tformer.figures.attention.attention_heatmap`, sides longer than ``max_side`` are
+pooled in square blocks (here the entry of largest magnitude, sign kept, so one changed cell
+stays visible), and the hover names the tokens from the axes' category names.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import plotly.graph_objects as go
+
+from ..i18n import tr
+from .attention import square_token_layout
+from .checks import as_float32, square_matrix
+from .colors import HIGHLIGHT, SEQUENTIAL, SymmetricScale, symmetric_range
+from .labels import axis_title, block_labels, text_px, x_numeric_margin
+from .layout import (
+    DETAIL_WIDTH,
+    FULL_WIDTH,
+    TOP_BARE_PX,
+    TOP_TITLE_PX,
+    colorbar,
+    colorbar_px,
+    figure_title,
+)
+from .pooling import MAX_SIDE, pool_plan, signed_absmax_pool_2d
+
+MIN_PLOT_PX = 552
+BAR_COLORS = ("#4c78a8", "#f58518")
+BAR_FONT_PX = 13
+BAR_ROW_PX = 34
+CELL_TEXT_MIN_PX = 30  # the layer x head map writes values in cells at least this wide
+MAP_MIN_PX = 200
+
+
+def pattern_difference(
+    diff: npt.ArrayLike,
+    tokens: Sequence[object],
+    *,
+    title: str | None = None,
+    max_side: int | None = MAX_SIDE,
+    width: int = DETAIL_WIDTH,
+) -> go.Figure:
+    """Heatmap of one head's ``diff`` [query_pos, key_pos] (a variant's weights minus float32's)
+    on a diverging scale centred at 0 and symmetric over the largest |Δ|. Query 0 on top.
+
+    ``title`` is shown as given (escape user text with ``safe_label``). ``layout.meta`` holds
+    ``largest`` (the largest |Δ|), ``block`` (pooling) and ``n_pos``.
+    """
+    n = len(tokens)
+    m = square_matrix(diff, n)
+    largest = float(np.abs(m).max()) if np.isfinite(m).all() else symmetric_range(m)
+    scale = SymmetricScale(largest if largest > 0 else 1e-6, False, largest)
+    block = pool_plan(n, max_side)
+    z = signed_absmax_pool_2d(m, block)
+    labels = block_labels(tokens, block)
+    ticks = scale.colorbar_ticks()
+    r = colorbar_px(ticks["ticktext"])
+    value = (
+        tr("change of weight")
+        if block == 1
+        else tr("largest change of weight in a block of {b}×{b}", b=block)
+    )
+    hover = tr("query token %{y}<br>key token %{x}<br>") + value + " %{z:.3g}"
+    trace: dict[str, Any] = {
+        "type": "heatmap",
+        "name": tr("Δ weight"),
+        "z": np.ascontiguousarray(z, dtype=np.float32),
+        "x": labels,
+        "y": labels,
+        "hovertemplate": hover + "<extra></extra>",
+        "colorbar": colorbar(tr("Δ weight"), ticks=ticks),
+        **scale.colors(),
+    }
+    layout = square_token_layout(
+        tokens, width=width, colorbar_px=r, block=block, title=title, min_plot_px=MIN_PLOT_PX
+    )
+    layout["meta"]["largest"] = largest
+    return go.Figure({"data": [trace], "layout": layout})
+
+
+def cost_bars(
+    names: Sequence[str],
+    forward_ms: Sequence[float],
+    weight_mb: Sequence[float],
+    *,
+    width: int = FULL_WIDTH,
+) -> go.Figure:
+    """Two horizontal bar charts side by side: each variant's forward time (ms) and weight size
+    (MB), one row per variant in the order given (the first on top). ``names`` are shown as
+    given."""
+    k = len(names)
+    if k == 0 or len(forward_ms) != k or len(weight_mb) != k:
+        raise ValueError(
+            f"{k} names, {len(forward_ms)} times and {len(weight_mb)} sizes: one of each per variant"
+        )
+    ms = np.asarray(forward_ms, dtype=np.float64)
+    mb = np.asarray(weight_mb, dtype=np.float64)
+    labels = [str(n) for n in names]
+    left = math.ceil(max(text_px(t, BAR_FONT_PX) for t in labels)) + 12
+    titles = (tr("forward time (ms)"), tr("weights (MB)"))
+    traces: list[dict[str, Any]] = []
+    for i, (values, unit, fmt) in enumerate(((ms, titles[0], ".1f"), (mb, titles[1], ".1f"))):
+        suffix = "" if i == 0 else "2"
+        traces.append(
+            {
+                "type": "bar",
+                "orientation": "h",
+                "y": list(range(k)),
+                "x": values,
+                "xaxis": "x" + suffix,
+                "yaxis": "y" + suffix,
+                "marker": {"color": BAR_COLORS[i]},
+                "text": [format(v, fmt) for v in values],
+                "textposition": "outside",
+                "cliponaxis": False,
+                "customdata": labels,
+                "hovertemplate": "%{customdata}<br>" + unit + " %{x:" + fmt + "}<extra></extra>",
+                "showlegend": False,
+                "name": unit,
+            }
+        )
+    gap = 0.1
+    half = (1 - gap) / 2
+    rows = {
+        "tickmode": "array",
+        "tickvals": list(range(k)),
+        "range": [k - 0.5, -0.5],
+        "tickfont": {"size": BAR_FONT_PX},
+        "ticks": "",
+    }
+    height = TOP_TITLE_PX + BAR_ROW_PX * k + x_numeric_margin()
+    layout: dict[str, Any] = {
+        "height": height,
+        "margin": {"l": left, "r": 40, "t": TOP_TITLE_PX, "b": x_numeric_margin()},
+        "xaxis": {
+            "domain": [0, half],
+            "title": axis_title(titles[0]),
+            "range": [0, float(ms.max()) * 1.25 or 1],
+        },
+        "xaxis2": {
+            "domain": [1 - half, 1],
+            "title": axis_title(titles[1]),
+            "anchor": "y2",
+            "range": [0, float(mb.max()) * 1.25 or 1],
+        },
+        "yaxis": {**rows, "ticktext": labels},
+        "yaxis2": {**rows, "anchor": "x2", "ticktext": [""] * k},
+        "bargap": 0.3,
+        "meta": {"names": labels, "width": width},
+        "title": figure_title(tr("Time and size of each variant")),
+    }
+    return go.Figure({"data": traces, "layout": layout})
+
+
+def head_change_map(
+    values: npt.ArrayLike,
+    name: str,
+    *,
+    selected: tuple[int, int] | None = None,
+    percent: bool = False,
+    bar_title: str | None = None,
+    width: int = DETAIL_WIDTH,
+) -> go.Figure:
+    """Heatmap of ``values`` [layer, head_index] (how much each head moved), colored from 0 to
+    the largest value so that small changes still show; each cell carries its value, the
+    ``selected`` (layer, head) is outlined. ``name`` names the value in the hover and, unless
+    ``bar_title`` (shorter) is given, titles the colorbar; both are shown as given.
+    ``percent``: the values are percentages."""
+    a = as_float32(values, 2, "values", "[layer, head_index]")
+    n_layers, n_heads = a.shape
+    if a.size == 0:
+        raise ValueError(f"values has shape {tuple(a.shape)}: no heads")
+    top = float(np.nanmax(a)) if np.isfinite(a).any() else 0.0
+    unit = "%" if percent else ""
+    cells = [[_cell(float(v), percent) for v in row] for row in a]
+    r = colorbar_px([_cell(top, percent) or "0"])
+    margin = {"l": 60, "r": r, "t": TOP_BARE_PX, "b": x_numeric_margin()}
+    cell_w = (width - margin["l"] - margin["r"]) / n_heads
+    # at least MAP_MIN_PX tall, so that the colorbar's title fits beside a model of 1-3 layers
+    cell_h = float(max(min(40, max(24, cell_w * 0.6)), MAP_MIN_PX / n_layers))
+    hover = tr("layer {layer}, head {head}", layer="%{y}", head="%{x}")
+    heat: dict[str, Any] = {
+        "type": "heatmap",
+        "name": name,
+        "z": a,
+        "zmin": 0.0,
+        "zmax": top if top > 0 else 1.0,
+        "colorscale": SEQUENTIAL,
+        "xgap": 1,
+        "ygap": 1,
+        "hovertemplate": hover + "<br>" + name + " %{z:.3g}" + unit + "<extra></extra>",
+        "colorbar": colorbar(name if bar_title is None else bar_title),
+    }
+    if cell_w >= CELL_TEXT_MIN_PX:
+        heat.update(text=cells, texttemplate="%{text}", textfont={"size": 11})
+    shapes = []
+    if selected is not None:
+        layer, head = selected
+        if not (0 <= layer < n_layers and 0 <= head < n_heads):
+            raise ValueError(f"selected head {selected} is outside values of shape {tuple(a.shape)}")
+        shapes.append(
+            {
+                "type": "rect",
+                "x0": head - 0.5,
+                "x1": head + 0.5,
+                "y0": layer - 0.5,
+                "y1": layer + 0.5,
+                "line": {"color": HIGHLIGHT, "width": 3},
+            }
+        )
+    index = {"tickmode": "array", "ticks": "", "showgrid": False, "zeroline": False, "tickfont": {"size": 13}}
+    layout = {
+        "height": math.ceil(n_layers * cell_h) + margin["t"] + margin["b"],
+        "margin": {**margin, "pad": 0},
+        "xaxis": {**index, "title": axis_title(tr("head")), "tickvals": list(range(n_heads)),
+                  "range": [-0.5, n_heads - 0.5]},
+        "yaxis": {**index, "title": axis_title(tr("layer")), "tickvals": list(range(n_layers)),
+                  "range": [n_layers - 0.5, -0.5]},
+        "shapes": shapes,
+        "meta": {"largest": top, "width": width, "text_shown": cell_w >= CELL_TEXT_MIN_PX},
+    }  # fmt: skip
+    return go.Figure({"data": [heat], "layout": layout})
+
+
+def _cell(v: float, percent: bool) -> str:
+    if not np.isfinite(v):
+        return ""
+    if v == 0:
+        return "0"
+    if percent:
+        return f"{v:.0f}" if v >= 10 else f"{v:.1f}"
+    return f"{v:.2g}" if v >= 1e-3 else f"{v:.0e}"
