@@ -1,0 +1,102 @@
+"""Taking things away from the app: every chart with PNG and SVG buttons (`chart`), and the
+export page's downloads (the tensors, the metrics, the offline report).
+
+A download button's data is a callable here, so nothing is drawn or packed until the button is
+clicked: Streamlit runs the callable in a worker thread on click (a "deferred" download). The
+chart's own toolbar camera also saves a PNG in the browser, at twice the size for a projector.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import streamlit as st
+
+from ..figures.images import IMAGE_TYPES, figure_image, image_export_problem
+from ..i18n import tr
+
+_PLOT_CONFIG = {"displaylogo": False}
+
+
+@functools.cache
+def _problem() -> str | None:
+    return image_export_problem()
+
+
+def chart(fig: Any, *, key: str, container: Any = None, **kwargs: Any) -> Any:
+    """``st.plotly_chart(fig, key=key)`` in ``container`` (default: the page), with a row of
+    PNG and SVG download buttons under it."""
+    box = st if container is None else container
+    config = {
+        **_PLOT_CONFIG,
+        "toImageButtonOptions": {"format": "png", "scale": 2, "filename": f"tformer-{key}"},
+    }
+    out = box.plotly_chart(fig, key=key, config=config, **kwargs)
+    image_buttons(fig, key, box)
+    return out
+
+
+def chart_in(container: Any, fig: Any, *, key: str, **kwargs: Any) -> Any:
+    """`chart` in a column or other container: ``ui.chart_in(c1, fig, key="x")``."""
+    return chart(fig, key=key, container=container, **kwargs)
+
+
+def image_buttons(fig: Any, key: str, container: Any = None) -> None:
+    """PNG and SVG download buttons for ``fig`` (drawn on click by kaleido)."""
+    box = st if container is None else container
+    row = box.container(horizontal=True, gap="small", key=f"export_{key}")
+    problem = _problem()
+    for fmt in IMAGE_TYPES:
+        label = fmt.upper()
+        row.download_button(
+            label,
+            data=functools.partial(figure_image, fig, fmt),
+            file_name=f"tformer-{key}.{fmt}",
+            mime=IMAGE_TYPES[fmt],
+            key=f"{key}_{fmt}",
+            type="tertiary",
+            on_click="ignore",
+            disabled=problem is not None,
+            help=tr("Download this figure as {fmt}", fmt=label)
+            if problem is None
+            else tr("Images cannot be drawn here: {why}", why=tr(problem)),
+        )
+
+
+def report_file(
+    capture: Any, text: str, model_label: str, heads: list[tuple[int, int]], metrics: Any, lang: str
+) -> Any:
+    """A callable that builds the report in ``lang`` when its download button is clicked (in a
+    worker thread, which has no session: the language is passed in)."""
+
+    def build() -> bytes:
+        from ..analysis import metrics_table
+        from ..figures.report import build_report
+        from ..i18n import use_language
+
+        with use_language(lang):
+            rows = metrics_table(metrics, decimals=3) if metrics is not None else []
+            html = build_report(capture, text, model_label=model_label, heads=heads, metrics=rows)
+        return html.encode("utf-8")
+
+    return build
+
+
+def npz_file(capture: Any) -> Any:
+    def build() -> bytes:
+        from ..export import capture_npz
+
+        return capture_npz(capture)
+
+    return build
+
+
+def csv_file(metrics: Any) -> Any:
+    def build() -> str:
+        from ..analysis import metrics_table
+        from ..export import rows_csv
+
+        return rows_csv(metrics_table(metrics, decimals=6))
+
+    return build

@@ -1,0 +1,79 @@
+"""Lesson mode: a bar at the top of every page that walks a lesson's steps.
+
+Each step names a page, the settings it opens with (share-link keys) and what the teacher says,
+in the interface's language. Previous / Next apply the step's settings to the view and open its
+page; the lesson and the step are part of the view (and so of a share link: a student who opens
+the teacher's link lands on the same step).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ..i18n import language, tr
+from .binding import view
+from .lessons import Lesson, lesson_by_id, local
+from .registry import PAGES
+from .state import ViewState
+
+
+def _apply(lesson: Lesson, index: int) -> str:
+    """Put step ``index`` of ``lesson`` into the view; return the script of its page."""
+    step = lesson.steps[index]
+    v = view()
+    v.set("lesson", lesson.id)
+    v.set("lesson_step", index)
+    parsed, _ = ViewState.from_query(step.settings)  # checked when the lessons were loaded
+    for key in step.settings:
+        v.set(key, parsed.get(key))
+    text = step.text_in(language())
+    if text is not None:
+        v.set("text", text)
+    return next(p.script for p in PAGES if p.key == step.page)
+
+
+def start_lesson(lesson: Lesson, index: int = 0) -> None:
+    """Open ``lesson`` at step ``index`` (switches page; does not return)."""
+    st.switch_page(_apply(lesson, index))
+
+
+def lesson_bar(page_key: str) -> None:
+    """The lesson bar, when the view is in a lesson; nothing otherwise."""
+    v = view()
+    lesson = lesson_by_id(v.lesson) if v.lesson else None
+    if lesson is None:
+        return
+    index = min(v.lesson_step, len(lesson.steps) - 1)
+    step = lesson.steps[index]
+    with st.container(border=True, key="lesson_bar"):
+        st.markdown(
+            tr(
+                "📘 **{lesson}** · step {i} of {n}: **{title}**",
+                lesson=local(lesson.title),
+                i=index + 1,
+                n=len(lesson.steps),
+                title=local(step.title),
+            )
+        )
+        if step.page == page_key:
+            st.markdown(local(step.say))
+        else:
+            spec = next(p for p in PAGES if p.key == step.page)
+            st.caption(tr("This step is on the page “{page}”.", page=tr(spec.title)))
+        row = st.container(horizontal=True, gap="small")
+        back = row.button(tr("◀ Previous"), key="lesson_prev", disabled=index == 0)
+        here = row.button(tr("Open this step"), key="lesson_here", disabled=step.page == page_key)
+        forward = row.button(
+            tr("Next ▶"), key="lesson_next", disabled=index == len(lesson.steps) - 1, type="primary"
+        )
+        leave = row.button(tr("End the lesson"), key="lesson_end", type="tertiary")
+    if leave:
+        v.lesson = None
+        v.lesson_step = 0
+        st.rerun()
+    target = index - 1 if back else index + 1 if forward else index if here else None
+    if target is not None:
+        script = _apply(lesson, target)
+        if next(p.key for p in PAGES if p.script == script) == page_key:
+            st.rerun()
+        st.switch_page(script)
