@@ -4,6 +4,7 @@ import streamlit as st
 
 from tformer import ui
 from tformer.figures.attention import attention_heatmap
+from tformer.i18n import tr
 
 with ui.page_context(__file__) as ctx:
     ui.formula("scaled_dot_product_attention", code=False)
@@ -15,27 +16,44 @@ with ui.page_context(__file__) as ctx:
         kind = ui.matrix_kind("show", "attention.kind")
 
     detail, notes = st.columns([4, 1], gap="medium")
-    detail.plotly_chart(
-        attention_heatmap(cap[kind][layer, head], ctx.labels, kind=kind, title=f"layer {layer}, head {head}"),
+    ui.chart_in(
+        detail,
+        attention_heatmap(
+            cap[kind][layer, head],
+            ctx.labels,
+            kind=kind,
+            title=tr("layer {layer}, head {head}", layer=layer, head=head),
+        ),
         key="detail",
     )
     notes.markdown(
-        "**How to read it.** Each row is one token asking (the query); each column is a token it "
-        "may look at (the key)."
+        tr(
+            "**How to read it.** Each row is one token asking (the query); each column is a token it "
+            "may look at (the key)."
+        )
     )
     notes.caption(
-        "Weights: each row sums to 1; bright = much attention. Scores: what the softmax receives, "
-        "red above 0, blue below; masked cells are gray (-∞, weight 0)."
+        tr(
+            "Weights: each row sums to 1; bright = much attention. Scores: what the softmax receives, "
+            "red above 0, blue below; masked cells are gray (-∞, weight 0)."
+        )
     )
     notes.caption(
-        "Look for a diagonal just below the main one (the previous token), a bright column (every "
-        "token looking at the first or last token), or a pronoun's row lighting up its noun."
+        tr(
+            "Look for a diagonal just below the main one (the previous token), a bright column (every "
+            "token looking at the first or last token), or a pronoun's row lighting up its noun."
+        )
     )
 
-    st.subheader("Every layer x every head")
+    st.subheader(tr("Every layer x every head"))
     ui.overview(ctx, (layer, head))
     st.caption(
-        f"{cap.n_layers} layers (rows) x {cap.n_heads} heads (columns), {cap.n_pos} tokens, the same "
-        "colors as above. Click a head (or tab to it and press Space) to open it. Early layers often "
-        "look at neighbours; later ones link related words."
+        tr(
+            "{n_layers} layers (rows) x {n_heads} heads (columns), {n_pos} tokens, the same colors as "
+            "above. Click a head (or tab to it and press Space) to open it. Early layers often look at "
+            "neighbours; later ones link related words.",
+            n_layers=cap.n_layers,
+            n_heads=cap.n_heads,
+            n_pos=cap.n_pos,
+        )
     )

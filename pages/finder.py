@@ -6,7 +6,9 @@ import streamlit as st
 from tformer import ui
 from tformer.figures.roles import role_map_figure
 from tformer.head_roles import role_scores
+from tformer.i18n import tr
 
+# English templates (translated where shown)
 ROLES = {
     "previous": "previous token",
     "next": "next token",
@@ -20,10 +22,10 @@ OVER = {"text": "this text", "examples": "the English example texts (averaged)"}
 with ui.page_context(__file__) as ctx:
     role = ui.section("finder.role", ROLES, label="heads that attend to")
     over = st.radio(
-        "scores from",
+        tr("scores from"),
         list(OVER),
         horizontal=True,
-        format_func=OVER.__getitem__,
+        format_func=lambda o: tr(OVER[o]),
         **ui.bind("finder.over", list(OVER)),
     )
     if over == "examples":
@@ -34,19 +36,25 @@ with ui.page_context(__file__) as ctx:
     left, right = st.columns([3, 2])
     view = ctx.view
     with left:
-        st.plotly_chart(role_map_figure(scores, role, selected=(view.layer, view.head)), key="role_map")
+        ui.chart(role_map_figure(scores, role, selected=(view.layer, view.head)), key="role_map")
     with right:
-        st.markdown(f"**Top heads for “{ROLES[role]}”** (click to open on the Attention page)")
+        st.markdown(
+            tr("**Top heads for “{role}”** (click to open on the Attention page)", role=tr(ROLES[role]))
+        )
         for layer, head, score in ui.rank_heads(scores, role, top=10):
             if st.button(
-                f"layer {layer}, head {head} · {score:.2f}",
+                tr("layer {layer}, head {head} · {score:.2f}", layer=layer, head=head, score=score),
                 key=f"finder.open.{layer}.{head}",
                 width="stretch",
             ):
                 ui.select_head(layer, head)
                 st.switch_page("pages/attention.py")
+    over_what = tr("this text") if n_texts == 1 else tr("{n} texts", n=n_texts)
     st.caption(
-        f"Scores over {'this text' if n_texts == 1 else f'{n_texts} texts'}: the average weight a head puts on "
-        "that key (broad: its entropy over the maximum possible, 1 = uniform). Rows of special tokens are "
-        "left out where they would flatter a head. A random (untrained) model shows no clear roles."
+        tr(
+            "Scores over {texts}: the average weight a head puts on that key (broad: its entropy over the "
+            "maximum possible, 1 = uniform). Rows of special tokens are left out where they would flatter "
+            "a head. A random (untrained) model shows no clear roles.",
+            texts=over_what,
+        )
     )

@@ -9,8 +9,11 @@ from tformer.figures.heads import (
     head_metrics_figure,
     head_similarity_heatmap,
     heads_side_by_side,
+    metric_name,
 )
+from tformer.i18n import tr
 
+# English templates (ui.section translates them)
 SECTIONS = {
     "compare": "Side by side",
     "numbers": "A number for every head",
@@ -27,7 +30,7 @@ with ui.page_context(__file__) as ctx:
         layer = min(ctx.view.layer, cap.n_layers - 1)
         first_heads = [f"L{layer}H{h}" for h in range(min(4, cap.n_heads))]
         chosen = st.multiselect(
-            "heads to compare (one color scale)",
+            tr("heads to compare (one color scale)"),
             names,
             max_selections=12,
             **ui.bind("heads.compare", names, fallback=first_heads),
@@ -35,22 +38,27 @@ with ui.page_context(__file__) as ctx:
         if chosen:
             idx = [names.index(h) for h in chosen]
             pats = [cap.pattern[i // cap.n_heads, i % cap.n_heads] for i in idx]
-            st.plotly_chart(heads_side_by_side(pats, chosen, ctx.labels), key="side_by_side")
+            ui.chart(heads_side_by_side(pats, chosen, ctx.labels), key="side_by_side")
             st.caption(
-                "The same color means the same weight in every panel (0 to 1). LxHy = layer x, head y."
+                tr("The same color means the same weight in every panel (0 to 1). LxHy = layer x, head y.")
             )
 
     elif part == "numbers":
         ui.formula(head_metrics)
         metrics = ui.head_stats(ctx.choice, ctx.text)
-        metric = st.selectbox("metric", list(metrics), **ui.bind("heads.metric", list(metrics)))
-        st.plotly_chart(head_metrics_figure(metrics, metric, width=940), key="metric_map")
-        st.caption(
-            "Entropy (bits): low = the head focuses on few tokens. Mean distance: how many positions "
-            "away it looks. self / prev / first / cls / sep: the share of weight on that token "
-            "(cls and sep are the tokenizer's first and last special tokens). Click a column to sort."
+        metric = st.selectbox(
+            tr("metric"), list(metrics), format_func=metric_name, **ui.bind("heads.metric", list(metrics))
         )
-        table = metrics_table(metrics, decimals=3)
+        ui.chart(head_metrics_figure(metrics, metric, width=940), key="metric_map")
+        st.caption(
+            tr(
+                "Entropy (bits): low = the head focuses on few tokens. Mean distance: how many positions "
+                "away it looks. self / prev / first / cls / sep: the share of weight on that token "
+                "(cls and sep are the tokenizer's first and last special tokens). Click a column to sort."
+            )
+        )
+        columns = {"layer": tr("layer"), "head": tr("head")} | {m: metric_name(m) for m in metrics}
+        table = [{columns[k]: v for k, v in row.items()} for row in metrics_table(metrics, decimals=3)]
         # every head's row on screen for up to 72 heads (MiniLM); a scroll beyond that
         st.dataframe(table, hide_index=True, height=35 * (min(len(table), 72) + 1) + 3, width="stretch")
 
@@ -58,31 +66,34 @@ with ui.page_context(__file__) as ctx:
         ui.formula(js_divergence_matrix)
         sim = ui.head_similarity(ctx.choice, ctx.text)
         order = sim["order"]
-        st.plotly_chart(head_similarity_heatmap(sim["divergence"], names, order=order), key="js")
-        rows = (
+        ui.chart(head_similarity_heatmap(sim["divergence"], names, order=order), key="js")
+        about = (
             "every query row"
             if sim["rows"] >= sim["n_rows"]
-            else f"{sim['rows']} evenly spaced query rows of {sim['n_rows']} (to bound the work)"
+            else "{rows} evenly spaced query rows of {n_rows} (to bound the work)"
         )
         st.caption(
-            f"Jensen-Shannon divergence between two heads' patterns, averaged over {rows}: "
-            "0 = the same pattern (dark), 1 = no overlap (light). Heads are ordered by average-linkage "
-            "clustering of the divergence, so a dark block along the diagonal is a group of heads "
-            "that attend alike."
+            tr(
+                "Jensen-Shannon divergence between two heads' patterns, averaged over {rows}: 0 = the same "
+                "pattern (dark), 1 = no overlap (light). Heads are ordered by average-linkage clustering of "
+                "the divergence, so a dark block along the diagonal is a group of heads that attend alike.",
+                rows=tr(about, rows=sim["rows"], n_rows=sim["n_rows"]),
+            )
         )
 
     else:
         layer = min(ctx.view.layer, cap.n_layers - 1)
         ablate = st.multiselect(
-            "heads to zero", names, **ui.bind("heads.ablate", names, fallback=[f"L{layer}H0"])
+            tr("heads to zero"), names, **ui.bind("heads.ablate", names, fallback=[f"L{layer}H0"])
         )
         if ablate:
             heads = tuple((names.index(h) // cap.n_heads, names.index(h) % cap.n_heads) for h in ablate)
             change = ui.ablation_change(ctx.choice, ctx.text, heads)
-            st.plotly_chart(
-                ablation_effect_figure(change, ctx.labels, f"zeroing {', '.join(ablate)}"), key="ablation"
-            )
+            title = tr("zeroing {heads}", heads=", ".join(ablate))
+            ui.chart(ablation_effect_figure(change, ctx.labels, title), key="ablation")
             st.caption(
-                "Each bar: how much that token's final hidden state moves (relative L2 change) when the "
-                "chosen heads' outputs are set to zero before W_O."
+                tr(
+                    "Each bar: how much that token's final hidden state moves (relative L2 change) when the "
+                    "chosen heads' outputs are set to zero before W_O."
+                )
             )

@@ -6,8 +6,10 @@ import streamlit as st
 from tformer import ui
 from tformer.figures.attention import attention_heatmap
 from tformer.figures.walkthrough import step_heatmap
+from tformer.i18n import tr
 from tformer.rollout import attention_rollout
 
+# English templates (ui.section translates them)
 COMBINE = {
     "head": "one head",
     "mean": "mean over heads",
@@ -23,47 +25,56 @@ with ui.page_context(__file__) as ctx:
         ui.formula(attention_rollout, code=False)
     if how == "head":
         layer, head = ui.layer_head(ctx)
-        matrix, what = cap.pattern[layer, head], f"layer {layer}, head {head}"
+        matrix, what = cap.pattern[layer, head], tr("layer {layer}, head {head}", layer=layer, head=head)
     else:
         layers = range(cap.n_layers)
-        layer = int(st.selectbox("layer", layers, **ui.bind("layer", layers, clamp=True)))
+        layer = int(st.selectbox(tr("layer"), layers, **ui.bind("layer", layers, clamp=True)))
         matrix = ui.combined(ctx.choice, ctx.text, how)[layer]
-        what = f"{COMBINE[how]}, {'layers 0–' if how == 'rollout' else 'layer '}{layer}"
+        what = (
+            tr("attention rollout, layers 0–{layer}", layer=layer)
+            if how == "rollout"
+            else tr("{how}, layer {layer}", how=tr(COMBINE[how]), layer=layer)
+        )
     n = cap.n_pos
     if n <= 64:
-        st.plotly_chart(attention_heatmap(matrix, ctx.labels, title=what), key="layers_matrix")
+        ui.chart(attention_heatmap(matrix, ctx.labels, title=what), key="layers_matrix")
     else:
-        st.plotly_chart(
-            attention_heatmap(matrix, ctx.labels, title=f"{what}: all {n} tokens"), key="layers_matrix"
+        ui.chart(
+            attention_heatmap(matrix, ctx.labels, title=tr("{what}: all {n} tokens", what=what, n=n)),
+            key="layers_matrix",
         )
-        st.markdown("**Zoom: a window at full resolution**")
+        st.markdown(tr("**Zoom: a window at full resolution**"))
         c1, c2, c3, c4 = st.columns([1, 1, 1, 2])
-        size = int(c1.selectbox("window", SIZES, **ui.bind("layers.size", SIZES)))
+        size = int(c1.selectbox(tr("window"), SIZES, **ui.bind("layers.size", SIZES)))
         starts = range(0, max(1, n - size + 1))
         found = ui.jump_box(c4, ctx.labels, size)
-        q0 = int(c2.number_input("first query", 0, n - size, **ui.bind("layers.q0", starts, clamp=True)))
-        k0 = int(c3.number_input("first key", 0, n - size, **ui.bind("layers.k0", starts, clamp=True)))
+        q0 = int(c2.number_input(tr("first query"), 0, n - size, **ui.bind("layers.q0", starts, clamp=True)))
+        k0 = int(c3.number_input(tr("first key"), 0, n - size, **ui.bind("layers.k0", starts, clamp=True)))
         rows, cols = range(q0, q0 + size), range(k0, k0 + size)
-        st.plotly_chart(
+        ui.chart(
             step_heatmap(
                 matrix[q0 : q0 + size, k0 : k0 + size],
                 [f"{i} {ctx.labels[i]}" for i in rows], [f"{j} {ctx.labels[j]}" for j in cols],
                 highlight=found - q0 if found is not None and found in rows else None,
-                weights=True, numbers=size <= 16, row_title="query token", col_title="key token",
-                title=f"queries {q0}–{q0 + size - 1}, keys {k0}–{k0 + size - 1}",
+                weights=True, numbers=size <= 16, row_title=tr("query token"), col_title=tr("key token"),
+                title=tr("queries {q0}–{q1}, keys {k0}–{k1}", q0=q0, q1=q0 + size - 1, k0=k0, k1=k0 + size - 1),
             ),
             key="layers_zoom",
         )  # fmt: skip
         if ctx.view.get("layers.find") and found is None:
-            st.info("That token is not in the text (tokens are matched as the model splits them).")
+            st.info(tr("That token is not in the text (tokens are matched as the model splits them)."))
     st.caption(
-        "Attention rollout (Abnar and Zuidema, 2020) treats the residual connection as half of each "
-        "layer's attention and multiplies the layers' averaged patterns: how much each input token "
-        "could have flowed into each position. "
+        tr(
+            "Attention rollout (Abnar and Zuidema, 2020) treats the residual connection as half of each "
+            "layer's attention and multiplies the layers' averaged patterns: how much each input token "
+            "could have flowed into each position. "
+        )
         if how == "rollout"
         else ""
     )
     st.caption(
-        "A caveat: attention weights say where information can flow, not why the model decided what it "
-        "did; they are not an explanation on their own."
+        tr(
+            "A caveat: attention weights say where information can flow, not why the model decided what it "
+            "did; they are not an explanation on their own."
+        )
     )

@@ -4,6 +4,7 @@ import streamlit as st
 
 from tformer import ui
 from tformer.analysis import offset_similarity
+from tformer.figures.colors import ROBUST_PERCENTILE
 from tformer.figures.positional import (
     attention_diff_figure,
     pe_matrix_heatmap,
@@ -12,22 +13,23 @@ from tformer.figures.positional import (
     pe_waves,
     shift_matrix_figure,
 )
+from tformer.i18n import tr
 
 with ui.page_context(__file__) as ctx:
     cfg = ctx.model.cfg
     sections = {
-        "table": "The sinusoid table",
-        "offsets": "Similarity depends on the offset",
-        "rotation": "A shift is a rotation",
-        **({"learned": "This model's learned positions"} if cfg.pos_encoding == "learned" else {}),
-        "without": "Attention without positions",
+        "table": tr("The sinusoid table"),
+        "offsets": tr("Similarity depends on the offset"),
+        "rotation": tr("A shift is a rotation"),
+        **({"learned": tr("This model's learned positions")} if cfg.pos_encoding == "learned" else {}),
+        "without": tr("Attention without positions"),
     }
     part = ui.section("positional.section", sections)
     d = cfg.d_model if cfg.d_model % 2 == 0 else cfg.d_model - 1
 
     if part in ("table", "offsets", "learned"):
         n_pos = st.slider(
-            "positions shown",
+            tr("positions shown"),
             8,
             2 * cfg.max_len,
             **ui.bind("positional.n_pos", range(8, 2 * cfg.max_len + 1), clamp=True),
@@ -40,36 +42,44 @@ with ui.page_context(__file__) as ctx:
         # wavelengths spread from ~6 positions to tens of thousands
         default_dims = [i for i in (0, 1, d // 8, d // 4, d // 2, d - 2) if 0 <= i < d]
         dims = st.multiselect(
-            "dimensions to plot",
+            tr("dimensions to plot"),
             all_dims,
             max_selections=12,
             **ui.bind("positional.dims", all_dims, fallback=list(dict.fromkeys(default_dims))),
         )
-        st.plotly_chart(ui.shared_figure(pe_matrix_heatmap, pe, max_len=cfg.max_len), key="pe_matrix")
-        past = (
-            f" The dashed line marks max_len = {cfg.max_len}: sinusoids go on past it, but this model "
-            f"reads at most {cfg.max_len} tokens."
-            if n_pos > cfg.max_len
-            else ""
-        )
-        st.caption(
-            f"Sinusoidal encoding for d_model = {d}: one row per position, one column per dimension. "
-            "Left columns (small i) change fast with the position, right columns slowly: together "
-            "they give every position its own fingerprint." + past
-        )
+        ui.chart(ui.shared_figure(pe_matrix_heatmap, pe, max_len=cfg.max_len), key="pe_matrix")
+        if n_pos > cfg.max_len:
+            caption = tr(
+                "Sinusoidal encoding for d_model = {d}: one row per position, one column per dimension. "
+                "Left columns (small i) change fast with the position, right columns slowly: together "
+                "they give every position its own fingerprint. The dashed line marks max_len = {max_len}: "
+                "sinusoids go on past it, but this model reads at most {max_len} tokens.",
+                d=d,
+                max_len=cfg.max_len,
+            )
+        else:
+            caption = tr(
+                "Sinusoidal encoding for d_model = {d}: one row per position, one column per dimension. "
+                "Left columns (small i) change fast with the position, right columns slowly: together "
+                "they give every position its own fingerprint.",
+                d=d,
+            )
+        st.caption(caption)
         if dims:
-            st.plotly_chart(ui.shared_figure(pe_waves, pe, tuple(dims)), key="pe_waves")
+            ui.chart(ui.shared_figure(pe_waves, pe, tuple(dims)), key="pe_waves")
 
     elif part == "offsets":
         ui.formula(offset_similarity)
         a, b = st.columns(2)
-        a.plotly_chart(ui.shared_figure(pe_similarity_heatmap, pe), key="pe_sim")
+        ui.chart_in(a, ui.shared_figure(pe_similarity_heatmap, pe), key="pe_sim")
         a.caption(
-            "PE_p · PE_q for every pair of positions: constant along every diagonal, so the dot product "
-            "depends on how far apart two positions are, not where they are."
+            tr(
+                "PE_p · PE_q for every pair of positions: constant along every diagonal, so the dot "
+                "product depends on how far apart two positions are, not where they are."
+            )
         )
-        b.plotly_chart(ui.shared_figure(pe_offset_figure, *offset_similarity(pe)), key="pe_offset")
-        b.caption("Mean and spread of PE_p · PE_(p+k) over all p, for each offset k: the spread is ~0.")
+        ui.chart_in(b, ui.shared_figure(pe_offset_figure, *offset_similarity(pe)), key="pe_offset")
+        b.caption(tr("Mean and spread of PE_p · PE_(p+k) over all p, for each offset k: the spread is ~0."))
 
     elif part == "rotation":
         ui.formula("pe_shift_matrix")
@@ -77,37 +87,56 @@ with ui.page_context(__file__) as ctx:
         pos = c3.number_input("pos", 0, 10_000, **ui.bind("positional.pos"))
         k = c4.number_input("k", -1000, 1000, **ui.bind("positional.k"))
         shift = ui.shift_check(int(pos), int(k), d)
-        st.dataframe(shift["table"], hide_index=True)
+        st.dataframe(
+            shift["table"],
+            hide_index=True,
+            column_config={"dim": st.column_config.NumberColumn(tr("dimension"))},
+        )
         st.caption(
-            f"Largest difference over all {d} dimensions: {shift['max_error']:.2e} (float64). "
-            "M_k is the same matrix for every pos."
+            tr(
+                "Largest difference over all {d} dimensions: {error:.2e} (float64). "
+                "M_k is the same matrix for every pos.",
+                d=d,
+                error=shift["max_error"],
+            )
         )
-        st.plotly_chart(
-            ui.shared_figure(shift_matrix_figure, shift["matrix"][:32, :32], k=int(k)), key="pe_shift"
-        )
-        st.caption("The first 16 (sin, cos) pairs of M_k: one 2x2 rotation each, zero elsewhere.")
+        ui.chart(ui.shared_figure(shift_matrix_figure, shift["matrix"][:32, :32], k=int(k)), key="pe_shift")
+        st.caption(tr("The first 16 (sin, cos) pairs of M_k: one 2x2 rotation each, zero elsewhere."))
 
     elif part == "learned":
         learned = ui.shared_figure(pe_matrix_heatmap, ui.model_positions(ctx.choice, n_pos))
-        st.plotly_chart(learned, key="pe_learned")
+        ui.chart(learned, key="pe_learned")
         color = learned.layout.meta.get("color") or {}
-        clipped = f" Colors: {color['rule']}." if color.get("clipped") else ""
-        st.caption(
-            "This model learned its position vectors in training instead of using sinusoids; it has "
-            f"none past {cfg.max_len}." + clipped
-        )
+        if color.get("clipped"):
+            caption = tr(
+                "This model learned its position vectors in training instead of using sinusoids; it has "
+                "none past {max_len}. Colors stop at ±{limit:.3g}, the {pct:g}th percentile of |value|: "
+                "larger values get the end colors (the hover shows the true value).",
+                max_len=cfg.max_len,
+                limit=color["limit"],
+                pct=ROBUST_PERCENTILE,
+            )
+        else:
+            caption = tr(
+                "This model learned its position vectors in training instead of using sinusoids; it has "
+                "none past {max_len}.",
+                max_len=cfg.max_len,
+            )
+        st.caption(caption)
 
     else:
         layer, head = ui.layer_head(ctx)
         if cfg.pos_encoding == "none":
-            st.info("This model has no positional encoding: choose sinusoidal or learned in the sidebar.")
+            st.info(tr("This model has no positional encoding: choose sinusoidal or learned in the sidebar."))
         else:
             without = ui.patterns_without_pe(ctx.choice, ctx.text)
-            st.plotly_chart(
+            ui.chart(
                 attention_diff_figure(ctx.capture.pattern[layer, head], without[layer, head], ctx.labels),
                 key="pe_diff",
             )
             st.caption(
-                "Same weights and text, positions set to zero. Without positions the model sees a bag "
-                "of tokens: repeated words get identical rows, and order-based heads lose their pattern."
+                tr(
+                    "Same weights and text, positions set to zero. Without positions the model sees a bag "
+                    "of tokens: repeated words get identical rows, and order-based heads lose their pattern."
+                )
             )

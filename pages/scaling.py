@@ -6,6 +6,7 @@ import streamlit as st
 from tformer import ui
 from tformer.figures.attention import attention_heatmap
 from tformer.figures.scaling import row_stats_figure, sweep_figure
+from tformer.i18n import tr
 from tformer.scaling import scaling_sweep, temperature_pattern
 
 with ui.page_context(__file__) as ctx:
@@ -14,33 +15,44 @@ with ui.page_context(__file__) as ctx:
     layer, head = ui.layer_head(ctx)
     c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
     tau = c1.select_slider(
-        "temperature τ: the logits are divided by it (1 = the model as trained)",
+        tr("temperature τ: the logits are divided by it (1 = the model as trained)"),
         ui.TAUS,
         **ui.bind("scaling.tau", ui.TAUS),
     )
-    scaled = c2.toggle(f"divide by √d_k = √{cfg.d_head}", **ui.bind("scaling.scaled"))
+    scaled = c2.toggle(tr("divide by √d_k = √{d_head}", d_head=cfg.d_head), **ui.bind("scaling.scaled"))
     t = ui.tempered(ctx.choice, ctx.text, layer, head, float(tau), bool(scaled))
     own = ui.tempered(ctx.choice, ctx.text, layer, head, 1.0, True)
     divisor = f"√{cfg.d_head} · {tau}" if scaled else f"{tau}"
-    title = f"layer {layer}, head {head}: softmax(q·k / ({divisor}))"
-    st.plotly_chart(attention_heatmap(t["pattern"], ctx.labels, title=title), key="tempered")
-    st.plotly_chart(row_stats_figure(t["entropy"], t["max"], ctx.labels), key="row_stats")
+    title = tr(
+        "layer {layer}, head {head}: softmax(q·k / ({divisor}))", layer=layer, head=head, divisor=divisor
+    )
+    ui.chart(attention_heatmap(t["pattern"], ctx.labels, title=title), key="tempered")
+    ui.chart(row_stats_figure(t["entropy"], t["max"], ctx.labels), key="row_stats")
     st.caption(
-        f"Each row's entropy (bits: 0 = all weight on one key) and largest weight. Mean entropy "
-        f"{t['entropy'].mean():.2f} bits and mean largest weight {t['max'].mean():.2f} here, against "
-        f"{own['entropy'].mean():.2f} and {own['max'].mean():.2f} for the model as trained (τ = 1, "
-        "scaled). A small τ or dropping √d_k sharpens every row toward one key; a large τ flattens it."
+        tr(
+            "Each row's entropy (bits: 0 = all weight on one key) and largest weight. Mean entropy "
+            "{entropy:.2f} bits and mean largest weight {top:.2f} here, against {own_entropy:.2f} and "
+            "{own_top:.2f} for the model as trained (τ = 1, scaled). A small τ or dropping √d_k sharpens "
+            "every row toward one key; a large τ flattens it.",
+            entropy=t["entropy"].mean(),
+            top=t["max"].mean(),
+            own_entropy=own["entropy"].mean(),
+            own_top=own["max"].mean(),
+        )
     )
 
-    st.subheader("Why: what the scaling does as d_k grows")
+    st.subheader(tr("Why: what the scaling does as d_k grows"))
     ui.formula(scaling_sweep, code=False)
-    st.plotly_chart(sweep_figure(ui.scaling_sweep_data(), mark_dk=cfg.d_head), key="sweep")
+    ui.chart(sweep_figure(ui.scaling_sweep_data(), mark_dk=cfg.d_head), key="sweep")
     st.caption(
-        "Computed on this server from random queries and keys with unit-variance entries (fixed seed; "
-        "each point a mean over rows). Unscaled, the dot product's variance grows like d_k: the softmax "
-        "saturates (its largest weight goes to 1) and its Jacobian, the gradient that trains Q and K, "
-        "shrinks toward 0. At small d_k (up to about 32) the unscaled scores are still spread little and "
-        "their Jacobian is even larger; the trouble starts as d_k grows. Divided by √d_k the variance "
-        f"stays 1 at every size. The dotted line marks this head's d_k = {cfg.d_head}."
+        tr(
+            "Computed on this server from random queries and keys with unit-variance entries (fixed "
+            "seed; each point a mean over rows). Unscaled, the dot product's variance grows like d_k: the "
+            "softmax saturates (its largest weight goes to 1) and its Jacobian, the gradient that trains "
+            "Q and K, shrinks toward 0. At small d_k (up to about 32) the unscaled scores are still spread "
+            "little and their Jacobian is even larger; the trouble starts as d_k grows. Divided by √d_k "
+            "the variance stays 1 at every size. The dotted line marks this head's d_k = {d_head}.",
+            d_head=cfg.d_head,
+        )
     )
     ui.source(scaling_sweep)

@@ -5,6 +5,7 @@ import streamlit as st
 
 from tformer import ui
 from tformer.figures.walkthrough import neuron_figure
+from tformer.i18n import tr
 from tformer.walkthrough import neuron_view
 
 SECTIONS = {
@@ -19,14 +20,16 @@ with ui.page_context(__file__, ui.WALK_NAMES, one_layer=True) as ctx:
     layer, head, query = ui.layer_head_query(ctx)
 
     if part == "walk":
-        walk = ui.walk(ctx.choice, ctx.text, layer, head)
+        with st.spinner(tr("Walking the layer...")):
+            walk = ui.walk(ctx.choice, ctx.text, layer, head)
         index = ui.step_bar(walk)
         c1, c2 = st.columns([2, 1])
+        zooms = {z: tr(label, w=ui.WINDOW) for z, label in ui.ZOOMS.items()}
         zoom = c1.radio(
-            "show",
-            list(ui.ZOOMS),
+            tr("show"),
+            list(zooms),
             horizontal=True,
-            format_func=ui.ZOOMS.__getitem__,
+            format_func=zooms.__getitem__,
             **ui.bind("steps.zoom", list(ui.ZOOMS)),
         )
         width = walk.steps[index].value.shape[1]
@@ -34,7 +37,7 @@ with ui.page_context(__file__, ui.WALK_NAMES, one_layer=True) as ctx:
         if zoom == "window" and walk.steps[index].axes[1] != "key_pos" and width > ui.WINDOW:
             dims = range(0, width - ui.WINDOW + 1)
             dim = c2.number_input(
-                "first dimension shown",
+                tr("first dimension shown"),
                 0,
                 width - ui.WINDOW,
                 step=ui.WINDOW,
@@ -48,51 +51,63 @@ with ui.page_context(__file__, ui.WALK_NAMES, one_layer=True) as ctx:
         row = cap.at("pattern", layer)[head, query]
         n = cap.n_pos
         key = st.selectbox(
-            "key token",
+            tr("key token"),
             range(n),
             format_func=lambda i: f"{i} · {ctx.labels[i]}",
             **ui.bind("steps.key", range(n), clamp=True, fallback=int(row.argmax())),
         )
         nv = ui.neuron(ctx.choice, ctx.text, layer, head, query, int(key))
-        st.plotly_chart(neuron_figure(nv.q, nv.k, nv.products), key="neuron")
+        ui.chart(neuron_figure(nv.q, nv.k, nv.products), key="neuron")
         model_score = float(cap.at("attn_scores", layer)[head, query, key])
         m1, m2, m3, m4 = st.columns(4)
+        masked = tr("−∞ (masked)")
         m1.metric("Σ_d q_d·k_d", f"{nv.raw:.4f}")
-        m2.metric(f"÷ √{cfg.d_head}", "−∞ (masked)" if nv.scaled == float("-inf") else f"{nv.scaled:.4f}")
-        m3.metric(
-            "the model's score", "−∞ (masked)" if model_score == float("-inf") else f"{model_score:.4f}"
-        )
-        m4.metric("share after softmax", f"{nv.share:.1%}")
+        m2.metric(f"÷ √{cfg.d_head}", masked if nv.scaled == float("-inf") else f"{nv.scaled:.4f}")
+        m3.metric(tr("the model's score"), masked if model_score == float("-inf") else f"{model_score:.4f}")
+        m4.metric(tr("share after softmax"), f"{nv.share:.1%}")
         st.caption(
-            f"The score is a sum of {cfg.d_head} products, one per dimension of the head: dimensions where "
-            "q and k share a sign push it up, the others pull it down. The softmax then compares it with "
-            f"every other key of the row (the key chosen by default is the one this query weights most). "
-            f"Checked against the model's blocks.{layer}.attn.hook_attn_scores."
+            tr(
+                "The score is a sum of {d_head} products, one per dimension of the head: dimensions "
+                "where q and k share a sign push it up, the others pull it down. The softmax then "
+                "compares it with every other key of the row (the key chosen by default is the one "
+                "this query weights most). Checked against the model's `{hook}`.",
+                d_head=cfg.d_head,
+                hook=f"blocks.{layer}.attn.hook_attn_scores",
+            )
         )
         ui.source(neuron_view)
 
     else:
         st.markdown(
-            "The two seed documents write multi-head attention in two layouts. The classic one keeps "
-            "W_Q, W_K and W_V as three Linear layers; the fused one stacks them in one Linear of 3 × "
-            "d_model outputs, splits the result in three, and takes a mask. They compute the same "
-            "thing: below, both are built from this layer's own weights and run on its input."
+            tr(
+                "The two seed documents write multi-head attention in two layouts. The classic one "
+                "keeps W_Q, W_K and W_V as three Linear layers; the fused one stacks them in one "
+                "Linear of 3 × d_model outputs, splits the result in three, and takes a mask. They "
+                "compute the same thing: below, both are built from this layer's own weights and "
+                "run on its input."
+            )
         )
         left, right = st.columns(2)
         with left:
-            st.markdown("**Separate W_Q, W_K, W_V**")
+            st.markdown(f"**{tr('Separate W_Q, W_K, W_V')}**")
             st.code(ui.source_text("SeparateQKV"), language="python", wrap_lines=True)
         with right:
-            st.markdown("**One fused Linear, with a mask**")
+            st.markdown(f"**{tr('One fused Linear, with a mask')}**")
             st.code(ui.source_text("FusedQKV"), language="python", wrap_lines=True)
-        agree = ui.layouts_agree(ctx.choice, ctx.text, layer)
+        with st.spinner(tr("Running both layouts...")):
+            agree = ui.layouts_agree(ctx.choice, ctx.text, layer)
         m1, m2, m3 = st.columns(3)
-        m1.metric("largest |separate − fused|", f"{agree['separate_vs_fused']:.1e}")
-        m2.metric("largest |fused − the model|", f"{agree['fused_vs_model']:.1e}")
-        m3.metric("largest |output|", f"{agree['max_abs_output']:.3g}")
+        m1.metric(tr("largest |separate − fused|"), f"{agree['separate_vs_fused']:.1e}")
+        m2.metric(tr("largest |fused − the model|"), f"{agree['fused_vs_model']:.1e}")
+        m3.metric(tr("largest |output|"), f"{agree['max_abs_output']:.3g}")
         st.caption(
-            f"On this text at layer {layer}: the fused weights split into three ({cfg.d_model} rows each) "
-            "give the separate layout's W_Q, W_K and W_V, so the outputs agree to float32 rounding."
+            tr(
+                "On this text at layer {layer}: the fused weights split into three ({d_model} rows "
+                "each) give the separate layout's W_Q, W_K and W_V, so the outputs agree to float32 "
+                "rounding.",
+                layer=layer,
+                d_model=cfg.d_model,
+            )
         )
         ui.source(
             "layouts.attend",

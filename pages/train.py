@@ -6,11 +6,12 @@ import streamlit as st
 
 from tformer import ui
 from tformer.figures.training import heads_race_figure
+from tformer.i18n import tr
 
-SECTIONS = {"train": "Train one model", "heads": "How many heads?"}
+SECTIONS = {"train": "Train one model", "heads": "How many heads?"}  # English templates
 
 with ui.frame(__file__) as fr:
-    part = ui.section("train.section", SECTIONS)
+    part = ui.section("train.section", {k: tr(v) for k, v in SECTIONS.items()}, label=tr("what to train"))
     spec = ui.task_controls()
     cfg = ui.model_controls(spec) if spec is not None else None
     recipe = ui.recipe_controls()
@@ -21,7 +22,7 @@ with ui.frame(__file__) as fr:
     active = run is not None and not run.is_final
 
     c1, c2, c3 = st.columns(3)
-    start_label = "▶ Start training" if part == "train" else "▶ Train 1, 2, 4 and 8 heads"
+    start_label = tr("▶ Start training") if part == "train" else tr("▶ Train 1, 2, 4 and 8 heads")
     if c1.button(
         start_label, key="train.start", disabled=not ready or active, type="primary", width="stretch"
     ):
@@ -32,14 +33,14 @@ with ui.frame(__file__) as fr:
             else:
                 ui.start_race(cfg, spec, recipe, stop_at)
         except ValueError as err:
-            st.warning(str(err))
+            st.warning(str(err))  # worded in the reader's language where it was raised
         st.rerun()
-    if c2.button("■ Stop", key="train.stop", disabled=not active, width="stretch"):
+    if c2.button(tr("■ Stop"), key="train.stop", disabled=not active, width="stretch"):
         assert run is not None
         run.stop()
     resumable = part == "train" and run is not None and run.is_final and isinstance(run.result, dict)
     if c3.button(
-        "Continue training", key="train.continue", disabled=not resumable or not ready, width="stretch"
+        tr("Continue training"), key="train.continue", disabled=not resumable or not ready, width="stretch"
     ):
         assert spec is not None and cfg is not None and recipe is not None
         ui.start_training(cfg, spec, recipe, stop_at, resume=True)
@@ -49,7 +50,9 @@ with ui.frame(__file__) as fr:
     def live() -> None:
         run = ui.current_run(kind)
         if run is None:
-            st.info("Press start. Training runs on this server in the background: switch pages, come back.")
+            st.info(
+                tr("Press start. Training runs on this server in the background: switch pages, come back.")
+            )
             return
         run.heartbeat()
         ui.run_status(run)
@@ -63,11 +66,13 @@ with ui.frame(__file__) as fr:
                 by_heads.setdefault(int(e["heads"]), []).append((int(e["step"]), float(e["accuracy"])))
                 if "seconds_per_step" in e:
                     seconds[int(e["heads"])] = float(e["seconds_per_step"])
-            st.plotly_chart(heads_race_figure(by_heads, seconds), key="race")
+            ui.chart(heads_race_figure(by_heads, seconds), key="race")
             st.caption(
-                "The same task, d_model and recipe with 1, 2, 4 and 8 heads: more heads are more "
-                "subspaces to attend in, each smaller (d_head = d_model / heads). Held-out accuracy "
-                "against updates, and the time one update takes."
+                tr(
+                    "The same task, d_model and recipe with 1, 2, 4 and 8 heads: more heads are more "
+                    "subspaces to attend in, each smaller (d_head = d_model / heads). Held-out accuracy "
+                    "against updates, and the time one update takes."
+                )
             )
         if run.is_final and st.session_state.get("_train_was_active"):
             st.session_state["_train_was_active"] = False

@@ -18,7 +18,8 @@ into a valid name.
 
 A run appears whole or not at all: `save_run` writes into a hidden temporary folder next to the
 target and renames it in one step. Every problem on loading raises `CheckpointError` (a
-ValueError) naming the file and what is wrong with it.
+ValueError) naming the file and what is wrong with it, worded in the current language
+(`tformer.i18n.tr`: the app shows it to the reader who picked the run).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ import torch
 
 from .config import EncoderConfig
 from .encoder import Encoder
+from .i18n import tr
 from .tokenizer import Tokenizer
 
 __all__ = [
@@ -118,14 +120,18 @@ def _run_folder(folder: str | os.PathLike[str]) -> Path:
     if isinstance(folder, str):
         if not is_run_name(folder):
             raise CheckpointError(
-                f"run name {folder!r} is not allowed: use 1 to {MAX_NAME_LEN} ASCII letters, digits, "
-                f"'-' or '_' (sanitize_run_name makes one from any text; pass a pathlib.Path for a "
-                f"folder outside {runs_dir()})"
+                tr(
+                    "run name {name!r} is not allowed: use 1 to {most} ASCII letters, digits, '-' or '_' "
+                    "(sanitize_run_name makes one from any text; pass a pathlib.Path for a folder outside {root})",
+                    name=folder,
+                    most=MAX_NAME_LEN,
+                    root=runs_dir(),
+                )
             )
         return runs_dir() / folder
     path = Path(folder)
     if ".." in path.parts:
-        raise CheckpointError(f"{path}: a run folder path may not contain '..'")
+        raise CheckpointError(tr("{path}: a run folder path may not contain '..'", path=path))
     return path
 
 
@@ -356,15 +362,28 @@ def load_run(
     """
     path = _run_folder(folder)
     if not path.is_dir():
-        raise CheckpointError(f"{path} is not a run folder (it does not exist or is not a folder)")
+        raise CheckpointError(
+            tr("{path} is not a run folder (it does not exist or is not a folder)", path=path)
+        )
     run = _read_json(path / RUN_FILE)
     if run.get("format") != FORMAT:
-        raise CheckpointError(f"{path / RUN_FILE} is not a tformer run file (format={run.get('format')!r})")
+        raise CheckpointError(
+            tr(
+                "{path} is not a tformer run file (format={found!r})",
+                path=path / RUN_FILE,
+                found=run.get("format"),
+            )
+        )
     version = run.get("format_version")
     if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= FORMAT_VERSION:
         raise CheckpointError(
-            f"{path / RUN_FILE}: format_version={version!r} is not supported (this tformer reads "
-            f"1..{FORMAT_VERSION}; a newer tformer may have written it)"
+            tr(
+                "{path}: format_version={version!r} is not supported (this tformer reads 1..{newest}; a "
+                "newer tformer may have written it)",
+                path=path / RUN_FILE,
+                version=version,
+                newest=FORMAT_VERSION,
+            )
         )
     cfg = _read_config(path / CONFIG_FILE)
 
@@ -377,36 +396,50 @@ def load_run(
 
     tok_file = path / TOKENIZER_FILE
     if not tok_file.is_file():
-        raise CheckpointError(f"missing file {tok_file}: the run cannot tokenize text without it")
+        raise CheckpointError(
+            tr("missing file {path}: the run cannot tokenize text without it", path=tok_file)
+        )
     max_len = run.get("tokenizer_max_len", cfg.max_len)
     if not isinstance(max_len, int) or isinstance(max_len, bool) or not 1 <= max_len <= cfg.max_len:
         raise CheckpointError(
-            f"{path / RUN_FILE}: tokenizer_max_len={max_len!r} must be an integer in 1..{cfg.max_len} "
-            f"(max_len in {CONFIG_FILE})"
+            tr(
+                "{path}: tokenizer_max_len={value!r} must be an integer in 1..{most} (max_len in {config})",
+                path=path / RUN_FILE,
+                value=max_len,
+                most=cfg.max_len,
+                config=CONFIG_FILE,
+            )
         )
     try:
         tokenizer = Tokenizer.from_file(tok_file, max_len=max_len)
     except ValueError as exc:
-        raise CheckpointError(f"{tok_file}: {exc}") from exc
+        raise CheckpointError(tr("{path}: {error}", path=tok_file, error=exc)) from exc
     if tokenizer.vocab_size > cfg.vocab_size:
         raise CheckpointError(
-            f"{tok_file} has {tokenizer.vocab_size} tokens but {path / CONFIG_FILE} has "
-            f"vocab_size={cfg.vocab_size}"
+            tr(
+                "{path} has {n} tokens but {config} has vocab_size={vocab_size}",
+                path=tok_file,
+                n=tokenizer.vocab_size,
+                config=path / CONFIG_FILE,
+                vocab_size=cfg.vocab_size,
+            )
         )
     return model, tokenizer, run
 
 
 def _read_json(path: Path) -> dict[str, Any]:
     if not path.is_file():
-        raise CheckpointError(f"missing file {path}")
+        raise CheckpointError(tr("missing file {path}", path=path))
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise CheckpointError(f"{path} is not valid JSON: {exc}") from exc
+        raise CheckpointError(tr("{path} is not valid JSON: {error}", path=path, error=exc)) from exc
     except OSError as exc:
-        raise CheckpointError(f"cannot read {path}: {exc}") from exc
+        raise CheckpointError(tr("cannot read {path}: {error}", path=path, error=exc)) from exc
     if not isinstance(data, dict):
-        raise CheckpointError(f"{path} must hold a JSON object, found {type(data).__name__}")
+        raise CheckpointError(
+            tr("{path} must hold a JSON object, found {kind}", path=path, kind=type(data).__name__)
+        )
     return data
 
 
@@ -415,24 +448,35 @@ def _read_config(path: Path) -> EncoderConfig:
     known = {f.name for f in dataclasses.fields(EncoderConfig)}
     unknown = sorted(set(data) - known)
     if unknown:
-        raise CheckpointError(f"{path} has unknown keys {unknown} (EncoderConfig fields: {sorted(known)})")
+        raise CheckpointError(
+            tr(
+                "{path} has unknown keys {unknown} (EncoderConfig fields: {known})",
+                path=path,
+                unknown=unknown,
+                known=sorted(known),
+            )
+        )
     try:
         return EncoderConfig(**data)
     except (ValueError, TypeError) as exc:
-        raise CheckpointError(f"{path}: {exc}") from exc
+        raise CheckpointError(tr("{path}: {error}", path=path, error=exc)) from exc
 
 
 def _read_weights(path: Path) -> dict[str, torch.Tensor]:
     if not path.is_file():
-        raise CheckpointError(f"missing file {path}")
+        raise CheckpointError(tr("missing file {path}", path=path))
     try:
         from safetensors.torch import load_file
 
         weights = load_file(str(path), device="cpu")
     except Exception as exc:  # safetensors raises its own error type, OSError, or others
         raise CheckpointError(
-            f"{path} cannot be read (truncated, damaged or not a safetensors file): "
-            f"{type(exc).__name__}: {exc}"
+            tr(
+                "{path} cannot be read (truncated, damaged or not a safetensors file): {kind}: {error}",
+                path=path,
+                kind=type(exc).__name__,
+                error=exc,
+            )
         ) from exc
     return dict(weights)
 
@@ -446,23 +490,46 @@ def _check_state(
 ) -> None:
     """Every expected tensor present, floating point and of the right shape; nothing extra."""
 
-    def listed(names: list[str]) -> str:
-        return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    def listed(names: list[str], sep: str = ", ") -> str:
+        shown = sep.join(names[:5])
+        return tr("{names} and {n} more", names=shown, n=len(names) - 5) if len(names) > 5 else shown
 
     missing = [k for k in expected if k not in state]
     if missing:
-        raise CheckpointError(f"{source} lacks tensors that {CONFIG_FILE} calls for: {listed(missing)}")
+        raise CheckpointError(
+            tr(
+                "{path} lacks tensors that {config} calls for: {names}",
+                path=source,
+                config=CONFIG_FILE,
+                names=listed(missing),
+            )
+        )
     extra = sorted(set(state) - set(expected))
     if extra:
-        raise CheckpointError(f"{source} has tensors this config has no place for: {listed(extra)}")
+        raise CheckpointError(
+            tr("{path} has tensors this config has no place for: {names}", path=source, names=listed(extra))
+        )
     wrong = [
-        f"{k}: {_shape(state[k].shape)} in the file, {_shape(v.shape)} expected"
+        tr(
+            "{name}: {found} in the file, {expected} expected",
+            name=k,
+            found=_shape(state[k].shape),
+            expected=_shape(v.shape),
+        )
         for k, v in expected.items()
         if state[k].shape != v.shape
     ]
     if wrong:
-        more = f"; and {len(wrong) - 5} more" if len(wrong) > 5 else ""
-        raise CheckpointError(f"{source} does not match {CONFIG_FILE}: " + "; ".join(wrong[:5]) + more)
+        raise CheckpointError(
+            tr(
+                "{path} does not match {config}: {problems}",
+                path=source,
+                config=CONFIG_FILE,
+                problems=listed(wrong, "; "),
+            )
+        )
     not_float = [k for k in expected if not state[k].is_floating_point()]
     if not_float:
-        raise CheckpointError(f"{source}: tensors {listed(not_float)} are not floating point")
+        raise CheckpointError(
+            tr("{path}: tensors {names} are not floating point", path=source, names=listed(not_float))
+        )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .i18n import tr
+
 POS_ENCODINGS = ("sinusoidal", "learned", "none")
 ACTIVATIONS = ("relu", "gelu")
 NORMS = ("post", "pre")
@@ -40,27 +42,69 @@ class EncoderConfig:
         for name in positive:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name}={value!r} must be a positive integer")
+                raise ValueError(
+                    tr("{name}={value} must be a positive integer", name=name, value=repr(value))
+                )
         for name in ("type_vocab_size", "n_outputs", "seed"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"{name}={value!r} must be a non-negative integer")
+                raise ValueError(
+                    tr("{name}={value} must be a non-negative integer", name=name, value=repr(value))
+                )
         if self.d_model % self.n_heads:
-            raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
+            raise ValueError(
+                tr(
+                    "d_model={d_model} is not divisible by n_heads={n_heads}",
+                    d_model=self.d_model,
+                    n_heads=self.n_heads,
+                )
+            )
         if self.pos_encoding not in POS_ENCODINGS:
-            raise ValueError(f"pos_encoding={self.pos_encoding!r} is not one of {POS_ENCODINGS}")
+            raise ValueError(
+                tr(
+                    "{name}={value} is not one of {choices}",
+                    name="pos_encoding",
+                    value=repr(self.pos_encoding),
+                    choices=POS_ENCODINGS,
+                )
+            )
         if self.pos_encoding == "sinusoidal" and self.d_model % 2:
-            raise ValueError(f"d_model={self.d_model} must be even for sinusoidal positions (sin/cos pairs)")
+            raise ValueError(
+                tr(
+                    "d_model={d_model} must be even for sinusoidal positions (sin/cos pairs)",
+                    d_model=self.d_model,
+                )
+            )
         if self.activation not in ACTIVATIONS:
-            raise ValueError(f"activation={self.activation!r} is not one of {ACTIVATIONS}")
+            raise ValueError(
+                tr(
+                    "{name}={value} is not one of {choices}",
+                    name="activation",
+                    value=repr(self.activation),
+                    choices=ACTIVATIONS,
+                )
+            )
         if self.norm not in NORMS:
-            raise ValueError(f"norm={self.norm!r} is not one of {NORMS}")
+            raise ValueError(
+                tr(
+                    "{name}={value} is not one of {choices}",
+                    name="norm",
+                    value=repr(self.norm),
+                    choices=NORMS,
+                )
+            )
         if not 0.0 <= float(self.dropout) < 1.0:
-            raise ValueError(f"dropout={self.dropout!r} must be in [0, 1)")
+            raise ValueError(tr("dropout={value} must be in [0, 1)", value=repr(self.dropout)))
         if not float(self.layer_norm_eps) > 0.0:
-            raise ValueError(f"layer_norm_eps={self.layer_norm_eps!r} must be > 0")
+            raise ValueError(tr("layer_norm_eps={value} must be > 0", value=repr(self.layer_norm_eps)))
         if not isinstance(self.causal, bool) or not isinstance(self.embed_norm, bool):
-            raise ValueError(f"causal={self.causal!r} and embed_norm={self.embed_norm!r} must be booleans")
+            raise ValueError(
+                tr(
+                    "causal={causal} and embed_norm={embed_norm} must be booleans",
+                    causal=repr(self.causal),
+                    embed_norm=repr(self.embed_norm),
+                )
+            )
 
     @property
     def d_head(self) -> int:

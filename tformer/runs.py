@@ -25,9 +25,12 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
+
+from .i18n import tr
 
 __all__ = ["FINAL_STATES", "STATES", "Progress", "Run", "RunHandle", "RunManager", "RunState", "Snapshot"]
 
@@ -151,6 +154,27 @@ class Progress:
 # --- one run -----------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Message:
+    """A message as an English template and its values, worded when it is read: a run speaks
+    from its own thread, which has no reader and so no language (`tformer.i18n`); the page that
+    shows it reads it in its session's language. A value may itself be a Message."""
+
+    template: str
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+    def text(self) -> str:
+        values = {k: v.text() if isinstance(v, Message) else v for k, v in self.values.items()}
+        return tr(self.template, **values)
+
+    def __str__(self) -> str:
+        return self.text()
+
+
+def _msg(template: str, **values: Any) -> Message:
+    return Message(template, values)
+
+
 class Run:
     """One submitted function: its state, its progress and, when it set one, its result.
 
@@ -168,10 +192,12 @@ class Run:
         self._manager = manager
         self._fn: RunFn | None = fn  # dropped once the run ends, with whatever it holds
         self._state: RunState = "queued"
-        self._message = ""
-        self._note = ""  # the function's own last word (set_message), kept into the final message
-        self._stop_reason: str | None = None  # the final message, once a stop was asked for
-        self._failure: str | None = None  # set by RunHandle.fail
+        self._message = _msg("")
+        self._note: Message | None = (
+            None  # the function's own last word (set_message), kept into the final message
+        )
+        self._stop_reason: Message | None = None  # the final message, once a stop was asked for
+        self._failure: Message | None = None  # set by RunHandle.fail
         self._result: Any = None
         self._traceback: str | None = None
         self._last_seen = time.monotonic()
@@ -188,12 +214,22 @@ class Run:
 
     @property
     def message(self) -> str:
-        """What a page can show next to the state: a queue position, an error, a stop reason."""
+        """What a page can show next to the state: a queue position, an error, a stop reason;
+        worded in the reader's language."""
+        return self.message_template.text()
+
+    @property
+    def message_template(self) -> Message:
+        """`message` before it is worded: its English template and values."""
         if self._state == "queued":
             position = self.queue_position()
             if position is not None:
-                ahead = "next to start" if position == 1 else f"{position - 1} run(s) ahead of it"
-                return f"queued: {ahead} (at most {self._manager.max_running} train at once)"
+                most = self._manager.max_running
+                if position == 1:
+                    return _msg("queued: next to start (at most {most} train at once)", most=most)
+                return _msg(
+                    "queued: {n} run(s) ahead of it (at most {most} train at once)", n=position - 1, most=most
+                )
         return self._message
 
     @property
@@ -213,7 +249,7 @@ class Run:
     def stop(self) -> None:
         """Ask the run to stop. A queued run ends at once; a running one is "stopping" until
         its function notices (`RunHandle.should_stop`) and returns."""
-        self._manager._stop(self, "stopped on request")
+        self._manager._stop(self, _msg("stopped on request"))
 
     def heartbeat(self) -> None:
         """Someone is still watching: every session that shows this run calls it on each poll."""
@@ -258,13 +294,15 @@ class RunHandle:
         """Hand back what the run produced (e.g. the trained model); readable as `Run.result`."""
         self._run._result = obj
 
-    def set_message(self, text: str) -> None:
-        """Replace the message shown while the run trains ("epoch 2 of 5")."""
-        self._run._manager._set_message(self._run, str(text))
+    def set_message(self, template: str, **values: Any) -> None:
+        """Replace the message shown while the run trains (``"epoch {i} of {n}"``, i=2, n=5):
+        an English template and its values, worded when a page reads it."""
+        self._run._manager._set_message(self._run, Message(str(template), values))
 
-    def fail(self, message: str) -> None:
-        """Mark the run failed with ``message``; it ends "failed" when the function returns."""
-        self._run._manager._fail(self._run, str(message))
+    def fail(self, template: str, **values: Any) -> None:
+        """Mark the run failed with this message (a template and its values, as
+        `set_message`); it ends "failed" when the function returns."""
+        self._run._manager._fail(self._run, Message(str(template), values))
 
 
 # --- the manager -------------------------------------------------------------------------------
@@ -321,9 +359,13 @@ class RunManager:
             self._reap_idle_queued()
             start_now = len(self._running) < self.max_running and not self._queue
             if not start_now and len(self._queue) >= self.max_queued:
-                raise ValueError(
-                    f"{len(self._running)} runs are training and {len(self._queue)} are waiting "
-                    f"(at most {self.max_queued}): try again when one finishes"
+                raise ValueError(  # raised in the page's script run: worded in its reader's language
+                    tr(
+                        "{running} runs are training and {waiting} are waiting (at most {most}): try again when one finishes",
+                        running=len(self._running),
+                        waiting=len(self._queue),
+                        most=self.max_queued,
+                    )
                 )
             run = Run(self, self._new_id(), str(label), str(owner), fn)
             self._runs[run.id] = run
@@ -370,9 +412,9 @@ class RunManager:
         with self._lock:
             self._closed = True
             while self._queue:
-                self._end_unstarted(self._queue.popleft(), "stopped: the app shut down")
+                self._end_unstarted(self._queue.popleft(), _msg("stopped: the app shut down"))
             for run in self._running:
-                self._request_stop(run, "stopped: the app shut down")
+                self._request_stop(run, _msg("stopped: the app shut down"))
             threads = list(self._threads)
         deadline = time.monotonic() + timeout
         for thread in threads:
@@ -391,28 +433,30 @@ class RunManager:
             except ValueError:
                 return None
 
-    def _stop(self, run: Run, reason: str) -> None:
+    def _stop(self, run: Run, reason: Message) -> None:
         with self._lock:
             if run._state == "queued":
                 self._queue.remove(run)
-                self._end_unstarted(run, "stopped before it started")
+                self._end_unstarted(run, _msg("stopped before it started"))
             elif run._state == "running":
                 self._request_stop(run, reason)
 
     def _should_stop(self, run: Run) -> bool:
         with self._lock:
             if run._stop_reason is None and run._state == "running" and self._idle(run):
-                self._request_stop(run, f"stopped: nobody was watching for {self.idle_timeout_s:g} s")
+                self._request_stop(
+                    run, _msg("stopped: nobody was watching for {seconds:g} s", seconds=self.idle_timeout_s)
+                )
             return run._stop_reason is not None or run._failure is not None
 
-    def _set_message(self, run: Run, text: str) -> None:
+    def _set_message(self, run: Run, text: Message) -> None:
         with self._lock:
             if run._state in ("running", "stopping"):
                 run._note = text
                 if run._state == "running":
                     run._message = text
 
-    def _fail(self, run: Run, message: str) -> None:
+    def _fail(self, run: Run, message: Message) -> None:
         with self._lock:
             if run._failure is None and not run.is_final:
                 run._failure = message
@@ -429,15 +473,15 @@ class RunManager:
     def _idle(self, run: Run) -> bool:
         return time.monotonic() - run._last_seen > self.idle_timeout_s
 
-    def _request_stop(self, run: Run, reason: str) -> None:
+    def _request_stop(self, run: Run, reason: Message) -> None:
         if run._stop_reason is None:
             run._stop_reason = reason
         run._state = "stopping"
-        run._message = "stopping: waiting for the current step to end"
+        run._message = _msg("stopping: waiting for the current step to end")
 
     def _start(self, run: Run) -> None:
         run._state = "running"
-        run._message = "running"
+        run._message = _msg("running")
         run.started = time.time()
         thread = threading.Thread(target=self._work, args=(run,), name=f"tformer-run-{run.id}", daemon=True)
         self._running.append(run)
@@ -447,14 +491,14 @@ class RunManager:
         except RuntimeError as exc:  # "can't start new thread": fail this run, keep the queue going
             self._running.remove(run)
             run._state = "failed"
-            run._message = f"failed: could not start a thread ({exc})"
+            run._message = _msg("failed: could not start a thread ({error})", error=str(exc))
             run.finished = time.time()
             run._fn = None
             run._ended.set()
             return
         self._threads.append(thread)
 
-    def _end_unstarted(self, run: Run, message: str) -> None:
+    def _end_unstarted(self, run: Run, message: Message) -> None:
         run._state = "stopped"
         run._message = message
         run.finished = time.time()
@@ -465,7 +509,9 @@ class RunManager:
         """Queued runs whose session went away will never be watched: drop them now."""
         for run in [r for r in self._queue if self._idle(r)]:
             self._queue.remove(run)
-            self._end_unstarted(run, f"stopped: nobody was watching for {self.idle_timeout_s:g} s")
+            self._end_unstarted(
+                run, _msg("stopped: nobody was watching for {seconds:g} s", seconds=self.idle_timeout_s)
+            )
 
     def _pump(self) -> None:
         """Start queued runs while there is room."""
@@ -481,20 +527,22 @@ class RunManager:
     # --- the thread ------------------------------------------------------------------------------
 
     def _work(self, run: Run) -> None:
-        error: str | None = None
+        error: Message | None = None
         trace: str | None = None
         try:
             fn = run._fn
             if fn is not None:
                 fn(RunHandle(run))
         except BaseException as exc:  # a crashed run must end "failed", never take the queue down
-            error = f"failed: {type(exc).__name__}: {exc}"
+            error = _msg("failed: {kind}: {error}", kind=type(exc).__name__, error=str(exc))
             trace = traceback.format_exc()
-            _log.warning("run %s (%s) %s", run.id, run.label, error, exc_info=True)
+            _log.warning(
+                "run %s (%s) failed: %s: %s", run.id, run.label, type(exc).__name__, exc, exc_info=True
+            )
         finally:
             self._finish(run, error, trace)
 
-    def _finish(self, run: Run, error: str | None, trace: str | None) -> None:
+    def _finish(self, run: Run, error: Message | None, trace: str | None) -> None:
         with self._lock:
             try:
                 if error is not None:
@@ -502,10 +550,12 @@ class RunManager:
                 elif run._failure is not None:
                     run._state, run._message = "failed", run._failure
                 elif run._stop_reason is not None:
-                    note = f": {run._note}" if run._note else ""
-                    run._state, run._message = "stopped", run._stop_reason + note
+                    reason = run._stop_reason
+                    if run._note is not None and run._note.template:
+                        reason = _msg("{reason}: {note}", reason=reason, note=run._note)
+                    run._state, run._message = "stopped", reason
                 else:
-                    run._state, run._message = "done", run._note or "done"
+                    run._state, run._message = "done", run._note or _msg("done")
                 run._traceback = trace
                 run.finished = time.time()
                 run._fn = None

@@ -15,6 +15,9 @@ falls below ``held_out`` (`is_held_out`). The split is a property of the sequenc
 the order of draws: `make_batch` redraws every held-out sequence it happens to draw, so training
 never sees one, and `held_out_set` keeps only held-out ones. About ``held_out`` of all sequences
 are held out.
+
+`TASKS`' descriptions are English catalog templates (a page shows ``tr(TASKS[name])``);
+`TaskSpec`'s errors are worded in the current language (`tformer.i18n.tr`).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import numpy.typing as npt
 import tokenizers
 from tokenizers import models, pre_tokenizers
 
+from .i18n import tr
 from .tokenizer import Tokenizer
 
 __all__ = [
@@ -86,21 +90,41 @@ class TaskSpec:
 
     def __post_init__(self) -> None:
         if self.name not in TASKS:
-            raise ValueError(f"task {self.name!r} is not one of {list(TASKS)}")
+            raise ValueError(tr("task {name!r} is not one of {names}", name=self.name, names=list(TASKS)))
         for field_name, low, high in (("length", 2, MAX_LENGTH), ("vocab", 2, len(SYMBOLS))):
             value = getattr(self, field_name)
             if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-                raise ValueError(f"{field_name}={value!r} must be an integer in [{low}, {high}]")
+                raise ValueError(
+                    tr(
+                        "{name}={value!r} must be an integer in [{low}, {high}]",
+                        name=field_name,
+                        value=value,
+                        low=low,
+                        high=high,
+                    )
+                )
         if not isinstance(self.shift, int) or not 1 <= self.shift < self.length:
-            raise ValueError(f"shift={self.shift!r} must be an integer in [1, length-1={self.length - 1}]")
+            raise ValueError(
+                tr(
+                    "shift={value!r} must be an integer in [1, length-1={top}]",
+                    value=self.shift,
+                    top=self.length - 1,
+                )
+            )
         if not 0.01 <= float(self.held_out) <= 0.9:
-            raise ValueError(f"held_out={self.held_out!r} must be a fraction in [0.01, 0.9]")
+            raise ValueError(tr("held_out={value!r} must be a fraction in [0.01, 0.9]", value=self.held_out))
         if not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"seed={self.seed!r} must be a non-negative integer")
+            raise ValueError(tr("seed={value!r} must be a non-negative integer", value=self.seed))
         if self.vocab**self.length < MIN_SEQUENCES:
             raise ValueError(
-                f"vocab={self.vocab} symbols and length={self.length} make only "
-                f"{self.vocab**self.length} sequences: need at least {MIN_SEQUENCES} to hold some out"
+                tr(
+                    "vocab={vocab} symbols and length={length} make only {n} sequences: need at least "
+                    "{least} to hold some out",
+                    vocab=self.vocab,
+                    length=self.length,
+                    n=self.vocab**self.length,
+                    least=MIN_SEQUENCES,
+                )
             )
 
     @property

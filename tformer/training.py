@@ -8,6 +8,11 @@ patterns to replay while the heads form. The loss is the token-level cross-entro
 smoothing (`label_smoothed_loss`).
 
 Nothing here changes torch's global state (threads, seeds) unless asked (``threads=``).
+
+Text a reader sees is English here and goes through `tformer.i18n.tr`: the help texts are
+catalog templates (the page translates them), validation errors are worded in the language of
+the thread that raises them, and `Trainer.divergence` gives a template and its values (a
+training thread has no reader's language).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import torch.nn.functional as F
 from .capture import capture_ids
 from .config import EncoderConfig
 from .encoder import Encoder
+from .i18n import tr
 from .tasks import TaskSpec, as_text, held_out_set, make_batch, task_tokenizer
 
 __all__ = [
@@ -97,35 +103,39 @@ class Recipe:
     seed: int = field(default=0, metadata=_help("Seeds the initial weights, the batches and dropout."))
 
     def __post_init__(self) -> None:
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer={self.optimizer!r} is not one of {OPTIMIZERS}")
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"schedule={self.schedule!r} is not one of {SCHEDULES}")
+        for name, choices in (("optimizer", OPTIMIZERS), ("schedule", SCHEDULES)):
+            value = getattr(self, name)
+            if value not in choices:
+                raise ValueError(
+                    tr("{name}={value!r} is not one of {choices}", name=name, value=value, choices=choices)
+                )
         if not (isinstance(self.lr, int | float) and math.isfinite(self.lr) and self.lr > 0):
-            raise ValueError(f"lr={self.lr!r} must be a positive number")
+            raise ValueError(tr("lr={value!r} must be a positive number", value=self.lr))
         b1, b2 = self.betas
         if not (0.0 <= b1 < 1.0 and 0.0 <= b2 < 1.0):
-            raise ValueError(f"betas={self.betas!r} must both be in [0, 1)")
+            raise ValueError(tr("betas={value!r} must both be in [0, 1)", value=self.betas))
         if not self.eps > 0:
-            raise ValueError(f"eps={self.eps!r} must be > 0")
+            raise ValueError(tr("eps={value!r} must be > 0", value=self.eps))
         for name in ("weight_decay", "clip"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):
-                raise ValueError(f"{name}={value!r} must be a finite number >= 0")
-        if not 0.0 <= self.label_smoothing < 1.0:
-            raise ValueError(f"label_smoothing={self.label_smoothing!r} must be in [0, 1)")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout={self.dropout!r} must be in [0, 1)")
+                raise ValueError(tr("{name}={value!r} must be a finite number >= 0", name=name, value=value))
+        for name in ("label_smoothing", "dropout"):
+            value = getattr(self, name)
+            if not 0.0 <= value < 1.0:
+                raise ValueError(tr("{name}={value!r} must be in [0, 1)", name=name, value=value))
         for name in ("batch", "accum", "steps", "eval_every", "snapshot_every"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name}={value!r} must be a positive integer")
+                raise ValueError(tr("{name}={value!r} must be a positive integer", name=name, value=value))
         for name in ("warmup", "seed"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"{name}={value!r} must be a non-negative integer")
+                raise ValueError(
+                    tr("{name}={value!r} must be a non-negative integer", name=name, value=value)
+                )
         if self.schedule == "noam" and self.warmup < 1:
-            raise ValueError("warmup=0 with schedule='noam': the 1/√step decay needs warmup >= 1")
+            raise ValueError(tr("warmup=0 with schedule='noam': the 1/√step decay needs warmup >= 1"))
 
     def lr_at(self, step: int) -> float:
         """The learning rate of update ``step`` (1 is the first)."""
@@ -135,7 +145,9 @@ class Recipe:
 
 
 def recipe_help() -> dict[str, str]:
-    """Field name -> its one-line help, in field order (what the page shows beside each setting)."""
+    """Field name -> its one-line help, in field order (what the page shows beside each setting).
+
+    English: each text is a catalog template, the page shows ``tr(text)``."""
     return {f.name: f.metadata["help"] for f in fields(Recipe)}
 
 
@@ -150,7 +162,7 @@ def noam_lr(step: int, *, peak: float, warmup: int) -> float:
     :math:`s = w` is ``peak`` (the paper's d_model = 512, w = 4000 peak at ≈ 7.0e-4).
     """
     if warmup < 1:
-        raise ValueError(f"warmup={warmup!r} must be >= 1")
+        raise ValueError(tr("warmup={value!r} must be >= 1", value=warmup))
     if step <= 0:
         return 0.0
     return peak * min(step / warmup, math.sqrt(warmup / step))
@@ -256,9 +268,16 @@ class Trainer:
         n_ids = task_tokenizer(task_spec).vocab_size
         if cfg.n_outputs != n_ids or cfg.vocab_size < n_ids or cfg.max_len < task_spec.length:
             raise ValueError(
-                f"config (vocab_size={cfg.vocab_size}, n_outputs={cfg.n_outputs}, max_len={cfg.max_len}) "
-                f"does not fit task {task_spec.name!r} ({n_ids} ids, length {task_spec.length}): "
-                "build it with model_config(task_spec, ...)"
+                tr(
+                    "config (vocab_size={vocab_size}, n_outputs={n_outputs}, max_len={max_len}) does not "
+                    "fit task {task!r} ({n_ids} ids, length {length}): build it with model_config(task_spec, ...)",
+                    vocab_size=cfg.vocab_size,
+                    n_outputs=cfg.n_outputs,
+                    max_len=cfg.max_len,
+                    task=task_spec.name,
+                    n_ids=n_ids,
+                    length=task_spec.length,
+                )
             )
         if threads is not None:
             torch.set_num_threads(threads)
@@ -369,31 +388,52 @@ class Trainer:
         return cap.pattern
 
     def diverged(self, stats: StepStats) -> str | None:
-        """A message naming the setting to lower when training has blown up, else None.
+        """A message naming the setting to lower when training has blown up, else None
+        (`divergence`, worded in the current language).
 
         Blown up: a loss that is NaN or infinite; after warm-up, a loss above 3x the first
         step's; a gradient norm that is not finite or 1000x the first step's.
         """
+        found = self.divergence(stats)
+        return None if found is None else tr(found[0], **found[1])
+
+    def divergence(self, stats: StepStats) -> tuple[str, dict[str, float | int]] | None:
+        """`diverged`'s message as an English template and its values (`tformer.i18n.tr`), for
+        a page to word in its reader's language; None when training is fine."""
         r = self.recipe
-        where = f"at step {stats.step}"
+        at: dict[str, float | int] = {
+            "step": stats.step,
+            "lr": r.lr,
+            "loss": stats.loss,
+            "norm": stats.grad_norm,
+        }
         if not math.isfinite(stats.loss):
-            return f"the loss became {stats.loss} {where}: lower lr (now {r.lr:g})" + (
-                "" if r.clip else ", or turn clip on (e.g. 1.0)"
+            if r.clip:
+                return "the loss became {loss} at step {step}: lower lr (now {lr:g})", at
+            return (
+                "the loss became {loss} at step {step}: lower lr (now {lr:g}), or turn clip on (e.g. 1.0)",
+                at,
             )
         if not math.isfinite(stats.grad_norm):
-            return f"the gradient norm became {stats.grad_norm} {where}: lower lr (now {r.lr:g})"
+            return "the gradient norm became {norm} at step {step}: lower lr (now {lr:g})", at
         first_loss, first_norm = self.initial_loss, self.initial_grad_norm
         if first_loss is not None and stats.step > r.warmup and stats.loss > 3 * first_loss:
-            return (
-                f"the loss {stats.loss:.3g} {where} is over 3x its start ({first_loss:.3g}): "
-                f"lower lr (now {r.lr:g})"
+            template = (
+                "the loss {loss:.3g} at step {step} is over 3x its start ({first:.3g}): lower lr (now {lr:g})"
             )
+            return template, {**at, "first": first_loss}
         if first_norm is not None and first_norm > 0 and stats.grad_norm > 1000 * first_norm:
-            advice = f"lower clip (now {r.clip:g}) or lr" if r.clip else "turn clip on (e.g. 1.0) or lower lr"
-            return (
-                f"the gradient norm {stats.grad_norm:.3g} {where} is over 1000x its start "
-                f"({first_norm:.3g}): {advice} (lr now {r.lr:g})"
-            )
+            if r.clip:
+                template = (
+                    "the gradient norm {norm:.3g} at step {step} is over 1000x its start ({first:.3g}): "
+                    "lower clip (now {clip:g}) or lr (lr now {lr:g})"
+                )
+            else:
+                template = (
+                    "the gradient norm {norm:.3g} at step {step} is over 1000x its start ({first:.3g}): "
+                    "turn clip on (e.g. 1.0) or lower lr (lr now {lr:g})"
+                )
+            return template, {**at, "first": first_norm, "clip": r.clip}
         return None
 
     def run(

@@ -1,4 +1,5 @@
-"""Full-page screenshots of every page at 16 and 512 tokens and with the Chinese example.
+"""Full-page screenshots of every page at 16 and 512 tokens, and in the Chinese interface with
+the Chinese example.
 
 They go to artifacts/screenshots/<page>-16.png, <page>-512.png and <page>-zh.png (<page> is the
 page's URL path, "start" for the default page), for a person to look at: readable from the back
@@ -17,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tformer.i18n import tr, use_language
 
 from .streamlit_driver import (
     MAX_SCREENSHOT_HEIGHT,
@@ -86,6 +89,7 @@ def set_variant_text(page: Any, variant: str) -> str:
     if variant == "zh":
         ex = chinese_example()
         set_widget(page, "example", ex["label"])  # the example picker, as a teacher would
+        set_widget(page, "lang", "中文")  # and the Chinese interface
         return ex["text"]
     n = int(variant)
     text, exact = token_text(n, variant=n)
@@ -96,8 +100,10 @@ def set_variant_text(page: Any, variant: str) -> str:
 
 def check_page(page: Any, spec: Any, variant: str, text: str, probe: Any) -> None:
     where = f"/{spec.url_path} ({variant})"
-    heading = page.locator('[data-testid="stHeading"]').filter(has_text=spec.heading)
-    assert heading.count() >= 1, f"{where}: heading {spec.heading!r} not drawn"
+    with use_language("zh" if variant == "zh" else "en"):
+        title = tr(spec.heading)
+    heading = page.locator('[data-testid="stHeading"]').filter(has_text=title)
+    assert heading.count() >= 1, f"{where}: heading {title!r} not drawn"
     assert exception_boxes(page) == 0, where
     assert alert_count(page, "Error") == 0, (where, alert_texts_of(page, "Error"))
     assert probe.page_errors == [], (where, probe.page_errors)

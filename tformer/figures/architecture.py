@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 import plotly.graph_objects as go
 
+from ..i18n import tr
 from .labels import text_px
 from .layout import FULL_WIDTH, TOP_TITLE_PX, figure_title
 
@@ -141,11 +142,19 @@ def _architecture_rows(spec: ArchitectureLike) -> list[_Row]:
         return _Row(key, name, detail, resid, note, fill, True, part(key), per)
 
     rows = [
-        _Row("tokens", "tokens", "this text, tokenized", f"[{n}] token ids", "", FILL["io"], False),
+        _Row(
+            "tokens",
+            tr("tokens"),
+            tr("this text, tokenized"),
+            tr("[{n}] token ids", n=n),
+            "",
+            FILL["io"],
+            False,
+        ),
         _Row(
             "embed",
-            "token embedding",
-            f"a {spec.vocab_size:,} \u00d7 {d} table",
+            tr("token embedding"),
+            tr("a {vocab} \u00d7 {d_model} table", vocab=f"{spec.vocab_size:,}", d_model=d),
             resid,
             "",
             FILL["embed"],
@@ -155,14 +164,22 @@ def _architecture_rows(spec: ArchitectureLike) -> list[_Row]:
     ]
     if spec.pos_encoding == "sinusoidal":
         rows.append(
-            _Row("pos_embed", "+ positional encoding", "sin / cos, fixed", resid, "", FILL["embed"], False)
+            _Row(
+                "pos_embed",
+                tr("+ positional encoding"),
+                tr("sin / cos, fixed"),
+                resid,
+                "",
+                FILL["embed"],
+                False,
+            )
         )
     elif spec.pos_encoding == "learned":
         rows.append(
             _Row(
                 "pos_embed",
-                "+ positional encoding",
-                f"learned, {spec.max_len} \u00d7 {d}",
+                tr("+ positional encoding"),
+                tr("learned, {max_len} \u00d7 {d_model}", max_len=spec.max_len, d_model=d),
                 resid,
                 "",
                 FILL["embed"],
@@ -174,8 +191,8 @@ def _architecture_rows(spec: ArchitectureLike) -> list[_Row]:
         rows.append(
             _Row(
                 "token_type_embed",
-                "+ segment embedding",
-                f"{spec.type_vocab_size} segment types",
+                tr("+ segment embedding"),
+                tr("{n} segment types", n=spec.type_vocab_size),
                 resid,
                 "",
                 FILL["embed"],
@@ -186,44 +203,57 @@ def _architecture_rows(spec: ArchitectureLike) -> list[_Row]:
     if spec.embed_norm:
         rows.append(
             _Row(
-                "embed_ln", "LayerNorm", "of the embeddings", resid, "", FILL["norm"], False, part("embed_ln")
+                "embed_ln",
+                "LayerNorm",
+                tr("of the embeddings"),
+                resid,
+                "",
+                FILL["norm"],
+                False,
+                part("embed_ln"),
             )
         )
     attn = block(
         "attn",
-        "multi-head attention",
-        f"{spec.n_heads} heads \u00d7 d_head {spec.d_head}",
+        tr("multi-head attention"),
+        tr("{heads} heads \u00d7 d_head {d_head}", heads=spec.n_heads, d_head=spec.d_head),
         FILL["attn"],
-        f"weights: {spec.n_heads} \u00d7 [{n} \u00d7 {n}]",
+        tr("weights: {heads} \u00d7 [{n} \u00d7 {n}]", heads=spec.n_heads, n=n),
     )
     act = {"relu": "ReLU", "gelu": "GELU"}.get(spec.activation, spec.activation)
     mlp = block(
-        "mlp", "feed-forward", f"{d} \u2192 {f} \u2192 {d}, {act}", FILL["mlp"], f"inside: [{n} \u00d7 {f}]"
+        "mlp",
+        tr("feed-forward"),
+        f"{d} \u2192 {f} \u2192 {d}, {act}",
+        FILL["mlp"],
+        tr("inside: [{n} \u00d7 {d_ff}]", n=n, d_ff=f),
     )
     if spec.norm == "pre":
         rows += [
-            block("ln1", "LayerNorm", "before attention", FILL["norm"]),
+            block("ln1", "LayerNorm", tr("before attention"), FILL["norm"]),
             attn,
-            _Row("add1", "add", "x + attention", resid, "", FILL["norm"], True),
-            block("ln2", "LayerNorm", "before the FFN", FILL["norm"]),
+            _Row("add1", tr("add"), tr("x + attention"), resid, "", FILL["norm"], True),
+            block("ln2", "LayerNorm", tr("before the FFN"), FILL["norm"]),
             mlp,
-            _Row("add2", "add", "x + FFN", resid, "", FILL["norm"], True),
+            _Row("add2", tr("add"), "x + FFN", resid, "", FILL["norm"], True),
         ]
-        rows.append(_Row("ln_final", "final LayerNorm", "", resid, "", FILL["norm"], False, part("ln_final")))
+        rows.append(
+            _Row("ln_final", tr("final LayerNorm"), "", resid, "", FILL["norm"], False, part("ln_final"))
+        )
     else:
         rows += [
             attn,
-            block("ln1", "add & norm", "LayerNorm(x + attention)", FILL["norm"]),
+            block("ln1", tr("add & norm"), tr("LayerNorm(x + attention)"), FILL["norm"]),
             mlp,
-            block("ln2", "add & norm", "LayerNorm(x + FFN)", FILL["norm"]),
+            block("ln2", tr("add & norm"), "LayerNorm(x + FFN)", FILL["norm"]),
         ]
     if "other" in counts:
-        rows.append(_Row("other", "other parameters", "", "", "", FILL["io"], False, part("other")))
+        rows.append(_Row("other", tr("other parameters"), "", "", "", FILL["io"], False, part("other")))
     if spec.n_outputs > 0:
         rows.append(
             _Row(
                 "head",
-                "output Linear + softmax",
+                tr("output Linear + softmax"),
                 f"{d} \u2192 {spec.n_outputs}",
                 f"[{n} \u00d7 {spec.n_outputs}]",
                 "",
@@ -233,19 +263,19 @@ def _architecture_rows(spec: ArchitectureLike) -> list[_Row]:
             )
         )
     out_shape = f"[{n} \u00d7 {spec.n_outputs or d}]"
-    detail = "probabilities per token" if spec.n_outputs else "one vector per token"
-    rows.append(_Row("output", "encoder output", detail, out_shape, "", FILL["io"], False))
+    detail = tr("probabilities per token") if spec.n_outputs else tr("one vector per token")
+    rows.append(_Row("output", tr("encoder output"), detail, out_shape, "", FILL["io"], False))
     return rows
 
 
 def _params_lines(row: _Row, n_layers: int, narrow: bool) -> tuple[str, str]:
     """(main line, small line) of the parameter column."""
     if row.count is None:
-        return ("no parameters", "") if row.key not in ("tokens", "output") else ("", "")
+        return (tr("no parameters"), "") if row.key not in ("tokens", "output") else ("", "")
     if row.in_block and row.per_layer is not None:
         if narrow:
             return f"{compact(row.per_layer)} \u00d7 {n_layers}", ""
-        return f"{compact(row.per_layer)} per layer", f"\u00d7 {n_layers} = {row.count:,}"
+        return tr("{count} per layer", count=compact(row.per_layer)), f"\u00d7 {n_layers} = {row.count:,}"
     if narrow or row.count < 1000:
         return compact(row.count), ""
     return compact(row.count), f"{row.count:,}"
@@ -256,11 +286,16 @@ def _hover(row: _Row, n_layers: int) -> str:
     if row.detail:
         text += f"<br>{row.detail}"
     if row.shape:
-        text += f"<br>output {row.shape}"
+        text += "<br>" + tr("output {shape}", shape=row.shape)
     if row.count is not None and row.in_block and row.per_layer is not None:
-        text += f"<br>{row.per_layer:,} parameters per layer, {row.count:,} in {n_layers} layers"
+        text += "<br>" + tr(
+            "{per_layer} parameters per layer, {count} in {n_layers} layers",
+            per_layer=f"{row.per_layer:,}",
+            count=f"{row.count:,}",
+            n_layers=n_layers,
+        )
     elif row.count is not None:
-        text += f"<br>{row.count:,} parameters"
+        text += "<br>" + tr("{count} parameters", count=f"{row.count:,}")
     return text
 
 
@@ -281,7 +316,7 @@ def _plan_geometry(rows: list[_Row], spec: ArchitectureLike, width: int) -> _Geo
     parameters) first, then shape over parameters in one column."""
     plans = []
     n_label = f"{spec.n_layers} \u00d7"
-    label_w = max(text_px(n_label, _N_FONT) * _BOLD, text_px("layers", 13)) + 10
+    label_w = max(text_px(n_label, _N_FONT) * _BOLD, text_px(tr("layers"), 13)) + 10
     for narrow in (False, True):
         gap = _COL_GAP if not narrow else _COL_GAP // 2
         for fonts in _FONT_SETS:
@@ -329,11 +364,13 @@ def _header_px(narrow: bool) -> int:
 
 def _headers(narrow: bool) -> tuple[str, ...]:
     """Column headers: (shape, parameters), or the two lines over the one narrow column."""
-    return ("tensor", "parameters") if narrow else ("tensor for this text", "parameters")
+    return (tr("tensor"), tr("parameters")) if narrow else (tr("tensor for this text"), tr("parameters"))
 
 
 def _total_lines(total: int) -> tuple[str, str]:
-    return (f"total {compact(total)}", f"= {total:,}") if total >= 1000 else (f"total {total}", "")
+    if total >= 1000:
+        return tr("total {count}", count=compact(total)), f"= {total:,}"
+    return tr("total {count}", count=total), ""
 
 
 def _text(
@@ -463,7 +500,7 @@ def architecture_figure(
         _text(f"<b>{spec.n_layers} \u00d7</b>", label_x, mid + 9, _N_FONT, anchor="right", name="n_layers")
     )
     annotations.append(
-        _text("layers", label_x, mid - 11, 13, anchor="right", color=MUTED, name="n_layers.note")
+        _text(tr("layers"), label_x, mid - 11, 13, anchor="right", color=MUTED, name="n_layers.note")
     )
 
     # boxes and their text
@@ -563,7 +600,7 @@ def architecture_figure(
     header_h = _header_px(geo.narrow)
     top = plot_h - header_h / 2
     annotations.append(
-        _text("<b>reads bottom to top</b>", cx, top, _HEADER_FONT, color=MUTED, name="header.flow")
+        _text(f"<b>{tr('reads bottom to top')}</b>", cx, top, _HEADER_FONT, color=MUTED, name="header.flow")
     )
     shape_head, params_head = _headers(geo.narrow)
     total, exact = _total_lines(spec.total)

@@ -10,6 +10,8 @@ import numpy as np
 import numpy.typing as npt
 from plotly.colors import hex_to_rgb
 
+from ..i18n import tr
+
 # Attention weights are colored by weight ** PATTERN_GAMMA so that the small weights spread over
 # hundreds of keys (1/512 ~ 0.002) remain visible; the colorbar still reads in true weights.
 PATTERN_GAMMA = 0.5
@@ -108,10 +110,14 @@ class SymmetricScale:
 
     @property
     def rule(self) -> str:
-        """The limit in words, for a caption or ``layout.meta``."""
+        """The limit in words, for a caption or ``layout.meta`` (translated)."""
         if self.clipped:
-            return f"\u00b1{ROBUST_PERCENTILE:g}th percentile of |value| (largest |value| {self.largest:.3g})"
-        return "\u00b1largest |value|"
+            return tr(
+                "\u00b1{percentile:g}th percentile of |value| (largest |value| {largest:.3g})",
+                percentile=ROBUST_PERCENTILE,
+                largest=self.largest,
+            )
+        return tr("\u00b1largest |value|")
 
     def colors(self, prefix: str = "z") -> dict[str, Any]:
         """``zmin``/``zmax``/``zmid`` (or ``cmin``... with ``prefix="c"``) and the diverging scale."""

@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 import plotly.graph_objects as go
 
+from ..i18n import tr
 from .architecture import INK, MUTED
 from .checks import Float32Array, as_float32, check_tokens
 from .colors import HIGHLIGHT, robust_symmetric
@@ -182,21 +183,32 @@ def ffn_activations_figure(
     r = colorbar_px(ticks["ticktext"])
     plot_h = min(FFN_LONG_PX, max(240, FFN_MIN_ROW_PX * n)) if n <= LABEL_ALL else FFN_LONG_PX
     step = tick_step(row_labels, [("y", plot_h)], block=row_block)
-    row_note = "" if row_block == 1 else f" (rows of {row_block})"
-    y_axis = token_axis(row_labels, plot_h, "y", step=step, block=row_block, title="token" + row_note)
+    y_title = tr("token") if row_block == 1 else tr("token (rows of {block})", block=row_block)
+    y_axis = token_axis(row_labels, plot_h, "y", step=step, block=row_block, title=y_title)
     margin = {"l": y_axis.margin, "r": r, "t": TOP_PANEL_TITLE_PX + 6, "b": x_numeric_margin()}
     paper_w = width - margin["l"] - margin["r"]
     panel_w = (paper_w - PANEL_GAP_PX) / 2
     names = block_labels(row_labels, row_block)
     act = {"relu": "ReLU", "gelu": "GELU"}.get(activation or "", activation or "")
-    act_name = safe_label(act) if act else "the nonlinearity"
+    act_name = safe_label(act) if act else tr("the nonlinearity")
     titles = (
-        f"before {act_name}: h = xW<sub>1</sub> + b<sub>1</sub>, {share_text(inactive)} \u2264 0",
-        f"after {act_name}: {share_text(zero)} zeros, {share_text(near)} |a| < {tol:g}",
+        tr(
+            "before {act}: h = xW<sub>1</sub> + b<sub>1</sub>, {share} \u2264 0",
+            act=act_name,
+            share=share_text(inactive),
+        ),
+        tr(
+            "after {act}: {zero} zeros, {near} |a| < {tol}",
+            act=act_name,
+            zero=share_text(zero),
+            near=share_text(near),
+            tol=f"{tol:g}",
+        ),
     )
-    unit_title = f"FFN unit (d_ff = {d_ff})"
+    unit_title = tr("FFN unit (d_ff = {d_ff})", d_ff=d_ff)
     if col_block > 1:
-        unit_title = f"FFN unit, max |value| of {col_block} per column"
+        unit_title = tr("FFN unit, max |value| of {block} per column", block=col_block)
+    hover_head = tr("token") + " %{y}<br>" + tr("unit") + " %{x}<br>"
     data: list[dict[str, Any]] = []
     annotations: list[dict[str, Any]] = []
     shapes: list[dict[str, Any]] = []
@@ -215,7 +227,7 @@ def ffn_activations_figure(
                 "coloraxis": "coloraxis",
                 "xaxis": f"x{sx}",
                 "yaxis": f"y{sx}",
-                "hovertemplate": "token %{y}<br>unit %{x}<br>" + name + " %{z:.3g}<extra></extra>",
+                "hovertemplate": hover_head + name + " %{z:.3g}<extra></extra>",
             }
         )
         layout[f"xaxis{sx}"] = {
@@ -256,7 +268,7 @@ def ffn_activations_figure(
         margin={**margin, "pad": 0},
         annotations=annotations,
         shapes=shapes,
-        coloraxis={**scale.colors("c"), "colorbar": colorbar("value", ticks=ticks)},
+        coloraxis={**scale.colors("c"), "colorbar": colorbar(tr("value"), ticks=ticks)},
         meta={
             "n_pos": n,
             "d_ff": d_ff,
@@ -293,6 +305,7 @@ class SublayerNormsLike(Protocol):
     def mlp_ratio_mean(self) -> npt.NDArray[np.floating]: ...  # [layer]
 
 
+# Trace names (English; shown through `tr`).
 NORM_NAMES = ("\u2016x\u2016 block input", "\u2016attention out\u2016", "\u2016FFN out\u2016")
 RATIO_NAMES = ("\u2016attention out\u2016 / \u2016x\u2016", "\u2016FFN out\u2016 / \u2016x\u2016")
 BARS_UP_TO = 64  # grouped bars up to this many tokens, lines beyond
@@ -307,7 +320,7 @@ def _token_x_axis(tokens: Sequence[object], width: int, margin_l: int) -> tuple[
     for _ in range(3):
         plot_w = width - margin_l - margin_r
         step = tick_step(tokens, [("x", plot_w)])
-        axis = token_axis(tokens, plot_w, "x", step=step, title="token")
+        axis = token_axis(tokens, plot_w, "x", step=step, title=tr("token"))
         last = html.unescape(str(axis.props["ticktext"][-1]).split("<br>")[-1])
         need = math.ceil(text_px(last, axis.font)) if axis.angle == 0 else EDGE_PX
         if need <= margin_r:
@@ -371,14 +384,15 @@ def sublayer_norms_figure(
     limit, clipped = _clip_limit(per_token)
     data: list[dict[str, Any]] = []
     annotations: list[dict[str, Any]] = []
-    for i, (name, color) in enumerate(zip(NORM_NAMES, colors, strict=True)):
+    for i, (english, color) in enumerate(zip(NORM_NAMES, colors, strict=True)):
+        name = tr(english)
         trace: dict[str, Any] = {
             "name": name,
             "x": names,
             "y": np.ascontiguousarray(per_token[i]),
             "xaxis": "x",
             "yaxis": "y",
-            "hovertemplate": "token %{x}<br>" + name + " %{y:.3g}<extra></extra>",
+            "hovertemplate": tr("token") + " %{x}<br>" + name + " %{y:.3g}<extra></extra>",
         }
         if bars:
             trace.update(type="bar", marker={"color": color})
@@ -407,13 +421,14 @@ def sublayer_norms_figure(
     # the per-layer ratios, labelled at their last point (no second legend to look up)
     top_ratio = max(float(np.nanmax(np.stack(ratios))) if np.isfinite(np.stack(ratios)).any() else 1.0, 1e-6)
     y2_max = top_ratio * 1.12
-    label_px = max(text_px(t, 13) for t in RATIO_LABELS) + 14
+    label_px = max(text_px(tr(t), 13) for t in RATIO_LABELS) + 14
     extra = label_px * n_layers / max(paper_w - label_px, 1.0)  # layers' worth of room for labels
     ends = [float(r[-1]) if np.isfinite(r[-1]) else 0.0 for r in ratios]
     shifts = _label_shifts([e / y2_max * bottom_h for e in ends], 16)
-    for name, label, arr, color, end, shift in zip(
+    for english, label, arr, color, end, shift in zip(
         RATIO_NAMES, RATIO_LABELS, ratios, colors[1:], ends, shifts, strict=True
     ):
+        name = tr(english)
         data.append(
             {
                 "type": "scatter",
@@ -426,13 +441,13 @@ def sublayer_norms_figure(
                 "showlegend": False,
                 "line": {"color": color, "width": 2},
                 "marker": {"color": color, "size": 9},
-                "hovertemplate": "layer %{x}<br>" + name + " %{y:.3g}<extra></extra>",
+                "hovertemplate": tr("layer") + " %{x}<br>" + name + " %{y:.3g}<extra></extra>",
             }
         )
         annotations.append(
             {
                 "name": f"ratio.{label}",
-                "text": label,
+                "text": tr(label),
                 "x": n_layers - 1,
                 "y": end,
                 "xref": "x2",
@@ -445,14 +460,14 @@ def sublayer_norms_figure(
             }
         )
     numeric = {"tickfont": {"size": 12}, "ticks": "", "zeroline": True}
-    y_top = {**numeric, "domain": top_d[1], "anchor": "x", "title": axis_title("L2 norm")}
+    y_top = {**numeric, "domain": top_d[1], "anchor": "x", "title": axis_title(tr("L2 norm"))}
     if clipped:
         y_top["range"] = [0, limit]
     else:
         y_top["rangemode"] = "tozero"
     annotations += [
-        panel_title(f"layer {layer}: size of each token's vectors", *top_d),
-        panel_title("every layer: mean size relative to the block input \u2016x\u2016", *bot_d),
+        panel_title(tr("layer {layer}: size of each token's vectors", layer=layer), *top_d),
+        panel_title(tr("every layer: mean size relative to the block input \u2016x\u2016"), *bot_d),
     ]
     layout: dict[str, Any] = {
         "height": plot_h + margin["t"] + margin["b"],
@@ -464,7 +479,7 @@ def sublayer_norms_figure(
         "xaxis2": {
             "domain": bot_d[0],
             "anchor": "y2",
-            "title": axis_title("layer"),
+            "title": axis_title(tr("layer")),
             "tickmode": "array",
             "tickvals": list(range(n_layers)),
             "tickfont": {"size": 13},
@@ -477,7 +492,7 @@ def sublayer_norms_figure(
             **numeric,
             "domain": bot_d[1],
             "anchor": "x2",
-            "title": axis_title("mean ratio"),
+            "title": axis_title(tr("mean ratio")),
             "range": [0, y2_max],
         },
         "legend": _top_legend(),
@@ -510,7 +525,7 @@ def sublayer_norms_figure(
     return go.Figure({"data": data, "layout": layout})
 
 
-RATIO_LABELS = ("attention", "FFN")
+RATIO_LABELS = ("attention", "FFN")  # English: the annotations' names; their text is translated
 _BARGAP = 0.2
 
 
@@ -591,7 +606,7 @@ def layernorm_figure(
     labels: Sequence[object],
     *,
     highlight: int | None = None,
-    after_name: str = "after: (x \u2212 \u03bc) / \u03c3",
+    after_name: str | None = None,
     title: str | None = None,
     width: int = FULL_WIDTH,
 ) -> go.Figure:
@@ -647,15 +662,16 @@ def layernorm_figure(
     top_d = px_domain(0, paper_w, 0, top_h, paper_w, plot_h)
     bot_d = px_domain(0, paper_w, top_h + gap, plot_h, paper_w, plot_h)
     names = token_labels(labels)
-    after_label = safe_label(after_name)
-    note = f"box: middle half \u00b7 whiskers: {WHISKERS[0]}th\u2013{WHISKERS[1]}th pct"
+    after_label = safe_label(tr("after: (x \u2212 \u03bc) / \u03c3") if after_name is None else after_name)
+    lo, hi = WHISKERS
+    note = tr("box: middle half \u00b7 whiskers: {lo}th\u2013{hi}th pct", lo=lo, hi=hi)
     if text_px(note, 12) > paper_w / 2 - 30:  # keep clear of the centred axis title
-        note = f"whiskers: {WHISKERS[0]}th\u2013{WHISKERS[1]}th pct"
+        note = tr("whiskers: {lo}th\u2013{hi}th pct", lo=lo, hi=hi)
     data: list[dict[str, Any]] = [
         {
             "type": "scatter",
             "mode": "markers",
-            "name": "\u03bc (mean)",
+            "name": tr("\u03bc (mean)"),
             "x": names,
             "y": stats[0],
             # markers, not bars: mu is often near 0, where a bar would be invisible
@@ -667,11 +683,11 @@ def layernorm_figure(
             },
             "xaxis": "x",
             "yaxis": "y",
-            "hovertemplate": "token %{x}<br>\u03bc %{y:.4g}<extra></extra>",
+            "hovertemplate": tr("token") + " %{x}<br>\u03bc %{y:.4g}<extra></extra>",
         },
         {
             "type": "bar",
-            "name": "\u03c3 (spread)",
+            "name": tr("\u03c3 (spread)"),
             "x": names,
             "y": stats[1],
             "marker": {"color": SIGMA_COLOR},
@@ -682,10 +698,10 @@ def layernorm_figure(
             "offsetgroup": "sigma",
             "xaxis": "x",
             "yaxis": "y",
-            "hovertemplate": "token %{x}<br>\u03c3 %{y:.4g}<extra></extra>",
+            "hovertemplate": tr("token") + " %{x}<br>\u03c3 %{y:.4g}<extra></extra>",
         },
     ]
-    for name, m, color in (("before: x", x, BEFORE_COLOR), (after_label, y, AFTER_COLOR)):
+    for name, m, color in ((tr("before: x"), x, BEFORE_COLOR), (after_label, y, AFTER_COLOR)):
         data.append(
             {
                 "type": "box",
@@ -737,11 +753,13 @@ def layernorm_figure(
         },
         "yaxis": {**numeric, "domain": top_d[1], "anchor": "x", "title": axis_title("\u03bc, \u03c3")},
         "xaxis2": {**x_props, "domain": bot_d[0], "anchor": "y2"},
-        "yaxis2": {**numeric, "domain": bot_d[1], "anchor": "x2", "title": axis_title("value")},
+        "yaxis2": {**numeric, "domain": bot_d[1], "anchor": "x2", "title": axis_title(tr("value"))},
         "legend": _top_legend(),
         "annotations": [
-            panel_title("mean \u03bc and spread \u03c3 of each token's values", *top_d),
-            panel_title(f"each token's {d_model} values before and after the LayerNorm", *bot_d),
+            panel_title(tr("mean \u03bc and spread \u03c3 of each token's values"), *top_d),
+            panel_title(
+                tr("each token's {d_model} values before and after the LayerNorm", d_model=d_model), *bot_d
+            ),
             # under the plot, right-aligned on the line of the x axis title ("token", centred)
             {
                 "name": "box.note",

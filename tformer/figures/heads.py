@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 import plotly.graph_objects as go
 
+from ..i18n import tr
 from .attention import attention_traces, pooled_note, weight_ticks
 from .checks import as_float32, check_tokens
 from .colors import SEQUENTIAL, pattern_colorscale, robust_symmetric
@@ -52,13 +53,21 @@ METRIC_WIDTH = 370
 # Cell text of the metric map: drawn only when the widest value fits its cell with this air.
 CELL_TEXT_PX = 13
 CELL_TEXT_PAD = 8
-JS_TITLE = "JS divergence, 0 = identical"
+JS_TITLE = "JS divergence, 0 = identical"  # an English template, translated where drawn
+# The head metrics (:data:`tformer.analysis.METRICS` keys) are named on screen by their key in
+# English, and by the key's translation (the key is the template) in another language.
+METRIC_NAMES = ("entropy", "entropy_norm", "mean_distance", "self", "prev", "first", "cls", "sep", "max")
 
 
 def panel_max_side(n_panels: int) -> int:
     """Per-panel side cap so all panels together send at most MAX_SIDE**2 cells (one full
     heatmap's worth)."""
     return max(32, int(MAX_SIDE / math.sqrt(max(1, n_panels))))
+
+
+def metric_name(metric: str) -> str:
+    """A head metric's name in the current language (other names as given)."""
+    return tr(metric) if metric in METRIC_NAMES else metric
 
 
 def heads_side_by_side(
@@ -126,9 +135,9 @@ def heads_side_by_side(
     def available(side: float) -> float:
         step = tick_step(tokens, [("x", side), ("y", side)], block=block, edges=cols == 1)
         x_axis = token_axis(
-            tokens, side, "x", step=step, block=block, title="key token" + note, edges=cols == 1
+            tokens, side, "x", step=step, block=block, title=tr("key token") + note, edges=cols == 1
         )
-        y_axis = token_axis(tokens, side, "y", step=step, block=block, title="query token" + note)
+        y_axis = token_axis(tokens, side, "y", step=step, block=block, title=tr("query token") + note)
         plan.append((x_axis, y_axis))
         return (width - y_axis.margin - r - (cols - 1) * PANEL_GAP_PX) / cols
 
@@ -166,7 +175,7 @@ def heads_side_by_side(
             "cmax": 1.0,
             "colorscale": pattern_colorscale(),
             # beside the top row, as tall as one panel
-            "colorbar": colorbar("weight", y=1.0 - side / 2 / plot_h, length=side / plot_h, ticks=ticks),
+            "colorbar": colorbar(tr("weight"), y=1.0 - side / 2 / plot_h, length=side / plot_h, ticks=ticks),
         }
     layout.update(
         height=plot_h + margin["t"] + margin["b"],
@@ -235,7 +244,7 @@ def head_metrics_figure(
     n_layers, n_heads = a.shape
     if a.size == 0:
         raise ValueError(f"metrics[{metric!r}] has shape {tuple(a.shape)}: no heads")
-    name = safe_label(metric)
+    name = safe_label(metric_name(metric))
     finite = a[np.isfinite(a)]
     lo = float(finite.min()) if finite.size else 0.0
     hi = float(finite.max()) if finite.size else 1.0
@@ -264,7 +273,7 @@ def head_metrics_figure(
         "name": name,
         "z": a,
         # x is the head index, y the layer (plotly's default 0..n-1: nothing sent)
-        "hovertemplate": "layer %{y}, head %{x}<br>" + name + " %{z:.4g}<extra></extra>",
+        "hovertemplate": tr("layer %{y}, head %{x}") + "<br>" + name + " %{z:.4g}<extra></extra>",
         "xgap": 1,
         "ygap": 1,
         "colorbar": colorbar(name, ticks=ticks),
@@ -278,8 +287,8 @@ def head_metrics_figure(
     layout = {
         "height": math.ceil(n_layers * cell_h) + margin["t"] + margin["b"],
         "margin": {**margin, "pad": 0},
-        "xaxis": _index_axis("head", n_heads),
-        "yaxis": _index_axis("layer", n_layers, top_down=True),
+        "xaxis": _index_axis(tr("head"), n_heads),
+        "yaxis": _index_axis(tr("layer"), n_layers, top_down=True),
         "meta": {"metric": metric, "width": width, "values_shown": show_values, "color": color_meta},
     }
     return go.Figure({"data": [heat], "layout": layout})
@@ -323,9 +332,10 @@ def head_similarity_heatmap(
     unique = len(set(labels)) == n
     names = [safe_label(labels[i]) if unique else f"{i}: {safe_label(labels[i])}" for i in perm]
     ticks = weight_ticks()
+    js = tr("JS divergence")
     heat: dict[str, Any] = {
         "type": "heatmap",
-        "name": "JS divergence",
+        "name": js,
         "z": z,
         "x": names,
         "y": names,
@@ -333,8 +343,8 @@ def head_similarity_heatmap(
         "zmax": 1.0,
         "colorscale": SEQUENTIAL,
         "hoverongaps": False,
-        "hovertemplate": "%{y}<br>%{x}<br>JS divergence %{z:.3f}<extra></extra>",
-        "colorbar": colorbar(JS_TITLE, ticks=ticks),
+        "hovertemplate": "%{y}<br>%{x}<br>" + js + " %{z:.3f}<extra></extra>",
+        "colorbar": colorbar(tr(JS_TITLE), ticks=ticks),
     }
     r = colorbar_px(ticks["ticktext"])
     plan: list[tuple[TokenAxis, TokenAxis]] = []
@@ -342,8 +352,8 @@ def head_similarity_heatmap(
     def available(side: float) -> float:
         plan.append(
             (
-                token_axis(shown, side, "x", title="head"),
-                token_axis(shown, side, "y", title="head"),
+                token_axis(shown, side, "x", title=tr("head")),
+                token_axis(shown, side, "y", title=tr("head")),
             )
         )
         return width - plan[-1][1].margin - r
@@ -388,11 +398,11 @@ def ablation_effect_figure(
         raise ValueError("delta has shape (0,): at least one token is needed")
     bars: dict[str, Any] = {
         "type": "bar",
-        "name": "change",
+        "name": tr("change"),
         "x": token_labels(tokens),
         "y": d,
         "marker": {"color": np.where(d < 0, "#2166ac", "#b2182b").tolist() if (d < 0).any() else "#b2182b"},
-        "hovertemplate": "token %{x}<br>change %{y:.4g}<extra></extra>",
+        "hovertemplate": tr("token %{x}<br>change %{y:.4g}") + "<extra></extra>",
     }
     # value labels: at most ~6 characters, "-0.012"
     margin_l = numeric_axis_margin("\u22120.000", font=12)
@@ -400,7 +410,7 @@ def ablation_effect_figure(
     for _ in range(3):  # a flat last label may hang out to the right (labels._flat_extents)
         plot_w = width - margin_l - margin_r
         step = tick_step(tokens, [("x", plot_w)])
-        axis = token_axis(tokens, plot_w, "x", step=step, title="token")
+        axis = token_axis(tokens, plot_w, "x", step=step, title=tr("token"))
         last = html.unescape(str(axis.props["ticktext"][-1]).split("<br>")[-1])
         need = math.ceil(text_px(last, axis.font)) if axis.angle == 0 else EDGE_PX
         if need <= margin_r:
@@ -418,7 +428,7 @@ def ablation_effect_figure(
         },
         "xaxis": axis.props,
         "yaxis": {
-            "title": axis_title("relative change"),
+            "title": axis_title(tr("relative change")),
             "zeroline": True,
             "tickfont": {"size": 12},
             "ticks": "",

@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 import plotly.graph_objects as go
 
+from ..i18n import tr
 from .checks import as_float32, check_tokens
 from .colors import HIGHLIGHT
 from .labels import MAX_TICK_CHARS, axis_title, numeric_axis_margin, safe_label, text_px, x_numeric_margin
@@ -66,6 +67,8 @@ LEGEND_ROW_PX = 26
 RIGHT_PX = 24
 Y_TICK_SAMPLE = f"{MINUS}00.0"
 
+# The traces' names: English templates (a trace's name on screen is their translation); the
+# query and key traces are told apart by their legend group, which is always the English name.
 QUERY_NAME = "query"
 KEY_NAME = "key"
 SELECTED_NAME = "selected query"
@@ -89,7 +92,7 @@ def pc_title(i: int, share: float) -> str:
     """``"PC1 (62 % of variance)"``: whole percent from 10 %, one decimal below."""
     pct = 100.0 * share
     text = f"{pct:.0f}" if pct >= 9.95 else f"{pct:.1f}"
-    return f"PC{i} ({text} % of variance)"
+    return tr("PC{i} ({share} % of variance)", i=i, share=text)
 
 
 def _check_pairs(pairs: Sequence[Sequence[float]], n: int) -> list[tuple[int, int, float]]:
@@ -160,7 +163,7 @@ def _points(
     is_query = role == QUERY_NAME
     trace: dict[str, Any] = {
         "type": "scatter",
-        "name": role,
+        "name": tr(role),
         "legendgroup": role,
         "legendrank": rank,
         "showlegend": not faded,
@@ -175,7 +178,12 @@ def _points(
             "line": {"width": 0.5, "color": "#ffffff"},
         },
         "cliponaxis": False,
-        "hovertext": [f"{role} {i}: {safe_label(labels[i])}" for i in idx.tolist()],
+        "hovertext": [
+            tr("query {i}: {token}", i=i, token=safe_label(labels[i]))
+            if is_query
+            else tr("key {i}: {token}", i=i, token=safe_label(labels[i]))
+            for i in idx.tolist()
+        ],
         "hovertemplate": "%{hovertext}<br>PC1 %{x:.3g}, PC2 %{y:.3g}<extra></extra>",
     }
     if text is not None:
@@ -306,11 +314,12 @@ def qk_space_figure(
         q_front[i], k_front[j] = True, True
 
     # Geometry: margins first, then a plot as wide as the column and as tall as equal scales need.
-    names = (
-        [QUERY_NAME, KEY_NAME]
+    names = [
+        tr(name)
+        for name in [QUERY_NAME, KEY_NAME]
         + ([SELECTED_NAME] if sel is not None else [])
         + ([PAIRS_NAME] if drawn else [])
-    )
+    ]
     left = numeric_axis_margin(Y_TICK_SAMPLE, font=TICK_FONT_PX)
     plot_w = width - left - RIGHT_PX
     legend_px = _legend_rows(names, plot_w) * LEGEND_ROW_PX
@@ -339,13 +348,18 @@ def qk_space_figure(
     data: list[dict[str, Any]] = [*k_back, *q_back]
     for n_line, ((i, j, w), opacity) in enumerate(zip(drawn, _opacities([p[2] for p in drawn]), strict=True)):
         a, b = q2[i], k2[j]
-        hover = (
-            f"query {i}: {safe_label(labels[i])} \u2192 key {j}: {safe_label(labels[j])}<br>weight {w:.3g}"
+        hover = tr(
+            "query {i}: {query} \u2192 key {j}: {key}<br>weight {w:.3g}",
+            i=i,
+            query=safe_label(labels[i]),
+            j=j,
+            key=safe_label(labels[j]),
+            w=w,
         )
         data.append(
             {
                 "type": "scatter",
-                "name": PAIRS_NAME,
+                "name": tr(PAIRS_NAME),
                 "legendgroup": "pairs",
                 "legendrank": 4,
                 "showlegend": n_line == 0,
@@ -364,7 +378,7 @@ def qk_space_figure(
         data.append(
             {
                 "type": "scatter",
-                "name": SELECTED_NAME,
+                "name": tr(SELECTED_NAME),
                 "legendrank": 3,
                 "x": np.array([q2[sel, 0]], dtype=np.float32),
                 "y": np.array([q2[sel, 1]], dtype=np.float32),
@@ -381,7 +395,7 @@ def qk_space_figure(
                     "line": {"width": 3.5, "color": HIGHLIGHT},
                 },
                 "cliponaxis": False,
-                "hovertext": [f"selected query {sel}: {safe_label(labels[sel])}"],
+                "hovertext": [tr("selected query {i}: {token}", i=sel, token=safe_label(labels[sel]))],
                 "hovertemplate": "%{hovertext}<extra></extra>",
             }
         )

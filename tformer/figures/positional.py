@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 import plotly.graph_objects as go
 
+from ..i18n import tr
 from .attention import KEY_TITLE, QUERY_TITLE, pooled_note, weight_ticks
 from .checks import Float32Array, as_float32, check_tokens
 from .colors import SymmetricScale, pattern_colorscale, robust_symmetric, symmetric_range
@@ -164,15 +165,21 @@ def pe_matrix_heatmap(pe: npt.ArrayLike, *, max_len: int | None = None, width: i
         "x": np.arange(d_model, dtype=np.int32),
         "y": np.arange(n_pos, dtype=np.int32),
         **scale.colors(),
-        "colorbar": colorbar("PE value", ticks=ticks),
-        "hovertemplate": "position %{y}<br>dimension %{x}<br>PE %{z:.3f}<extra></extra>",
+        "colorbar": colorbar(tr("PE value"), ticks=ticks),
+        "hovertemplate": tr("position %{y}<br>dimension %{x}<br>PE %{z:.3f}") + "<extra></extra>",
     }
     layout: dict[str, Any] = {
-        "title": figure_title(f"Positional encoding: {n_pos} positions \u00d7 {d_model} dimensions"),
+        "title": figure_title(
+            tr(
+                "Positional encoding: {n_pos} positions \u00d7 {d_model} dimensions",
+                n_pos=n_pos,
+                d_model=d_model,
+            )
+        ),
         "height": plot_h + margin["t"] + margin["b"],
         "margin": {**margin, "pad": 0},
-        "xaxis": _int_axis(f"dimension of the encoding (d_model = {d_model})"),
-        "yaxis": {**_int_axis(POSITION_TITLE), "autorange": "reversed"},
+        "xaxis": _int_axis(tr("dimension of the encoding (d_model = {d_model})", d_model=d_model)),
+        "yaxis": {**_int_axis(tr(POSITION_TITLE)), "autorange": "reversed"},
         "meta": {"width": width, "n_pos": n_pos, "d_model": d_model, "color": scale.meta()},
     }
     fig = go.Figure({"data": [heat], "layout": layout})
@@ -180,7 +187,7 @@ def pe_matrix_heatmap(pe: npt.ArrayLike, *, max_len: int | None = None, width: i
         fig.add_hline(
             y=max_len - 0.5,
             line={"color": "black", "dash": "dash", "width": 2},
-            annotation_text=f"trained positions end (max_len={max_len})",
+            annotation_text=tr("trained positions end (max_len={max_len})", max_len=max_len),
             annotation_position="bottom right",
             annotation_bgcolor="rgba(255, 255, 255, 0.85)",
             annotation_font={"size": 13},
@@ -234,11 +241,11 @@ def pe_waves(
         if sinusoidal:
             fn = "sin" if d % 2 == 0 else "cos"
             wl = _format_positions(_wavelength(d, d_model, base))
-            names.append(f"dim {d} ({fn}, wavelength {wl})")
-            row_labels.append(f"dim {d} ({fn})<br>wavelength {wl}")
+            names.append(tr("dim {d} ({fn}, wavelength {wl})", d=d, fn=fn, wl=wl))
+            row_labels.append(tr("dim {d} ({fn})<br>wavelength {wl}", d=d, fn=fn, wl=wl))
         else:
-            names.append(f"dim {d}")
-            row_labels.append(f"dim {d}")
+            names.append(tr("dim {d}", d=d))
+            row_labels.append(tr("dim {d}", d=d))
     label_px = max(text_px(t, WAVE_LABEL_FONT) for label in row_labels for t in label.split("<br>"))
     tick_px = text_px("\u22120.00", 12) + 8
     margin = {
@@ -250,6 +257,8 @@ def pe_waves(
     plot_h = rows * WAVE_ROW_PX + (rows - 1) * WAVE_ROW_GAP_PX
     paper_w = width - margin["l"] - margin["r"]
     mode = "lines+markers" if n_pos <= WAVE_MARKERS_UP_TO else "lines"
+    hover = tr("position %{x}<br>PE %{y:.3f}")
+    position_title = tr(POSITION_TITLE)
     data: list[dict[str, Any]] = []
     annotations: list[dict[str, Any]] = []
     layout: dict[str, Any] = {"annotations": annotations}
@@ -270,11 +279,11 @@ def pe_waves(
                 "line": {"width": 2},
                 "xaxis": f"x{sx}",
                 "yaxis": f"y{sx}",
-                "hovertemplate": "position %{x}<br>PE %{y:.3f}<extra>" + names[i] + "</extra>",
+                "hovertemplate": hover + "<extra>" + names[i] + "</extra>",
             }
         )
         layout[f"xaxis{sx}"] = {
-            **_int_axis(POSITION_TITLE if i == rows - 1 else ""),
+            **_int_axis(position_title if i == rows - 1 else ""),
             "domain": xd,
             "anchor": f"y{sx}",
             "showticklabels": i == rows - 1,
@@ -311,7 +320,7 @@ def pe_waves(
             }
         )
     layout.update(
-        title=figure_title("Positional encoding, one row per dimension"),
+        title=figure_title(tr("Positional encoding, one row per dimension")),
         height=plot_h + margin["t"] + margin["b"],
         margin={**margin, "pad": 0},
         showlegend=False,
@@ -341,10 +350,10 @@ def pe_similarity_heatmap(
         z,
         positions,
         colorbar_title="PE\u00b7PE",
-        hovertemplate="positions %{y} and %{x}<br>PE\u00b7PE %{z:.3f}<extra></extra>",
-        title="Similarity of positions, PE\u00b7PE\u1d40",
-        x_title=POSITION_TITLE,
-        y_title=POSITION_TITLE,
+        hovertemplate=tr("positions %{y} and %{x}<br>PE\u00b7PE %{z:.3f}") + "<extra></extra>",
+        title=tr("Similarity of positions, PE\u00b7PE\u1d40"),
+        x_title=tr(POSITION_TITLE),
+        y_title=tr(POSITION_TITLE),
         width=width,
     )
     fig.layout.meta = {**fig.layout.meta, "stride": stride}
@@ -394,7 +403,7 @@ def pe_offset_figure(
                 line={"width": 0},
                 fill="tonexty",
                 fillcolor="rgba(31, 119, 180, 0.25)",
-                name="\u00b1 std over positions",
+                name=tr("\u00b1 std over positions"),
                 hoverinfo="skip",
             ),
             go.Scatter(
@@ -402,15 +411,15 @@ def pe_offset_figure(
                 y=mu,
                 mode="lines",
                 line={"color": "rgb(31, 119, 180)", "width": 2.5},
-                name="mean over positions",
+                name=tr("mean over positions"),
                 customdata=sd,
-                hovertemplate="offset %{x}<br>mean %{y:.4f}<br>std %{customdata:.2e}<extra></extra>",
+                hovertemplate=tr("offset %{x}<br>mean %{y:.4f}<br>std %{customdata:.2e}") + "<extra></extra>",
             ),
         ]
     )
     fig.update_layout(
-        title=figure_title("PE[p]\u00b7PE[p+k] depends on k only"),
-        xaxis=_int_axis("offset k (positions)"),
+        title=figure_title(tr("PE[p]\u00b7PE[p+k] depends on k only")),
+        xaxis=_int_axis(tr("offset k (positions)")),
         yaxis={**_int_axis("PE[p]\u00b7PE[p+k]"), "showgrid": True},
         height=height if height is not None else similarity_height(width),
         margin={"l": NUMERIC_LEFT, "r": EDGE_PX, "t": TOP_TITLE_PX, "b": NUMERIC_BOTTOM + 34, "pad": 0},
@@ -438,18 +447,18 @@ def shift_matrix_figure(m: npt.ArrayLike, *, k: int | None = None, width: int = 
     z = _matrix("M", m, "[d_model, d_model]")
     if z.shape[0] != z.shape[1]:
         raise ValueError(f"M must be square [d_model, d_model], got shape {z.shape}")
-    title = "Shift matrix M"
+    title = tr("Shift matrix M")
     if k is not None:
-        title = f"Shift matrix M_k for k={k}: PE[p+{k}] = M_k PE[p]"
+        title = tr("Shift matrix M_k for k={k}: PE[p+{k}] = M_k PE[p]", k=k)
     d = z.shape[0]
     return _square_diverging(
         z,
         np.arange(d, dtype=np.int32),
-        colorbar_title="M value",
-        hovertemplate="row %{y}, column %{x}<br>%{z:.4f}<extra></extra>",
+        colorbar_title=tr("M value"),
+        hovertemplate=tr("row %{y}, column %{x}") + "<br>%{z:.4f}<extra></extra>",
         title=title,
-        x_title="dimension of PE[p] (input)",
-        y_title="dimension of PE[p+k] (output)",
+        x_title=tr("dimension of PE[p] (input)"),
+        y_title=tr("dimension of PE[p+k] (output)"),
         width=width,
         dtick=2 if d <= 64 else None,
     )
@@ -499,14 +508,16 @@ def attention_diff_figure(
     block = pool_plan(n, max_side)
     labels = block_labels(tokens, block)
     diff_scale = SymmetricScale(symmetric_range(diff), False, symmetric_range(diff))
+    weight, delta = tr("weight"), tr("\u0394 weight")
+    if block > 1:  # the hover's value name
+        weight = tr("weight (largest in block of {block}x{block})", block=block)
+        delta = tr("\u0394 weight (largest in block of {block}x{block})", block=block)
     panels: list[tuple[npt.NDArray[np.floating], str, str]] = [
-        (max_pool_2d(a, block), "coloraxis", "weight"),
-        (max_pool_2d(b, block), "coloraxis", "weight"),
-        (signed_absmax_pool_2d(diff, block), "coloraxis2", "\u0394 weight"),
+        (max_pool_2d(a, block), "coloraxis", weight),
+        (max_pool_2d(b, block), "coloraxis", weight),
+        (signed_absmax_pool_2d(diff, block), "coloraxis2", delta),
     ]
-    if block > 1:
-        panels = [(z, ax, f"{v} (largest in block of {block}x{block})") for z, ax, v in panels]
-    titles = ("with PE", "without PE", "difference (with \u2212 without)")
+    titles = (tr("with PE"), tr("without PE"), tr("difference (with \u2212 without)"))
 
     w_ticks = weight_ticks()
     d_ticks = diff_scale.colorbar_ticks()
@@ -536,9 +547,9 @@ def attention_diff_figure(
         plan.append(
             (
                 token_axis(
-                    tokens, side, "x", step=step, block=block, title=KEY_TITLE + note, edges=cols == 1
+                    tokens, side, "x", step=step, block=block, title=tr(KEY_TITLE) + note, edges=cols == 1
                 ),
-                token_axis(tokens, side, "y", step=step, block=block, title=QUERY_TITLE + note),
+                token_axis(tokens, side, "y", step=step, block=block, title=tr(QUERY_TITLE) + note),
             )
         )
         return (width - plan[-1][1].margin - right - sum(gaps[1:cols])) / cols
@@ -557,6 +568,7 @@ def attention_diff_figure(
         "b": x_axis.margin,
     }
     col_x = [c * side + sum(gaps[1 : c + 1]) for c in range(cols)]
+    hover = tr("query token %{y}<br>key token %{x}<br>")
     data: list[dict[str, Any]] = []
     layout: dict[str, Any] = {}
     domains = []
@@ -569,7 +581,7 @@ def attention_diff_figure(
             "type": "heatmap", "z": np.ascontiguousarray(z, dtype=np.float32),
             "x": labels, "y": labels, "coloraxis": coloraxis,
             "xaxis": f"x{sx}", "yaxis": f"y{sx}",
-            "hovertemplate": "query token %{y}<br>key token %{x}<br>" + value + " %{z:.4f}<extra></extra>",
+            "hovertemplate": hover + value + " %{z:.4f}<extra></extra>",
         })  # fmt: skip
         # x labels under the lowest panel of each column, y labels left of the first column
         lowest = all(r <= row for r, c in cells if c == col)
@@ -588,17 +600,17 @@ def attention_diff_figure(
         return {"x": xd[1], "y": (yd[0] + yd[1]) / 2, "length": yd[1] - yd[0]}
 
     layout.update(
-        title=figure_title("How attention changes when positional encoding is switched off"),
+        title=figure_title(tr("How attention changes when positional encoding is switched off")),
         annotations=[panel_title(t, *d) for t, d in zip(titles, domains, strict=True)],
         coloraxis={
             "colorscale": pattern_colorscale(),
             "cmin": 0.0,
             "cmax": 1.0,
-            "colorbar": colorbar("weight", ticks=w_ticks, **beside(1)),
+            "colorbar": colorbar(tr("weight"), ticks=w_ticks, **beside(1)),
         },
         coloraxis2={
             **diff_scale.colors("c"),
-            "colorbar": colorbar("\u0394 weight", ticks=d_ticks, **beside(2)),
+            "colorbar": colorbar(tr("\u0394 weight"), ticks=d_ticks, **beside(2)),
         },
         height=plot_h + margin["t"] + margin["b"],
         # room for the labels from the start: no second layout pass (TokenAxis.margin)

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 import plotly.graph_objects as go
 
+from ..i18n import tr
 from .attention import KEY_TITLE, Kind, attention_traces, pooled_note, score_scale, weight_ticks
 from .checks import Float32Array, as_float32, check_tokens, square_matrix
 from .colors import SymmetricScale, pattern_colorscale, robust_symmetric
@@ -45,6 +46,7 @@ from .layout import (
 )
 from .pooling import MAX_SIDE
 
+# English templates, translated where drawn (tformer.i18n).
 PANEL_TITLES = ("Q = XW<sub>Q</sub>", "K = XW<sub>K</sub>", "V = XW<sub>V</sub>")
 MATRIX_TITLES: dict[Kind, str] = {
     "attn_scores": "attn_scores = Q K\u1d40 / \u221ad_head",
@@ -59,8 +61,8 @@ MIN_ROW_PX = 12
 
 
 def head_dim_title(d_head: int) -> str:
-    """The x title of a [pos, d_head] panel, in plain words."""
-    return f"dimension of the head (d_head = {d_head})"
+    """The x title of a [pos, d_head] panel, in plain words (translated)."""
+    return tr("dimension of the head (d_head = {d_head})", d_head=d_head)
 
 
 def vector_panel_px(d_head: int) -> int:
@@ -89,7 +91,7 @@ def _vector_heatmap(a: Float32Array, labels: list[str], name: str, **extra: Any)
         "name": name,
         "z": a,
         "y": labels,  # x: d_head index 0..d_head-1 (plotly's default, nothing sent)
-        "hovertemplate": "token %{y}<br>dimension %{x}<br>" + name + " %{z:.4g}<extra></extra>",
+        "hovertemplate": tr("token %{y}<br>dimension %{x}<br>") + name + " %{z:.4g}<extra></extra>",
         **extra,
     }
 
@@ -151,8 +153,10 @@ def qkv_figure(
 
     def available(side: float) -> float:
         step = tick_step(tokens, [("y", rows_px(side)), ("x", side)], block=block)
-        y_axis = token_axis(tokens, rows_px(side), "y", step=step, title=TOKEN_TITLE)
-        x_axis = token_axis(tokens, side, "x", step=step, block=block, title=KEY_TITLE + pooled_note(block))
+        y_axis = token_axis(tokens, rows_px(side), "y", step=step, title=tr(TOKEN_TITLE))
+        x_axis = token_axis(
+            tokens, side, "x", step=step, block=block, title=tr(KEY_TITLE) + pooled_note(block)
+        )
         plan.append((y_axis, x_axis))
         return width - y_axis.margin - fixed
 
@@ -185,11 +189,11 @@ def qkv_figure(
 
     if scores is None:
         axis2: dict[str, Any] = {"cmin": 0.0, "cmax": 1.0, "colorscale": pattern_colorscale()}
-        bar_title = "weight"
+        bar_title = tr("weight")
     else:
         axis2 = scores.colors("c")
-        bar_title = "score"
-    titles = (*PANEL_TITLES, MATRIX_TITLES[kind])
+        bar_title = tr("score")
+    titles = [tr(t) for t in (*PANEL_TITLES, MATRIX_TITLES[kind])]
     # One x title under the three Q, K, V panels (an annotation: it is wider than one panel).
     dims_title = {
         "text": head_dim_title(d_head),
@@ -278,7 +282,7 @@ def head_output_heatmap(
     )
     plot_h = max(240, MIN_ROW_PX * n) if n <= LABEL_ALL else 560
     step = tick_step(tokens, [("y", plot_h)])
-    y_axis = token_axis(tokens, plot_h, "y", step=step, title=TOKEN_TITLE)
+    y_axis = token_axis(tokens, plot_h, "y", step=step, title=tr(TOKEN_TITLE))
     margin = {
         "l": y_axis.margin,
         "r": colorbar_px(ticks["ticktext"]),

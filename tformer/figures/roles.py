@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 import plotly.graph_objects as go
 
+from ..i18n import tr
 from .attention import weight_ticks
 from .checks import as_float32
 from .colors import HIGHLIGHT, SEQUENTIAL
@@ -42,11 +43,19 @@ INDEX_FONT_PX = 14
 # The ranking: px per bar (bar and gap), label and value fonts.
 BAR_PX = 34
 BAR_FONT_PX = 14
+# The roles of :data:`tformer.head_roles.ROLES`, named on screen by their key in English and by
+# the key's translation (the key is the template) in another language.
+ROLE_NAMES = ("previous", "next", "self", "first", "duplicate", "broad")
 
 
 def head_name(layer: int, head: int) -> str:
     """``"L0H2"``: layer 0, head 2."""
     return f"L{layer}H{head}"
+
+
+def role_name(role: str) -> str:
+    """A role's name in the current language (other names as given)."""
+    return tr(role) if role in ROLE_NAMES else role
 
 
 def format_score(v: float) -> str:
@@ -98,7 +107,7 @@ def role_map_figure(
             raise ValueError(
                 f"selected={tuple(selected)} is outside the {n_layers} x {n_heads} [layer, head_index] grid"
             )
-    name = safe_label(role)
+    name = safe_label(role_name(role))
     ticks = weight_ticks()
     margin = {
         "l": numeric_axis_margin(str(n_layers - 1), font=INDEX_FONT_PX),
@@ -118,10 +127,10 @@ def role_map_figure(
         "zmax": 1.0,
         "colorscale": SEQUENTIAL,
         "hoverongaps": False,
-        "hovertemplate": "layer %{y}, head %{x}<br>" + name + " %{z:.3f}<extra></extra>",
+        "hovertemplate": tr("layer %{y}, head %{x}") + "<br>" + name + " %{z:.3f}<extra></extra>",
         "xgap": 1,
         "ygap": 1,
-        "colorbar": colorbar(f"{name} score", ticks=ticks),
+        "colorbar": colorbar(tr("{role} score", role=name), ticks=ticks),
     }
     cells = [[format_score(float(v)) for v in row] for row in a]
     font = None
@@ -150,7 +159,7 @@ def role_map_figure(
     if not np.isfinite(a).any():  # an empty grid would look like a drawing error
         annotations.append(
             {
-                "text": f"no head has a {name} score:<br>no query row counted",
+                "text": tr("no head has a {role} score:<br>no query row counted", role=name),
                 "x": 0.5,
                 "y": 0.5,
                 "xref": "paper",
@@ -162,8 +171,8 @@ def role_map_figure(
     layout = {
         "height": math.ceil(n_layers * cell_h) + margin["t"] + margin["b"],
         "margin": {**margin, "pad": 0},
-        "xaxis": _index_axis("head", n_heads),
-        "yaxis": _index_axis("layer", n_layers, top_down=True),
+        "xaxis": _index_axis(tr("head"), n_heads),
+        "yaxis": _index_axis(tr("layer"), n_layers, top_down=True),
         "shapes": shapes,
         "annotations": annotations,
         "meta": {
@@ -197,9 +206,10 @@ def role_ranking_figure(
         raise ValueError(f"ranked must hold (layer, head, score) triples, got {list(ranked)[:3]!r}") from exc
     n = len(heads)
     names = [head_name(layer, head) for layer, head in heads]
-    name = safe_label(role)
+    name = safe_label(role_name(role))
     missing = np.isnan(values)
-    texts = ["n/a" if m else format_score(float(v)) for v, m in zip(values, missing, strict=True)]
+    none = tr("n/a")
+    texts = [none if m else format_score(float(v)) for v, m in zip(values, missing, strict=True)]
     bars: dict[str, Any] = {
         "type": "bar",
         "orientation": "h",
@@ -232,7 +242,7 @@ def role_ranking_figure(
         "margin": {**margin, "pad": 0},
         "bargap": 0.25,
         "xaxis": {
-            "title": axis_title(f"{name} score"),
+            "title": axis_title(tr("{role} score", role=name)),
             "range": [0.0, 1.0],
             "tickmode": "array",
             "tickvals": [0.0, 0.25, 0.5, 0.75, 1.0],

@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 import plotly.graph_objects as go
 
+from ..i18n import tr
 from .checks import Float32Array, as_float32
 from .labels import (
     MAX_TICK_CHARS,
@@ -227,15 +228,21 @@ def sweep_figure(
             boxes.append((x0, x0 + plot_w, 0, SWEEP_PLOT_PX))
             x0 += plot_w
         paper_w, plot_h = width - left - right, SWEEP_PLOT_PX
-    entries = [WITHOUT_NAME, WITH_NAME] + ([] if mark_dk is None else [_mark_name(mark_dk)])
+    without_name, with_name = tr(WITHOUT_NAME), tr(WITH_NAME)
+    entries = [without_name, with_name] + ([] if mark_dk is None else [_mark_name(mark_dk)])
     legend_rows = 1 if _legend_px(entries) <= width - left - right else len(entries)
     title_px = TOP_TITLE_PX if title else 8
     top = title_px + legend_rows * LEGEND_PX + TOP_PANEL_TITLE_PX
     x_ticks = _x_ticks(d.tolist(), plot_w, x_lo, x_hi)
 
     names = ("var", "max", "jac")
-    series = [(WITHOUT_NAME, WITHOUT_COLOR, "circle", "raw"), (WITH_NAME, WITH_COLOR, "square", "scaled")]
-    what = ("Var(q\u00b7k)", "largest weight (mean over rows)", "\u2016J\u2016<sub>F</sub> (mean over rows)")
+    series = [(without_name, WITHOUT_COLOR, "circle", "raw"), (with_name, WITH_COLOR, "square", "scaled")]
+    what = (
+        tr("Var(q\u00b7k)"),
+        tr("largest weight (mean over rows)"),
+        tr("\u2016J\u2016<sub>F</sub> (mean over rows)"),
+    )
+    d_k_title = tr("d<sub>k</sub> (head width)")
     data: list[dict[str, Any]] = []
     layout: dict[str, Any] = {"annotations": [], "shapes": []}
     for i, (name, short) in enumerate(zip(names, what, strict=True)):
@@ -266,7 +273,7 @@ def sweep_figure(
             "tickmode": "array",
             **x_ticks,
             "tickfont": {"size": TICK_PX},
-            "title": axis_title("d<sub>k</sub> (head width)"),
+            "title": axis_title(d_k_title),
             "ticks": "",
             "zeroline": False,
         }
@@ -278,7 +285,7 @@ def sweep_figure(
             "ticks": "",
             "zeroline": False,
         }
-        layout["annotations"].append(panel_title(SWEEP_TITLES[i], xd, yd))
+        layout["annotations"].append(panel_title(tr(SWEEP_TITLES[i]), xd, yd))
         if mark_dk is not None:
             layout["shapes"].append(
                 {
@@ -300,7 +307,7 @@ def sweep_figure(
             layout["shapes"].append(_uniform_line(f"x{sfx}", f"y{sfx}", 1.0 / n_keys))
             layout["annotations"].append(
                 {
-                    "text": f"uniform: 1/{n_keys}",
+                    "text": tr("uniform: 1/{n_keys}", n_keys=n_keys),
                     "xref": f"x{sfx} domain",
                     "yref": f"y{sfx}",
                     "x": 1.0,
@@ -345,7 +352,7 @@ def sweep_figure(
 
 
 def _mark_name(mark_dk: int) -> str:
-    return f"this head: d<sub>k</sub> = {int(mark_dk)}"
+    return tr("this head: d<sub>k</sub> = {d_k}", d_k=int(mark_dk))
 
 
 def _legend_px(entries: Sequence[str]) -> float:
@@ -394,7 +401,9 @@ def _token_x_axis(labels: Sequence[object], width: int, left: int) -> tuple[Toke
     axis = None
     for _ in range(3):
         plot_w = width - left - right
-        axis = token_axis(labels, plot_w, "x", step=tick_step(labels, [("x", plot_w)]), title="query token")
+        axis = token_axis(
+            labels, plot_w, "x", step=tick_step(labels, [("x", plot_w)]), title=tr("query token")
+        )
         last = html.unescape(re.sub(r"<[^>]+>", "", str(axis.props["ticktext"][-1])))
         need = math.ceil(text_px(last, axis.font) / 2 + 4) if axis.angle == 0 else EDGE_PX
         if need <= right:
@@ -485,18 +494,21 @@ def row_stats_figure(
             "xaxis": "x",
             "yaxis": ya,
             "marker": {"color": colors, "line": {"width": 0}},
-            "hovertemplate": "query %{x}<br>" + what + " %{y:" + fmt + "}<extra></extra>",
+            "hovertemplate": tr("query %{x}") + "<br>" + what + " %{y:" + fmt + "}<extra></extra>",
         }
-        for what, values, ya, fmt in (("entropy (bits)", h, "y2", ".2f"), ("largest weight", m, "y", ".3f"))
+        for what, values, ya, fmt in (
+            (tr("entropy (bits)"), h, "y2", ".2f"),
+            (tr("largest weight"), m, "y", ".3f"),
+        )
     ]
     x_props = dict(x_axis.props)
     if hl is not None:
         reach = x_axis.step * max(1, x_axis.rows)
         x_props = _mark_tick(x_props, hl, safe_label(labels[hl], MAX_TICK_CHARS), reach)
-    bits_note = f"log\u2082 {n} = {uniform:.3g} bits: even over all {n} keys"
+    bits_note = tr("log\u2082 {n} = {bits:.3g} bits: even over all {n} keys", n=n, bits=uniform)
     annotations = [
-        {**panel_title(STATS_TITLES[0], *domains[0]), "x": 0.0, "xanchor": "left"},
-        {**panel_title(STATS_TITLES[1], *domains[1]), "x": 0.0, "xanchor": "left"},
+        {**panel_title(tr(STATS_TITLES[0]), *domains[0]), "x": 0.0, "xanchor": "left"},
+        {**panel_title(tr(STATS_TITLES[1]), *domains[1]), "x": 0.0, "xanchor": "left"},
     ]
     shapes: list[dict[str, Any]] = []
     if hl is not None and plot_w / n < 2 * BAND_PX:  # thin bars: a band makes the amber one findable

@@ -21,6 +21,9 @@ nothing of tformer outside this package is imported. A run still going is drawn 
 got: an empty list draws empty panels with a note, never an error. Long runs are thinned to
 at most :data:`MAX_POINTS` points a series (every k-th update and always the last), so the
 browser gets a bounded payload; ``layout.meta`` says so.
+
+Every word drawn goes through `tformer.i18n.tr` when the figure is built (the module's
+constants are the English templates).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 import plotly.graph_objects as go
 
+from ..i18n import tr
 from .checks import as_float32
 from .labels import axis_title, numeric_axis_margin, text_px, x_numeric_margin
 from .layout import (
@@ -474,7 +478,7 @@ def training_curves(
         {"type": "log", "range": [math.log10(grad_lo), math.log10(grad_hi)], "tickmode": "array",
          "tickvals": grad_ticks[0], "ticktext": grad_ticks[1]},
     ]  # fmt: skip
-    titles = list(CURVE_TITLES)
+    titles = [tr(t) for t in CURVE_TITLES]
     titles[2] += lr_unit
 
     x_max = _x_max(s["step"], e["step"])
@@ -489,16 +493,15 @@ def training_curves(
     x_ticks = _step_ticks(x_max, boxes[0][1] - boxes[0][0])
     bottom_row = {3} if stacked else {2, 3}
 
-    step_hover = "step %{x:,}<br>"
     data = [
-        _series(x, loss, "", name="training loss", color=LOSS_COLOR, thin=True,
-                hover=step_hover + "loss %{y:.3g}"),
-        _series(x_e, acc, "2", name="held-out token accuracy", color=ACCURACY_COLOR,
-                hover=step_hover + "accuracy %{y:.1%}"),
-        _series(x, lr, "3", name="learning rate", color=LR_COLOR, thin=True,
-                hover=step_hover + "learning rate %{y:.3g}"),
-        _series(x, grad, "4", name="gradient norm", color=GRAD_COLOR, thin=True,
-                hover=step_hover + "gradient norm %{y:.3g}"),
+        _series(x, loss, "", name=tr("training loss"), color=LOSS_COLOR, thin=True,
+                hover=tr("step %{x:,}<br>loss %{y:.3g}")),
+        _series(x_e, acc, "2", name=tr("held-out token accuracy"), color=ACCURACY_COLOR,
+                hover=tr("step %{x:,}<br>accuracy %{y:.1%}")),
+        _series(x, lr, "3", name=tr("learning rate"), color=LR_COLOR, thin=True,
+                hover=tr("step %{x:,}<br>learning rate %{y:.3g}")),
+        _series(x, grad, "4", name=tr("gradient norm"), color=GRAD_COLOR, thin=True,
+                hover=tr("step %{x:,}<br>gradient norm %{y:.3g}")),
     ]  # fmt: skip
     layout: dict[str, Any] = {"annotations": [], "shapes": []}
     for i, box in enumerate(boxes):
@@ -508,22 +511,22 @@ def training_curves(
         if i:
             x_axis["matches"] = "x"  # zooming one panel zooms them all
         if i in bottom_row:
-            x_axis["title"] = axis_title("update step")
+            x_axis["title"] = axis_title(tr("update step"))
         layout[f"xaxis{sfx}"] = x_axis
         layout[f"yaxis{sfx}"] = {**_base_axis(yd, f"x{sfx}"), **y_axes[i]}
         layout["annotations"].append(panel_title(titles[i], xd, yd))
         waiting = n_steps == 0 if i != 1 else n_evals == 0
         if waiting:
-            layout["annotations"].append(_note(WAITING_STEP if n_steps == 0 else WAITING_EVAL, sfx))
+            layout["annotations"].append(_note(tr(WAITING_STEP if n_steps == 0 else WAITING_EVAL), sfx))
     if target is not None:
         layout["shapes"].append(_hline("2", target, "target"))
         # below the line at the left end: early accuracy is low, that corner is free
-        label = f"target {round(target * 100, 4):g} %"
+        label = tr("target {percent:g} %", percent=round(target * 100, 4))
         layout["annotations"].append(_line_label(label, "2", target, right=False, above=False))
     if clip_at is not None:
         layout["shapes"].append(_hline("4", clip_at, "clip"))
         # above the line at the right end: late in training the norm is mostly below it
-        label = f"clip = {clip_at:g}"
+        label = tr("clip = {clip:g}", clip=clip_at)
         layout["annotations"].append(_line_label(label, "4", clip_at, right=True, above=True, log=True))
 
     height = top + plot_h + bottom
@@ -595,9 +598,16 @@ def schedule_figure(
     plot_w = width - left - right
     domain = ([0.0, 1.0], [0.0, 1.0])
     data = [
-        _series(x, y, "", name="learning rate", color=LR_COLOR, hover="step %{x:,}<br>learning rate %{y:.3g}")
+        _series(
+            x,
+            y,
+            "",
+            name=tr("learning rate"),
+            color=LR_COLOR,
+            hover=tr("step %{x:,}<br>learning rate %{y:.3g}"),
+        )
     ]
-    annotations = [panel_title("learning rate" + unit, *domain)]
+    annotations = [panel_title(tr("learning rate") + unit, *domain)]
     shapes: list[dict[str, Any]] = []
     if w is not None:
         shapes.append(
@@ -619,7 +629,7 @@ def schedule_figure(
         right_side = w <= 0.6 * x_max
         annotations.append(
             {
-                "text": f"warm-up: {w:,} steps",
+                "text": tr("warm-up: {steps:,} steps", steps=w),
                 "xref": "x",
                 "yref": "y domain",
                 "x": w,
@@ -638,7 +648,7 @@ def schedule_figure(
             **_base_axis(domain[0], "y"),
             "range": [0.0, x_max * 1.015],
             **_step_ticks(x_max, plot_w),
-            "title": axis_title("update step"),
+            "title": axis_title(tr("update step")),
         },
         "yaxis": {
             **_base_axis(domain[1], "x"),
@@ -709,8 +719,11 @@ def _race_seconds(seconds_by_heads: object) -> dict[int, float | None]:
 
 
 def _head_name(h: int, d_head: int | None) -> str:
-    name = f"{h} head" if h == 1 else f"{h} heads"
-    return name if d_head is None else f"{name}, d<sub>head</sub> = {d_head}"
+    if d_head is None:
+        return tr("1 head") if h == 1 else tr("{h} heads", h=h)
+    if h == 1:
+        return tr("1 head, d<sub>head</sub> = {d_head}", d_head=d_head)
+    return tr("{h} heads, d<sub>head</sub> = {d_head}", h=h, d_head=d_head)
 
 
 def heads_race_figure(
@@ -791,7 +804,7 @@ def heads_race_figure(
             "",
             name=name,
             color=color,
-            hover=f"{name}<br>step %{{x:,}}<br>accuracy %{{y:.1%}}",
+            hover=name + "<br>" + tr("step %{x:,}<br>accuracy %{y:.1%}"),
         )
         data.append({**trace, "legendgroup": str(h), "showlegend": True})
     if not heads:  # plotly draws no axes for a panel without a trace
@@ -800,14 +813,14 @@ def heads_race_figure(
     data.append(
         {
             "type": "bar",
-            "name": "time per update",
+            "name": tr("time per update"),
             "x": bar_x,
             "y": [0.0 if m is None else m for m in ms],
             "xaxis": "x2",
             "yaxis": "y2",
             "marker": {"color": colors, "line": {"width": 0}},
             "customdata": [
-                f"{n}<br>{RUNNING}" if m is None else f"{n}<br>{m:.3g} ms per update"
+                f"{n}<br>{tr(RUNNING)}" if m is None else n + "<br>" + tr("{ms:.3g} ms per update", ms=m)
                 for n, m in zip(names, ms, strict=True)
             ],
             "hovertemplate": "%{customdata}<extra></extra>",
@@ -815,13 +828,13 @@ def heads_race_figure(
         }
     )
     layout: dict[str, Any] = {
-        "annotations": [panel_title(t, *d) for t, d in zip(RACE_TITLES, domains, strict=True)],
+        "annotations": [panel_title(tr(t), *d) for t, d in zip(RACE_TITLES, domains, strict=True)],
         "shapes": [],
         "xaxis": {
             **_base_axis(domains[0][0], "y"),
             "range": [0.0, x_max * 1.015],
             **_step_ticks(x_max, acc_w),
-            "title": axis_title("update step"),
+            "title": axis_title(tr("update step")),
         },
         "yaxis": {**_base_axis(domains[0][1], "x"), "range": ACCURACY_RANGE, **ACCURACY_TICKS},
         "xaxis2": {
@@ -830,7 +843,7 @@ def heads_race_figure(
             "tickmode": "array",
             "tickvals": bar_x,
             "ticktext": [str(h) for h in heads],
-            "title": axis_title("heads"),
+            "title": axis_title(tr("heads")),
         },
         "yaxis2": {
             **_base_axis(domains[1][1], "x2"),
@@ -841,12 +854,12 @@ def heads_race_figure(
         },
     }
     if not any(evals.get(h, (empty,))[0].size for h in heads):
-        layout["annotations"].append(_note(WAITING_EVAL, ""))
+        layout["annotations"].append(_note(tr(WAITING_EVAL), ""))
     # bar labels as annotations: plotly shrinks a bar's own text to the bar's width
     for i, m in enumerate(ms):
         layout["annotations"].append(
             {
-                "text": RUNNING if m is None else f"{m:.3g} ms",
+                "text": tr(RUNNING) if m is None else f"{m:.3g} ms",
                 "xref": "x2",
                 "yref": "y2",
                 "x": i,
@@ -858,10 +871,10 @@ def heads_race_figure(
             }
         )
     if not known:
-        layout["annotations"].append(_note(WAITING_TIME, "2"))
+        layout["annotations"].append(_note(tr(WAITING_TIME), "2"))
     if target is not None:
         layout["shapes"].append(_hline("", target, "target"))
-        label = f"target {round(target * 100, 4):g} %"
+        label = tr("target {percent:g} %", percent=round(target * 100, 4))
         layout["annotations"].append(_line_label(label, "", target, right=False, above=False))
     height = top + plot_h + bottom
     layout.update(

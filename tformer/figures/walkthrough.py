@@ -36,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 import plotly.graph_objects as go
 
+from ..i18n import tr
 from .attention import weight_ticks
 from .checks import Float32Array, as_float32
 from .colors import SymmetricScale, pattern_colorscale, robust_symmetric
@@ -67,6 +68,7 @@ from .layout import (
 from .pooling import MAX_SIDE, pool_plan
 
 MINUS = "\u2212"
+# English; shown through `tr` (the catalog key).
 MASKED_TEXT = f"masked ({MINUS}\u221e)"
 MASKED_CELL = f"{MINUS}\u221e"
 MASKED_GRAY = "rgb(150,150,150)"
@@ -229,7 +231,7 @@ def _grid(m: Float32Array, *, weights: bool, numbers: bool, max_side: int | None
 
 
 def _pooled_title(title: str, block: int) -> str:
-    return title if block == 1 else f"{title} \u2014 each cell covers {block}"
+    return title if block == 1 else tr("{title} \u2014 each cell covers {block}", title=title, block=block)
 
 
 def _plot_height(row_cells: int, rows: int, cell_w: float, numbers: bool) -> int:
@@ -271,7 +273,7 @@ def _mask_trace(
     """Gray cells under the heatmap's gaps; their hover (and text) say "masked (−∞)"."""
     trace: dict[str, Any] = {
         "type": "heatmap",
-        "name": "masked",
+        "name": tr("masked"),
         "z": grid.masked.astype(np.uint8),
         "x": xs,
         "y": ys,
@@ -279,7 +281,7 @@ def _mask_trace(
         "zmax": 1,
         "colorscale": [[0.0, "rgba(0,0,0,0)"], [1.0, MASKED_GRAY]],
         "showscale": False,
-        "hovertemplate": "%{y}<br>%{x}<br>" + MASKED_TEXT + "<extra></extra>",
+        "hovertemplate": "%{y}<br>%{x}<br>" + tr(MASKED_TEXT) + "<extra></extra>",
     }
     if text is not None:
         trace.update(
@@ -322,8 +324,8 @@ def step_heatmap(
     highlight: int | None = None,
     title: str | None = None,
     numbers: bool = False,
-    row_title: str = "token (row)",
-    col_title: str = "dimension",
+    row_title: str | None = None,
+    col_title: str | None = None,
     weights: bool = False,
     width: int = DETAIL_WIDTH,
     value_title: str | None = None,
@@ -356,7 +358,9 @@ def step_heatmap(
     _check_labels("value", shape, col_labels, 1, "column")
     rows, cols = shape
     hl = _check_index("highlight", highlight, rows)
-    name = value_title or ("weight" if weights else "value")
+    name = value_title or (tr("weight") if weights else tr("value"))
+    row_title = tr("token (row)") if row_title is None else row_title
+    col_title = tr("dimension") if col_title is None else col_title
 
     grid = _grid(m, weights=weights, numbers=numbers, max_side=max_side)
     colors, scale = _scale_colors(grid, weights, name)
@@ -387,7 +391,11 @@ def step_heatmap(
     xs, ys = _block_names(col_labels, grid.col_block), _block_names(row_labels, grid.row_block)
     what = safe_label(name)
     if grid.row_block * grid.col_block > 1:
-        what = f"max {what} in the block" if weights else f"largest |{what}| in the block"
+        what = (
+            tr("max {what} in the block", what=what)
+            if weights
+            else tr("largest |{what}| in the block", what=what)
+        )
     heat: dict[str, Any] = {
         "type": "heatmap",
         "name": name,
@@ -489,14 +497,14 @@ def _masked_markers(
     size = min(MARKER_PX, max(3.0, 0.8 * pitch))
     trace: dict[str, Any] = {
         "type": "scatter",
-        "name": "masked",
+        "name": tr("masked"),
         "x": [nm for nm, hide in zip(names, masked.tolist(), strict=True) if hide],
         "y": np.zeros(count, dtype=np.float32),
         "mode": "markers+text" if with_text else "markers",
         "marker": {"symbol": "x", "size": size, "color": MASK_MARKER},
         "showlegend": False,
         "cliponaxis": False,
-        "hovertemplate": f"%{{x}}<br>{MASKED_CELL} (masked): weight 0<extra></extra>",
+        "hovertemplate": "%{x}<br>" + tr("−∞ (masked): weight 0") + "<extra></extra>",
     }
     if with_text:
         trace.update(text=[MASKED_CELL] * count, textposition="top center", textfont={"size": BAR_TEXT_PX})
@@ -542,11 +550,11 @@ def row_bars(
     *,
     highlight: int | None = None,
     title: str | None = None,
-    value_title: str = "score",
+    value_title: str | None = None,
     numbers: bool = False,
     weights: bool = False,
     width: int = DETAIL_WIDTH,
-    key_title: str = "key token",
+    key_title: str | None = None,
 ) -> go.Figure:
     """One query's row over the keys, ``values`` [key_pos], as bars (key 0 on the left).
 
@@ -564,6 +572,8 @@ def row_bars(
         raise ValueError("values has shape (0,): at least one key is needed")
     _check_labels("values", (n,), labels, 0, "key")
     hl = _check_index("highlight", highlight, n)
+    value_title = tr("score") if value_title is None else value_title
+    key_title = tr("key token") if key_title is None else key_title
     masked = ~np.isfinite(v)
     names = _unique_names(labels)
     bars: dict[str, Any] = {
@@ -582,7 +592,7 @@ def row_bars(
             cliponaxis=False,
         )
     data: list[dict[str, Any]] = [bars]
-    x_title = key_title + (f"   (\u00d7 = {MASKED_CELL}, masked)" if masked.any() else "")
+    x_title = tr("{title}   (× = −∞, masked)", title=key_title) if masked.any() else key_title
     left = numeric_axis_margin(f"{MINUS}0.00", font=VALUE_TICK_PX)
     x_axis, right = _bar_x_axis(labels, width, left, x_title)
     pitch = (width - left - right) / n
@@ -679,14 +689,20 @@ def neuron_figure(
         raise ValueError(f"labels must be (query label, key label), got {len(labels)} labels")
     qa, ka, pa = arrays
     total = float(np.sum(pa, dtype=np.float64))
-    q_name = "" if labels is None else f" of {safe_label(labels[0])}"
-    k_name = "" if labels is None else f" of {safe_label(labels[1])}"
+    if labels is None:
+        q_title, k_title = tr("q<sub>d</sub>: the query"), tr("k<sub>d</sub>: the key")
+    else:
+        q_title = tr("q<sub>d</sub>: the query of {token}", token=safe_label(labels[0]))
+        k_title = tr("k<sub>d</sub>: the key of {token}", token=safe_label(labels[1]))
     titles = (
-        f"q<sub>d</sub>: the query{q_name}",
-        f"k<sub>d</sub>: the key{k_name}",
-        "q<sub>d</sub>\u00b7k<sub>d</sub>: "
-        f"<span style='color:{BAR_POSITIVE}'>red adds</span>, "
-        f"<span style='color:{BAR_NEGATIVE}'>blue subtracts</span>",
+        q_title,
+        k_title,
+        tr(
+            "q<sub>d</sub>\u00b7k<sub>d</sub>: <span style='color:{red}'>red adds</span>, "
+            "<span style='color:{blue}'>blue subtracts</span>",
+            red=BAR_POSITIVE,
+            blue=BAR_NEGATIVE,
+        ),
     )
     left = numeric_axis_margin(f"{MINUS}0.000", font=VALUE_TICK_PX)
     top = (TOP_TITLE_PX if title else 0) + TOP_PANEL_TITLE_PX
@@ -699,7 +715,8 @@ def neuron_figure(
         px_domain(0, plot_w, y, y + h, plot_w, plot_h) for y, h in zip(y0s, NEURON_PANEL_PX, strict=True)
     ]
     yaxes = ("y3", "y2", "y")  # q on top, products at the bottom on the x axis's anchor
-    hover = ("q<sub>d</sub>", "k<sub>d</sub>", "q<sub>d</sub>\u00b7k<sub>d</sub>")
+    # symbols; a language may write them without HTML subscripts
+    hover = (tr("q<sub>d</sub>"), tr("k<sub>d</sub>"), tr("q<sub>d</sub>\u00b7k<sub>d</sub>"))
     colors: list[Any] = [Q_COLOR, K_COLOR, [BAR_NEGATIVE if x < 0 else BAR_POSITIVE for x in pa.tolist()]]
     data = [
         {
@@ -713,7 +730,9 @@ def neuron_figure(
         }
         for nm, a, ya, c in zip(hover, arrays, yaxes, colors, strict=True)
     ]
-    sum_text = f"\u03a3<sub>d</sub> q<sub>d</sub>k<sub>d</sub> = {f'{total:.4g}'.replace('-', MINUS)}"
+    sum_text = tr(
+        "\u03a3<sub>d</sub> q<sub>d</sub>k<sub>d</sub> = {total}", total=f"{total:.4g}".replace("-", MINUS)
+    )
     annotations = [_left_title(t, *d) for t, d in zip(titles, domains, strict=True)]
     annotations.append(
         {**panel_title(f"<b>{sum_text}</b>", *domains[2]), "x": 1.0, "xanchor": "right", "font": {"size": 16}}
@@ -725,7 +744,7 @@ def neuron_figure(
             **_dims_ticks(d_head, plot_w),
             "anchor": "y",
             "range": [-0.5, d_head - 0.5],
-            "title": axis_title(f"dimension d (d_head = {d_head})"),
+            "title": axis_title(tr("dimension d (d_head = {d_head})", d_head=d_head)),
             "tickfont": {"size": 12},
             "ticks": "",
             "showgrid": False,

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from .state import ViewState
 
@@ -30,6 +31,15 @@ def view() -> ViewState:
     if notices:
         st.session_state["_view_notices"] = notices
     return state
+
+
+def session_language() -> str | None:
+    """The language this browser session chose (`tformer.i18n`'s resolver in the app); None
+    outside a script run (a background thread, a notebook)."""
+    if get_script_run_ctx(suppress_warning=True) is None:
+        return None
+    state = st.session_state.get(_VIEW)
+    return state.lang if isinstance(state, ViewState) else None
 
 
 def pop_notices() -> list[str]:

@@ -19,6 +19,7 @@ from ..checkpoints import RUN_FILE, is_run_name, load_run, runs_dir
 from ..config import EncoderConfig
 from ..device import pick_device
 from ..encoder import Encoder
+from ..i18n import language, tr
 from ..pretrained import load_pretrained
 from ..process import app_threads, keep_freed_memory, plain_pages_for_arrays
 from ..tokenizer import Tokenizer, scratch_tokenizer
@@ -46,14 +47,20 @@ class ModelChoice:
 
     @property
     def label(self) -> str:
+        """The model's name on screen, in the session's language."""
         if self.source == "minilm":
-            return "all-MiniLM-L6-v2 (pretrained BERT)"
+            return tr("all-MiniLM-L6-v2 (pretrained BERT)")
         if self.source == "scratch" and self.cfg is not None:
             c = self.cfg
-            return f"from-scratch encoder: {c.n_layers} layers x {c.n_heads} heads, d_model {c.d_model}"
+            return tr(
+                "from-scratch encoder: {n_layers} layers x {n_heads} heads, d_model {d_model}",
+                n_layers=c.n_layers,
+                n_heads=c.n_heads,
+                d_model=c.d_model,
+            )
         if self.source.startswith("run:"):
-            return f"trained run {self.source[4:]}"
-        return f"local checkpoint {self.source}"
+            return tr("trained run {name}", name=self.source[4:])
+        return tr("local checkpoint {path}", path=self.source)
 
 
 def scratch_config_of(view: ViewState) -> EncoderConfig:
@@ -76,7 +83,7 @@ def scratch_config_of(view: ViewState) -> EncoderConfig:
 # --- caches -----------------------------------------------------------------------------------
 
 
-@st.cache_resource(show_spinner="Loading the device...")
+@st.cache_resource(show_spinner=False)
 def device() -> tuple[torch.device, str | None]:
     """The device in use and, if TFORMER_DEVICE could not be honoured, why."""
     try:
@@ -105,9 +112,16 @@ def set_threads() -> int:
     return n
 
 
-@st.cache_resource(max_entries=6, show_spinner="Building the model...")
+# Spinners are shown from inside the cached bodies (so only while one computes), in the
+# session's language: a cache's own show_spinner text is fixed when the module is imported.
+@st.cache_resource(max_entries=6, show_spinner=False)
 def get_model(choice: ModelChoice) -> tuple[Encoder, Tokenizer]:
     """One shared model per choice, read by every session (capture is thread-safe)."""
+    with st.spinner(tr("Building the model...")):
+        return _build_model(choice)
+
+
+def _build_model(choice: ModelChoice) -> tuple[Encoder, Tokenizer]:
     dev = device()[0]
     if choice.source == "scratch":
         assert choice.cfg is not None
@@ -136,7 +150,7 @@ def get_capture(
 
 # cache_resource, not cache_data: a 512-token capture holds ~170 MB of float32, and cache_data
 # would pickle a copy on every rerun. The arrays are read-only, so sharing them is safe.
-@st.cache_resource(max_entries=8, ttl=3600, show_spinner="Running the model...")
+@st.cache_resource(max_entries=8, ttl=3600, show_spinner=False)
 def _capture(
     choice: ModelChoice, text: str, names: tuple[str, ...], layers: tuple[int, ...] | None = None
 ) -> TextCapture:
@@ -145,11 +159,17 @@ def _capture(
     nbytes = capture_nbytes(model.cfg, len(encoded.ids), names, layers)
     if nbytes > MAX_CAPTURE_BYTES:
         raise CaptureTooLarge(
-            f"capturing {', '.join(names)} for {len(encoded.ids)} tokens would take "
-            f"{nbytes / 2**20:.0f} MB; the limit is {MAX_CAPTURE_BYTES / 2**20:.0f} MB. "
-            "Use a shorter text, or fewer layers or heads."
+            tr(
+                "capturing {names} for {n} tokens would take {size:.0f} MB; the limit is {limit:.0f} MB. "
+                "Use a shorter text, or fewer layers or heads.",
+                names=", ".join(names),
+                n=len(encoded.ids),
+                size=nbytes / 2**20,
+                limit=MAX_CAPTURE_BYTES / 2**20,
+            )
         )
-    return capture_ids(model, encoded, names, layers)
+    with st.spinner(tr("Running the model...")):
+        return capture_ids(model, encoded, names, layers)
 
 
 @st.cache_data(ttl=30, show_spinner=False)
@@ -157,14 +177,14 @@ def run_meta(name: str) -> dict[str, Any]:
     """A saved run's run.json (task, recipe, history, example texts); ValueError for a name that
     is not a saved run."""
     if not is_run_name(name):
-        raise ValueError(f"{name!r} is not a run name")
+        raise ValueError(tr("{name} is not a run name", name=repr(name)))
     path = runs_dir() / name / RUN_FILE
     try:
         meta = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
-        raise ValueError(f"cannot read {path}: {err}") from err
+        raise ValueError(tr("cannot read {path}: {err}", path=path, err=err)) from err
     if not isinstance(meta, dict):
-        raise ValueError(f"{path} does not hold a run")
+        raise ValueError(tr("{path} does not hold a run", path=path))
     return meta
 
 
@@ -179,9 +199,11 @@ def shared_figure(build: Callable[..., F], *args: Any, **kwargs: Any) -> F:
     it must not be changed after this call; st.plotly_chart only serialises it. Arguments are
     hashed by value (numpy arrays by content).
     """
-    return _shared_figure(f"{build.__module__}.{build.__qualname__}", build, args, kwargs)
+    # The language is part of the key: a figure's titles are translated when it is built.
+    name = f"{build.__module__}.{build.__qualname__}"
+    return _shared_figure(name, language(), build, args, kwargs)
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def _shared_figure(name: str, _build: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+def _shared_figure(name: str, lang: str, _build: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     return _build(*args, **kwargs)

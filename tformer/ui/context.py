@@ -15,6 +15,7 @@ from ..encoder import Encoder
 from ..figures.attention import Kind
 from ..figures.overview import head_grid_data
 from ..formulas import latex_of
+from ..i18n import tr
 from ..tokenizer import Tokenizer
 from .binding import bind, set_values, view
 from .caches import ModelChoice, get_capture, get_model
@@ -53,10 +54,10 @@ def open_page(script: str, names: Iterable[str] | None = None, *, one_layer: boo
     names = ATTENTION if names is None else names
     fr = draw_frame(script)
     if fr.choice is None:
-        st.info("Fix the model settings in the sidebar to see the attention.")
+        st.info(tr("Fix the model settings in the sidebar to see the attention."))
         st.stop()
     if not fr.text.strip():
-        st.info("Type a sentence in the sidebar (English or Chinese) to see what attention computes.")
+        st.info(tr("Type a sentence in the sidebar (English or Chinese) to see what attention computes."))
         st.stop()
     choice = fr.choice
     try:
@@ -65,7 +66,7 @@ def open_page(script: str, names: Iterable[str] | None = None, *, one_layer: boo
         layers = (min(fr.view.layer, model.cfg.n_layers - 1),) if one_layer else None
         capture = get_capture(choice, fr.text, [n for n in names if n in has], layers)
     except ValueError as err:
-        st.error(f"Could not run {choice.label}: {err}")
+        st.error(tr("Could not run {model}: {err}", model=choice.label, err=err))
         st.stop()
     if choice.source == "scratch":
         whole = "pattern" in capture and capture.layers is None
@@ -77,8 +78,12 @@ def open_page(script: str, names: Iterable[str] | None = None, *, one_layer: boo
     enc = capture.encoded
     if enc.truncated:
         st.warning(
-            f"The text has {enc.n_input_tokens}{'' if enc.n_input_exact else '+'} tokens; this model reads "
-            f"at most {len(enc.ids)}, so only the first {len(enc.ids)} are shown."
+            tr(
+                "The text has {n} tokens; this model reads at most {limit}, so only the first {limit} "
+                "are shown.",
+                n=f"{enc.n_input_tokens}{'' if enc.n_input_exact else '+'}",
+                limit=len(enc.ids),
+            )
         )
     return PageContext(fr, choice, capture, model)
 
@@ -87,16 +92,19 @@ def random_weights_note(choice: ModelChoice, focus: tuple[float, float] | None) 
     """What a from-scratch model's heads show before training, with this text's numbers
     (`page_data.row_focus`)."""
     seed = choice.cfg.seed if choice.cfg is not None else 0
-    note = (
-        f"This encoder's weights are random (drawn from seed {seed}), not trained: its heads have "
+    note = tr(
+        "This encoder's weights are random (drawn from seed {seed}), not trained: its heads have "
         "learned nothing yet. Random attention puts each row's weight on keys picked by chance, "
         "not by meaning or position: scattered bright cells, with none of the diagonals, columns "
-        "or blocks a trained head shows (compare the pretrained MiniLM)."
+        "or blocks a trained head shows (compare the pretrained MiniLM).",
+        seed=seed,
     )
     if focus is not None:
-        note += (
-            f" On this text the largest weight in a row is {focus[0]:.3f} on average; "
-            f"spreading evenly over the allowed keys would give {focus[1]:.3f}."
+        note += tr(
+            " On this text the largest weight in a row is {focus:.3f} on average; "
+            "spreading evenly over the allowed keys would give {even:.3f}.",
+            focus=focus[0],
+            even=focus[1],
         )
     return note
 
@@ -107,11 +115,13 @@ def unknown_tokens(capture: TextCapture, tokenizer: Tokenizer) -> str | None:
     n = sum(1 for i in capture.encoded.ids if i == unk) if unk is not None else 0
     if n == 0 or n < 0.2 * capture.n_pos:
         return None
-    return (
-        f"{n} of the {capture.n_pos} tokens are unknown to this model's vocabulary (its [UNK] token): "
+    return tr(
+        "{n} of the {total} tokens are unknown to this model's vocabulary (its [UNK] token): "
         "the model sees them all as the same token, so their rows and columns look alike. MiniLM "
         "was trained on English text; the from-scratch encoder's vocabulary has every Chinese "
-        "character (its weights are random until trained)."
+        "character (its weights are random until trained).",
+        n=n,
+        total=capture.n_pos,
     )
 
 
@@ -120,18 +130,22 @@ def layer_head(ctx: PageContext, columns: Sequence[Any] | None = None) -> tuple[
     two new columns or the two given."""
     c1, c2 = st.columns(2) if columns is None else columns
     layers, heads = range(ctx.capture.n_layers), range(ctx.capture.n_heads)
-    layer = c1.selectbox("layer", layers, **bind("layer", layers, clamp=True))
-    head = c2.selectbox("head", heads, **bind("head", heads, clamp=True))
+    layer = c1.selectbox(tr("layer"), layers, **bind("layer", layers, clamp=True))
+    head = c2.selectbox(tr("head"), heads, **bind("head", heads, clamp=True))
     return int(layer), int(head)
 
 
 def query_token(ctx: PageContext, label: str = "query token") -> int:
-    """The query token picker (the row a page follows), shared by every page that has one."""
+    """The query token picker (the row a page follows), shared by every page that has one;
+    ``label`` is an English template, translated here."""
     n = ctx.capture.n_pos
     labels = ctx.labels
     return int(
         st.selectbox(
-            label, range(n), format_func=lambda i: f"{i} · {labels[i]}", **bind("query", range(n), clamp=True)
+            tr(label),
+            range(n),
+            format_func=lambda i: f"{i} · {labels[i]}",
+            **bind("query", range(n), clamp=True),
         )
     )
 
@@ -145,15 +159,17 @@ def layer_head_query(ctx: PageContext) -> tuple[int, int, int]:
     return layer, head, query
 
 
-# What the two square matrices of a head are called on screen; values are the hooks' short names.
+# What the two square matrices of a head are called on screen (English templates, translated
+# where shown); keys are the hooks' short names.
 MATRIX_LABELS = {"pattern": "softmax weights", "attn_scores": "scaled scores QKᵀ/√d_k"}
 
 
 def matrix_kind(label: str, key: str) -> Kind:
     """A radio for "pattern" or "attn_scores", bound to the view-state value ``key`` (its
-    field's choices give the order)."""
+    field's choices give the order); ``label`` is an English template, translated here."""
     choices = view().choices(key)
-    picked = st.radio(label, choices, horizontal=True, format_func=MATRIX_LABELS.__getitem__, **bind(key))
+    names = {c: tr(MATRIX_LABELS[c]) for c in choices}  # translated now (see sidebar.shown)
+    picked = st.radio(tr(label), choices, horizontal=True, format_func=names.__getitem__, **bind(key))
     return "attn_scores" if picked == "attn_scores" else "pattern"
 
 
@@ -161,10 +177,12 @@ def section(key: str, labels: dict[str, str], *, label: str = "show") -> str:
     """One concept at a time: a segmented control over a page's sections, bound to the
     view-state value ``key``. Only the chosen section is computed and drawn, which keeps a long
     page fast and a projected screen focused. ``labels``: section -> its name on screen (the
-    sections offered, in order; a subset of the field's choices)."""
+    sections offered, in order; a subset of the field's choices). ``label`` and the names are
+    English templates, translated here (`tformer.i18n.tr`)."""
     options = list(labels)
+    names = {s: tr(name) for s, name in labels.items()}  # translated now (see sidebar.shown)
     picked = st.segmented_control(
-        label, options, required=True, format_func=labels.__getitem__, **bind(key, options)
+        tr(label), options, required=True, format_func=names.__getitem__, **bind(key, options)
     )
     return str(picked if picked in labels else options[0])
 
@@ -214,15 +232,16 @@ def formula(
     fn: Callable[..., Any] | str, *, code: bool = True, label: str = "The code that computed it"
 ) -> None:
     """The formula in ``fn``'s docstring, and (collapsed) ``fn``'s source: written once, beside
-    the function that computes it, so the page and the code cannot drift apart."""
+    the function that computes it, so the page and the code cannot drift apart. ``label``: an
+    English template, translated here."""
     st.latex(latex_of(resolve(fn)))
     if code:
         source(fn, label=label)
 
 
 def source(fn: Callable[..., Any] | str, *, label: str = "The code that computed it") -> None:
-    """``fn``'s source in a collapsed box."""
-    with st.expander(label):
+    """``fn``'s source in a collapsed box (``label``: an English template, translated here)."""
+    with st.expander(tr(label)):
         st.code(source_text(fn), language="python")
 
 

@@ -12,6 +12,7 @@ import streamlit as st
 
 from ..capture import ATTENTION, TextCapture, capture_batch, capture_ids
 from ..head_roles import average_scores, rank_heads, role_scores
+from ..i18n import tr
 from ..masks import causal_mask, custom_mask, describe, full_mask, output_shift, window_mask
 from ..resources import examples
 from ..rollout import attention_rollout, combine_heads, project_2d
@@ -33,10 +34,13 @@ def tempered(
     return {"pattern": p, "entropy": row_entropy(p), "max": row_max(p)}
 
 
-@st.cache_resource(show_spinner="Sampling random queries and keys...")
+# Spinners come from inside the cached bodies (shown only while one computes) so that they
+# speak the session's language; a cache's show_spinner text is fixed at import.
+@st.cache_resource(show_spinner=False)
 def scaling_sweep_data() -> Any:
     """The d_k sweep: computed once per server (a fixed seed), shared by every session."""
-    return scaling_sweep()
+    with st.spinner(tr("Sampling random queries and keys...")):
+        return scaling_sweep()
 
 
 # --- masks -------------------------------------------------------------------------------------
@@ -62,33 +66,36 @@ def build_mask(kind: str, n: int, window: int, spec: str) -> np.ndarray:
     return full_mask(n)
 
 
-@st.cache_resource(max_entries=16, show_spinner="Running with the mask...")
+@st.cache_resource(max_entries=16, show_spinner=False)
 def masked_run(choice: ModelChoice, text: str, kind: str, window: int, spec: str) -> MaskRun:
     model, _ = get_model(choice)
     base = get_capture(choice, text, ATTENTION)
     mask = build_mask(kind, base.n_pos, window, spec)
-    masked = capture_ids(model, base.encoded, ATTENTION, attn_mask=mask)
+    with st.spinner(tr("Running with the mask...")):
+        masked = capture_ids(model, base.encoded, ATTENTION, attn_mask=mask)
     return MaskRun(mask, base, masked, output_shift(base.output, masked.output), describe(mask))
 
 
-@st.cache_resource(max_entries=8, show_spinner="Running both texts in one batch...")
+@st.cache_resource(max_entries=8, show_spinner=False)
 def padded_pair(choice: ModelChoice, text: str, text_b: str) -> tuple[TextCapture, TextCapture]:
     """The two texts in one batch, padded to the longer one."""
     model, tok = get_model(choice)
-    a, b = capture_batch(model, tok, [text, text_b], ATTENTION)
+    with st.spinner(tr("Running both texts in one batch...")):
+        a, b = capture_batch(model, tok, [text, text_b], ATTENTION)
     return a, b
 
 
 # --- across layers, query/key space, head roles ------------------------------------------------
 
 
-@st.cache_resource(max_entries=16, show_spinner="Combining the heads...")
+@st.cache_resource(max_entries=16, show_spinner=False)
 def combined(choice: ModelChoice, text: str, how: str) -> np.ndarray:
     """[layer, query_pos, key_pos]: the heads' mean, max, or the rollout up to each layer."""
     p = get_capture(choice, text, ATTENTION).pattern
-    if how == "rollout":
-        return attention_rollout(p)
-    return combine_heads(p, "max" if how == "max" else "mean")
+    with st.spinner(tr("Combining the heads...")):
+        if how == "rollout":
+            return attention_rollout(p)
+        return combine_heads(p, "max" if how == "max" else "mean")
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
@@ -106,16 +113,18 @@ def _roles_of(choice: ModelChoice, text: str) -> dict[str, np.ndarray]:
     )
 
 
-@st.cache_data(max_entries=16, show_spinner="Scoring every head...")
+@st.cache_data(max_entries=16, show_spinner=False)
 def head_roles(choice: ModelChoice, text: str) -> dict[str, np.ndarray]:
-    return _roles_of(choice, text)
+    with st.spinner(tr("Scoring every head...")):
+        return _roles_of(choice, text)
 
 
-@st.cache_data(max_entries=4, show_spinner="Scoring every head on the example texts...")
+@st.cache_data(max_entries=4, show_spinner=False)
 def head_roles_on_examples(choice: ModelChoice, lang: str = "en") -> tuple[dict[str, np.ndarray], int]:
     """Every role's score averaged over the example texts in ``lang`` (and how many there are)."""
     texts = [str(ex["text"]) for ex in examples() if ex.get("lang") == lang]
-    return average_scores([_roles_of(choice, t) for t in texts]), len(texts)
+    with st.spinner(tr("Scoring every head on the example texts...")):
+        return average_scores([_roles_of(choice, t) for t in texts]), len(texts)
 
 
 __all__ = ["rank_heads"]  # re-exported for the pages (tformer.ui.rank_heads)

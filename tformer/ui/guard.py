@@ -11,6 +11,8 @@ from contextlib import contextmanager
 
 import streamlit as st
 
+from ..i18n import tr
+
 log = logging.getLogger("tformer.app")
 MAX_NOTICES = 5
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>$~:])")
@@ -30,4 +32,10 @@ def no_traceback() -> Iterator[None]:
         yield
     except Exception as err:  # Streamlit's stop/rerun are BaseExceptions and pass through
         log.error("page failed:\n%s", traceback.format_exc())
-        st.error(f"Something went wrong while drawing this page ({type(err).__name__}): {err}")
+        st.error(
+            tr(
+                "Something went wrong while drawing this page ({kind}): {err}",
+                kind=type(err).__name__,
+                err=err,
+            )
+        )

@@ -9,6 +9,7 @@ import streamlit as st
 
 from ..analysis import cluster_order, head_metrics, js_divergence_matrix, js_rows_budget, output_change
 from ..capture import ATTENTION, positional_table
+from ..i18n import tr
 from ..interventions import ablate_heads, patterns_without_positions
 from ..positional import pe_shift_matrix, sinusoidal_encoding
 from .caches import ModelChoice, get_capture, get_model
@@ -44,9 +45,13 @@ def model_positions(choice: ModelChoice, n_pos: int) -> np.ndarray:
     return positional_table(get_model(choice)[0], n_pos)
 
 
-@st.cache_data(max_entries=8, show_spinner="Running without positions...")
+# Spinners come from inside the cached bodies (shown only while one computes) so that they
+# speak the session's language; a cache's show_spinner text is fixed at import.
+@st.cache_data(max_entries=8, show_spinner=False)
 def patterns_without_pe(choice: ModelChoice, text: str) -> np.ndarray:
-    return patterns_without_positions(get_model(choice)[0], get_capture(choice, text, ATTENTION).encoded.ids)
+    ids = get_capture(choice, text, ATTENTION).encoded.ids
+    with st.spinner(tr("Running without positions...")):
+        return patterns_without_positions(get_model(choice)[0], ids)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -62,27 +67,31 @@ def head_names(n_layers: int, n_heads: int) -> list[str]:
     return [f"L{layer}H{head}" for layer in range(n_layers) for head in range(n_heads)]
 
 
-@st.cache_data(max_entries=16, show_spinner="Measuring every head...")
+@st.cache_data(max_entries=16, show_spinner=False)
 def head_stats(choice: ModelChoice, text: str) -> dict[str, np.ndarray]:
     """Every head's metrics; the special positions come from the tokenizer's own specials."""
     cap = get_capture(choice, text, ATTENTION)
     enc = cap.encoded
-    return head_metrics(cap.pattern, cls_pos=enc.leading_special, sep_pos=enc.trailing_specials or None)
+    with st.spinner(tr("Measuring every head...")):
+        return head_metrics(cap.pattern, cls_pos=enc.leading_special, sep_pos=enc.trailing_specials or None)
 
 
-@st.cache_data(max_entries=16, show_spinner="Comparing heads...")
+@st.cache_data(max_entries=16, show_spinner=False)
 def head_similarity(choice: ModelChoice, text: str) -> dict[str, Any]:
     """JS divergence between every pair of heads, the clustered order, and how many query rows
     the mean is over (evenly spaced ones when the text is long and the heads many)."""
     p = get_capture(choice, text, ATTENTION).pattern
     flat = p.reshape(-1, *p.shape[2:])  # [layer * head_index, query_pos, key_pos]
     rows = js_rows_budget(flat.shape[0], flat.shape[1])
-    div = js_divergence_matrix(flat, max_rows=rows)
+    with st.spinner(tr("Comparing heads...")):
+        div = js_divergence_matrix(flat, max_rows=rows)
     return {"divergence": div, "order": cluster_order(div), "rows": rows, "n_rows": flat.shape[1]}
 
 
-@st.cache_data(max_entries=32, show_spinner="Ablating...")
+@st.cache_data(max_entries=32, show_spinner=False)
 def ablation_change(choice: ModelChoice, text: str, heads: tuple[tuple[int, int], ...]) -> np.ndarray:
     cap = get_capture(choice, text, ATTENTION)
-    base, ablated = ablate_heads(get_model(choice)[0], cap.encoded.ids, list(heads), base=cap.output)
+    model = get_model(choice)[0]
+    with st.spinner(tr("Ablating...")):
+        base, ablated = ablate_heads(model, cap.encoded.ids, list(heads), base=cap.output)
     return output_change(base, ablated)

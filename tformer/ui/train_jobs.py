@@ -1,7 +1,10 @@
 """Training runs in the background: one process-wide `RunManager` (a few runs at once, the rest
 queued), the jobs it runs (train one model and save it; race 1, 2, 4 and 8 heads), and this
 session's runs. A run outlives page switches (its id is in the session); it stops by itself
-when no page has polled it for `IDLE_TIMEOUT_S` (the browser was closed)."""
+when no page has polled it for `IDLE_TIMEOUT_S` (the browser was closed).
+
+A job runs in a thread without a reader's language: it hands its messages over as English
+templates and values (`RunHandle.set_message`, `RunHandle.fail`), worded when a page reads them."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import streamlit as st
 
 from ..checkpoints import sanitize_run_name, save_run
 from ..config import EncoderConfig
+from ..i18n import tr
 from ..runs import Run, RunHandle, RunManager
 from ..tasks import TaskSpec, example_texts, task_tokenizer
 from ..training import Recipe, Trainer
@@ -86,6 +90,10 @@ def _train(
         last = trainer.step_count + recipe.steps
         handle.set_result({"trainer": trainer, "last": last})
         reached = False
+        # the steps last recorded: a run that stops right after a periodic evaluation or
+        # snapshot must not record that step twice (the curves need increasing steps)
+        evals = trainer.step_count  # both were recorded at the start (or carried over)
+        snaps = trainer.step_count
         while trainer.step_count < last and not handle.should_stop():
             stats = trainer.step()
             handle.report_step(
@@ -95,23 +103,27 @@ def _train(
                 grad_norm=stats.grad_norm,
                 seconds=stats.seconds,
             )
-            problem = trainer.diverged(stats)
-            if problem:
-                handle.fail(problem)
+            problem = trainer.divergence(stats)
+            if problem is not None:
+                handle.fail(problem[0], **problem[1])
                 return
             if stats.step % recipe.eval_every == 0:
                 acc = trainer.evaluate()
                 handle.report_eval(step=stats.step, accuracy=acc)
+                evals = stats.step
                 reached = stop_at is not None and acc >= stop_at
             if stats.step % stride == 0:
                 handle.report_snapshot(stats.step, trainer.snapshot())
+                snaps = stats.step
             if reached:
                 break
         if trainer.step_count == 0:
             return
-        handle.report_snapshot(trainer.step_count, trainer.snapshot())
+        if snaps != trainer.step_count:
+            handle.report_snapshot(trainer.step_count, trainer.snapshot())
         acc = trainer.evaluate()
-        handle.report_eval(step=trainer.step_count, accuracy=acc)
+        if evals != trainer.step_count:
+            handle.report_eval(step=trainer.step_count, accuracy=acc)
         name = sanitize_run_name(
             f"{spec.name}-{cfg.n_layers}L{cfg.n_heads}H{cfg.d_model}-s{trainer.step_count}-{time.strftime('%m%d-%H%M%S')}"
         )
@@ -127,10 +139,11 @@ def _train(
         )
         trainer.model.train()
         handle.set_result({"trainer": trainer, "last": last, "saved": name})
-        handle.set_message(
-            f"{'reached' if reached else 'ended at'} {acc:.1%} held-out accuracy after {trainer.step_count} "
-            f"updates; saved as {name}"
-        )
+        if reached:
+            template = "reached {accuracy:.1%} held-out accuracy after {n} updates; saved as {name}"
+        else:
+            template = "ended at {accuracy:.1%} held-out accuracy after {n} updates; saved as {name}"
+        handle.set_message(template, accuracy=acc, n=trainer.step_count, name=name)
 
     return job
 
@@ -184,12 +197,19 @@ def start_race(cfg: EncoderConfig, spec: TaskSpec, recipe: Recipe, stop_at: floa
 
 
 def describe_queue(run: Run) -> str:
+    """Where ``run`` waits, in the reader's language."""
     pos = run.queue_position()
     if pos is None:
         return run.message
-    return (
-        f"Waiting: {pos} run{'s' if pos > 1 else ''} ahead of this one (at most {max_running()} train at once "
-        "on this server)."
+    if pos == 1:
+        return tr(
+            "Waiting: 1 run ahead of this one (at most {most} train at once on this server).",
+            most=max_running(),
+        )
+    return tr(
+        "Waiting: {n} runs ahead of this one (at most {most} train at once on this server).",
+        n=pos,
+        most=max_running(),
     )
 
 

@@ -1,5 +1,9 @@
 """The Train page's controls (task, model, recipe, each setting with one sentence on what it
-does) and its live view of a run (progress, curves, attention snapshots)."""
+does) and its live view of a run (progress, curves, attention snapshots).
+
+Every word shown goes through `tformer.i18n.tr` here, in the script run: the task and recipe
+texts of the core modules are English templates, and a run's messages are worded when read
+(`tformer.runs.Message`)."""
 
 from __future__ import annotations
 
@@ -12,17 +16,38 @@ from ..config import EncoderConfig
 from ..figures.attention import attention_heatmap
 from ..figures.layout import HALF_WIDTH
 from ..figures.training import schedule_figure, training_curves
+from ..i18n import tr
 from ..runs import Run
 from ..tasks import TASKS, TaskSpec, as_text, held_out_set, task_targets
 from ..training import Recipe, model_config, recipe_help, schedule_curve
 from .binding import bind, view
+from .export_view import chart
 from .train_jobs import MAX_TRAIN_PARAMS, describe_queue, last_summary
 
-HELP = recipe_help()
+HELP = recipe_help()  # English templates: shown as tr(HELP[name])
+TASK_NAMES = {"copy": "copy", "reverse": "reverse", "sort": "sort", "shift": "shift", "lookup": "lookup"}
+POSITIONS = {"sinusoidal": "sinusoidal", "learned": "learned", "none": "none"}
+NORMS = {"pre": "pre-norm", "post": "post-norm"}
+SCHEDULE_NAMES = {"noam": "warm-up, then 1/√step", "constant": "warm-up, then constant"}
+# the progress bar's line: (state, whether an accuracy was measured) -> template
+PROGRESS_LINES = {
+    ("running", False): "training (running): update {step}",
+    ("running", True): "training (running): update {step} · held-out accuracy {accuracy:.1%}",
+    ("stopping", False): "training (stopping): update {step}",
+    ("stopping", True): "training (stopping): update {step} · held-out accuracy {accuracy:.1%}",
+}
+STATE_NAMES = {"done": "done", "stopped": "stopped", "failed": "failed", "running": "running"}
 
 
 def _s(key: str) -> str:
     return f"train.{key}"
+
+
+def _labels(names: dict[str, str]) -> Any:
+    """A widget's ``format_func``: each stored value's label, translated now (in the script
+    run: a format_func may be called later from a thread that has no reader's language)."""
+    shown = {value: tr(label) for value, label in names.items()}
+    return lambda value: shown.get(value, str(value))
 
 
 def _pick(col: Any, label: str, key: str, help_key: str | None = None) -> Any:
@@ -30,45 +55,53 @@ def _pick(col: Any, label: str, key: str, help_key: str | None = None) -> Any:
     options = list(view().choices(_s(key)))
     value = col.select_slider(label, options, **bind(_s(key), options))
     if help_key:
-        col.caption(HELP[help_key])
+        col.caption(tr(HELP[help_key]))
     return value
 
 
 def task_controls() -> TaskSpec | None:
     c1, c2, c3, c4 = st.columns([2, 1, 1, 1])
     names = list(TASKS)
-    task = c1.selectbox("task", names, **bind(_s("task"), names))
-    length = c2.number_input("length", 4, 64, **bind(_s("length")))
-    vocab = c3.number_input("symbols", 2, 52, **bind(_s("vocab")))
+    task = c1.selectbox(tr("task"), names, format_func=_labels(TASK_NAMES), **bind(_s("task"), names))
+    length = c2.number_input(tr("length"), 4, 64, **bind(_s("length")))
+    vocab = c3.number_input(tr("symbols"), 2, 52, **bind(_s("vocab")))
     held = c4.select_slider(
-        "held out",
+        tr("held out"),
         list(view().choices(_s("held_out"))),
         **bind(_s("held_out"), list(view().choices(_s("held_out")))),
     )
     shift = 1
     if task == "shift":
-        shift = st.number_input("k: rotate right by", 1, 63, **bind(_s("shift")))
-    st.caption(TASKS[str(task)])
+        shift = st.number_input(tr("k: rotate right by"), 1, 63, **bind(_s("shift")))
+    st.caption(tr(TASKS[str(task)]))
     try:
         spec = TaskSpec(str(task), int(length), int(vocab), min(int(shift), int(length) - 1), float(held))
     except ValueError as err:
-        st.error(f"This task cannot be made: {err}.")
+        st.error(tr("This task cannot be made: {error}.", error=err))
         return None
     x, _ = held_out_set(spec, 3)
-    rows = [{"input": as_text(a), "target": as_text(task_targets(spec, a[None])[0])} for a in x]
+    source, target = tr("input"), tr("target")
+    rows = [{source: as_text(a), target: as_text(task_targets(spec, a[None])[0])} for a in x]
     st.dataframe(rows, hide_index=True, width="stretch")
     return spec
 
 
 def model_controls(spec: TaskSpec) -> EncoderConfig | None:
-    st.markdown("**The model** (the same settings as the sidebar's from-scratch encoder, sized for training)")
+    st.markdown(
+        tr("**The model** (the same settings as the sidebar's from-scratch encoder, sized for training)")
+    )
     c1, c2, c3, c4, c5, c6 = st.columns(6)
-    n_layers = c1.number_input("layers", 1, 6, **bind(_s("n_layers")))
-    n_heads = c2.number_input("heads", 1, 16, **bind(_s("n_heads")))
+    n_layers = c1.number_input(tr("layers"), 1, 6, **bind(_s("n_layers")))
+    n_heads = c2.number_input(tr("heads"), 1, 16, **bind(_s("n_heads")))
     d_model = c3.number_input("d_model", 8, 256, step=8, **bind(_s("d_model")))
     d_ff = c4.number_input("d_ff", 8, 1024, placeholder="4 x d_model", **bind(_s("d_ff")))
-    pos = c5.selectbox("positions", ("sinusoidal", "learned", "none"), **bind(_s("pos_encoding")))
-    norm = c6.selectbox("LayerNorm", ("pre", "post"), format_func=lambda n: f"{n}-norm", **bind(_s("norm")))
+    pos = c5.selectbox(
+        tr("positions"),
+        tuple(POSITIONS),
+        format_func=_labels(POSITIONS),
+        **bind(_s("pos_encoding")),
+    )
+    norm = c6.selectbox("LayerNorm", tuple(NORMS), format_func=_labels(NORMS), **bind(_s("norm")))
     try:
         cfg = model_config(
             spec,
@@ -80,57 +113,61 @@ def model_controls(spec: TaskSpec) -> EncoderConfig | None:
             str(norm),
         )
     except ValueError as err:
-        st.error(f"This shape is not valid: {err}.")
+        st.error(tr("This shape is not valid: {error}.", error=err))
         return None
     if cfg.n_params() > MAX_TRAIN_PARAMS:
         st.error(
-            f"{cfg.n_params() / 1e6:.1f} M parameters: the limit for training here is {MAX_TRAIN_PARAMS / 1e6:.0f} M."
+            tr(
+                "{millions:.1f} M parameters: the limit for training here is {limit:.0f} M.",
+                millions=cfg.n_params() / 1e6,
+                limit=MAX_TRAIN_PARAMS / 1e6,
+            )
         )
         return None
-    st.caption(f"{cfg.n_params():,} parameters, d_head = {cfg.d_head}")
+    st.caption(tr("{n:,} parameters, d_head = {d_head}", n=cfg.n_params(), d_head=cfg.d_head))
     return cfg
 
 
 def recipe_controls() -> Recipe | None:
     with st.expander(
-        "The recipe: optimizer, schedule, clipping, label smoothing, dropout, batch", expanded=False
+        tr("The recipe: optimizer, schedule, clipping, label smoothing, dropout, batch"), expanded=False
     ):
         c1, c2, c3 = st.columns(3)
         opt = c1.radio(
-            "optimizer", ("adamw", "adam"), horizontal=True, **bind(_s("optimizer"), ["adamw", "adam"])
+            tr("optimizer"), ("adamw", "adam"), horizontal=True, **bind(_s("optimizer"), ["adamw", "adam"])
         )
-        c1.caption(HELP["optimizer"])
-        lr = _pick(c2, "peak learning rate", "lr", "lr")
+        c1.caption(tr(HELP["optimizer"]))
+        lr = _pick(c2, tr("peak learning rate"), "lr", "lr")
         sched = c3.radio(
-            "schedule",
-            ("noam", "constant"),
+            tr("schedule"),
+            tuple(SCHEDULE_NAMES),
             horizontal=True,
-            format_func={"noam": "warm-up, then 1/√step", "constant": "warm-up, then constant"}.__getitem__,
-            **bind(_s("schedule"), ["noam", "constant"]),
+            format_func=_labels(SCHEDULE_NAMES),
+            **bind(_s("schedule"), list(SCHEDULE_NAMES)),
         )
-        c3.caption(HELP["schedule"])
+        c3.caption(tr(HELP["schedule"]))
         c1, c2, c3 = st.columns(3)
         b1 = _pick(c1, "β1", "beta1")
         b2 = _pick(c2, "β2", "beta2")
         eps = _pick(c3, "ε", "eps")
-        st.caption(HELP["betas"] + " " + HELP["eps"])
+        st.caption(tr(HELP["betas"]) + " " + tr(HELP["eps"]))
         c1, c2, c3 = st.columns(3)
-        warmup = c1.number_input("warm-up steps", 0, 2000, **bind(_s("warmup")))
-        c1.caption(HELP["warmup"])
-        clip = _pick(c2, "clip the gradient norm at", "clip", "clip")
-        wd = _pick(c3, "weight decay", "weight_decay", "weight_decay")
+        warmup = c1.number_input(tr("warm-up steps"), 0, 2000, **bind(_s("warmup")))
+        c1.caption(tr(HELP["warmup"]))
+        clip = _pick(c2, tr("clip the gradient norm at"), "clip", "clip")
+        wd = _pick(c3, tr("weight decay"), "weight_decay", "weight_decay")
         c1, c2, c3 = st.columns(3)
-        smooth = _pick(c1, "label smoothing", "label_smoothing", "label_smoothing")
-        drop = _pick(c2, "dropout", "dropout", "dropout")
-        steps = c3.number_input("most updates", 10, 20_000, step=100, **bind(_s("steps")))
-        c3.caption(HELP["steps"])
+        smooth = _pick(c1, tr("label smoothing"), "label_smoothing", "label_smoothing")
+        drop = _pick(c2, tr("dropout"), "dropout", "dropout")
+        steps = c3.number_input(tr("most updates"), 10, 20_000, step=100, **bind(_s("steps")))
+        c3.caption(tr(HELP["steps"]))
         c1, c2, c3 = st.columns(3)
-        batch = c1.number_input("batch", 8, 512, step=8, **bind(_s("batch")))
-        c1.caption(HELP["batch"])
-        accum = c2.number_input("gradient accumulation", 1, 8, **bind(_s("accum")))
-        c2.caption(HELP["accum"])
-        snap = c3.number_input("snapshot every", 1, 500, **bind(_s("snapshot_every")))
-        c3.caption(HELP["snapshot_every"])
+        batch = c1.number_input(tr("batch"), 8, 512, step=8, **bind(_s("batch")))
+        c1.caption(tr(HELP["batch"]))
+        accum = c2.number_input(tr("gradient accumulation"), 1, 8, **bind(_s("accum")))
+        c2.caption(tr(HELP["accum"]))
+        snap = c3.number_input(tr("snapshot every"), 1, 500, **bind(_s("snapshot_every")))
+        c3.caption(tr(HELP["snapshot_every"]))
         try:
             recipe = Recipe(
                 optimizer=str(opt), lr=float(lr), betas=(float(b1), float(b2)), eps=float(eps),
@@ -139,11 +176,11 @@ def recipe_controls() -> Recipe | None:
                 steps=int(steps), snapshot_every=int(snap),
             )  # fmt: skip
         except ValueError as err:
-            st.error(f"This recipe cannot be used: {err}.")
+            st.error(tr("This recipe cannot be used: {error}.", error=err))
             return None
         x, y = schedule_curve(recipe)
-        st.plotly_chart(schedule_figure(x, y, warmup=recipe.warmup, width=HALF_WIDTH), key="schedule")
-    st.checkbox("stop at 99 % held-out token accuracy", **bind(_s("stop_at_99")))
+        chart(schedule_figure(x, y, warmup=recipe.warmup, width=HALF_WIDTH), key="schedule")
+    st.checkbox(tr("stop at 99 % held-out token accuracy"), **bind(_s("stop_at_99")))
     return recipe
 
 
@@ -155,14 +192,14 @@ def run_status(run: Run) -> None:
         st.info(describe_queue(run), icon="⏳")
         return
     acc = summary["accuracy"]
-    line = f"update {summary['step']}" + (f" · held-out accuracy {acc:.1%}" if acc is not None else "")
     if state in ("running", "stopping"):
         last = run.result.get("last") if isinstance(run.result, dict) else None
-        st.progress(min(1.0, summary["step"] / last) if last else 0.0, text=f"training ({state}): {line}")
+        line = tr(PROGRESS_LINES[state, acc is not None], step=summary["step"], accuracy=acc)
+        st.progress(min(1.0, summary["step"] / last) if last else 0.0, text=line)
     elif state == "failed":
-        st.error(f"The run stopped: {run.message}", icon="⚠️")
+        st.error(tr("The run stopped: {message}", message=run.message), icon="⚠️")
     else:
-        st.success(f"{run.message or state}", icon="✅" if state == "done" else "⏹️")
+        st.success(run.message or tr(STATE_NAMES.get(state, state)), icon="✅" if state == "done" else "⏹️")
 
 
 def live_view(run: Run) -> None:
@@ -171,9 +208,7 @@ def live_view(run: Run) -> None:
     recipe = (
         run.result["trainer"].recipe if isinstance(run.result, dict) and "trainer" in run.result else None
     )
-    st.plotly_chart(
-        training_curves(steps, evals, clip=recipe.clip if recipe else None, target=0.99), key="curves"
-    )
+    chart(training_curves(steps, evals, clip=recipe.clip if recipe else None, target=0.99), key="curves")
     snaps = run.progress.snapshots()
     if not snaps:
         return
@@ -187,16 +222,21 @@ def live_view(run: Run) -> None:
     c1, c2, c3 = st.columns([3, 1, 1])
     index = len(snaps) - 1
     if len(snaps) > 1:  # the newest by default; slide back to watch the head form
-        index = c1.slider("snapshot", 0, len(snaps) - 1, len(snaps) - 1, key="train.snap_slider")
-    layer = int(c2.selectbox("layer", range(n_layers), key="train.snap_layer") or 0)
-    head = int(c3.selectbox("head", range(n_heads), key="train.snap_head") or 0)
+        index = c1.slider(tr("snapshot"), 0, len(snaps) - 1, len(snaps) - 1, key="train.snap_slider")
+    layer = int(c2.selectbox(tr("layer"), range(n_layers), key="train.snap_layer") or 0)
+    head = int(c3.selectbox(tr("head"), range(n_heads), key="train.snap_head") or 0)
     snap = snaps[min(int(index), len(snaps) - 1)]
     pattern = np.asarray(snap.array)[layer, head]
-    st.plotly_chart(
+    chart(
         attention_heatmap(
             pattern,
             labels,
-            title=f"after {snap.step} updates: layer {layer}, head {head} on a held-out input",
+            title=tr(
+                "after {step} updates: layer {layer}, head {head} on a held-out input",
+                step=snap.step,
+                layer=layer,
+                head=head,
+            ),
         ),
         key="snapshot",
     )

@@ -86,7 +86,7 @@ def layer_capture(choice: ModelChoice, text: str, layer: int) -> TextCapture:
     return get_capture(choice, text, walk_names(get_model(choice)[0].cfg), (layer,))
 
 
-@st.cache_resource(max_entries=16, show_spinner="Walking the layer...")
+@st.cache_resource(max_entries=16, show_spinner=False)
 def walk(choice: ModelChoice, text: str, layer: int, head: int) -> Walk:
     """Layer ``layer`` of the text's pass, every step for head ``head`` (the first layer starts
     at the embeddings; a pre-norm model's last layer ends with its final LayerNorm)."""
@@ -130,7 +130,7 @@ def neuron(choice: ModelChoice, text: str, layer: int, head: int, query: int, ke
     return neuron_view(q, k, query, key, causal=cap.cfg.causal)
 
 
-@st.cache_data(max_entries=16, show_spinner="Running both layouts...")
+@st.cache_data(max_entries=16, show_spinner=False)
 def layouts_agree(choice: ModelChoice, text: str, layer: int) -> dict[str, float]:
     """The seeds' two layouts of attention, built from this layer's weights, run on the layer's
     attention input; their largest differences from each other and from the model's output."""

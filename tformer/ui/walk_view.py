@@ -15,15 +15,18 @@ import streamlit as st
 from ..config import EncoderConfig
 from ..figures.walkthrough import row_bars, step_heatmap
 from ..formulas import latex_of
+from ..i18n import tr
 from ..walkthrough import Step
 from .binding import bind, set_values, view
+from .export_view import chart
 from .guard import plain
-from .step_notes import SHORT, note
+from .step_notes import note, short
 from .walk_data import Walk
 
 WINDOW = 16  # rows and columns with their numbers: readable on a projector
 # The score steps also get the query's whole row as bars.
 ROW_STEPS = ("raw", "scale", "mask", "softmax")
+# Axis titles by axis name (English; translated where drawn).
 AXIS_WORDS = {
     "pos": "token",
     "query_pos": "query token",
@@ -32,7 +35,13 @@ AXIS_WORDS = {
     "d_head": "dimension (d_head)",
     "d_mlp": "hidden unit (d_ff)",
 }
-ZOOMS = {"window": f"{WINDOW} × {WINDOW} window, with numbers", "all": "everything"}
+# The zoom switch's labels: templates, shown as ``tr(ZOOMS[z], w=WINDOW)``.
+ZOOMS = {"window": "{w} × {w} window, with numbers", "all": "everything"}
+
+
+def axis_word(axis: str) -> str:
+    """An axis name (``query_pos``, ``d_head``...) in words, in the interface's language."""
+    return tr(AXIS_WORDS[axis]) if axis in AXIS_WORDS else axis
 
 
 def window(n: int, center: int, size: int = WINDOW) -> range:
@@ -50,6 +59,11 @@ def dim_window(d: int, start: int, size: int = WINDOW) -> range:
     return range(start, start + size)
 
 
+def step_title(step: Step) -> str:
+    """A step's title in the interface's language (titles that are formulas stay as they are)."""
+    return tr(step.title)
+
+
 def shape_words(step: Step) -> str:
     """``[query_pos × key_pos] = 16 × 16``."""
     rows, cols = step.axes
@@ -62,22 +76,24 @@ def step_bar(walk: Walk) -> int:
     keys = [s.key for s in walk.steps]
     current = view().get("steps.step")
     i = keys.index(current) if current in keys else keys.index("q") if "q" in keys else 0
+    # labels made here, in the session's language (a format_func may be called outside the run)
+    shown = {k: f"{n} {short(k)}" for n, k in enumerate(keys, 1)}
     prev_col, bar, next_col = st.columns([1, 10, 1], vertical_alignment="center")
     prev_col.button(
-        "◀ back", key="steps.prev", on_click=set_values, kwargs={"steps.step": keys[max(i - 1, 0)]},
+        tr("◀ back"), key="steps.prev", on_click=set_values, kwargs={"steps.step": keys[max(i - 1, 0)]},
         disabled=i == 0, width="stretch",
     )  # fmt: skip
     next_col.button(
-        "next ▶", key="steps.next", on_click=set_values, kwargs={"steps.step": keys[min(i + 1, len(keys) - 1)]},
+        tr("next ▶"), key="steps.next", on_click=set_values, kwargs={"steps.step": keys[min(i + 1, len(keys) - 1)]},
         disabled=i == len(keys) - 1, width="stretch",
     )  # fmt: skip
     with bar:
         picked = st.pills(
-            "step",
+            tr("step"),
             keys,
             required=True,
             wrap=True,
-            format_func=lambda k: f"{keys.index(k) + 1} {SHORT.get(k, k)}",
+            format_func=shown.__getitem__,
             label_visibility="collapsed",
             **bind("steps.step", keys, fallback=keys[i]),
         )
@@ -90,33 +106,40 @@ def step_facts(
     """The live numbers the step notes quote."""
     by_key = {s.key: s for s in walk.steps}
     n = len(labels)
-    q = f"“{plain(labels[query], 24)}” (position {query})"
+    q = tr("“{token}” (position {i})", token=plain(labels[query], 24), i=query)
     f: dict[str, Any] = {
         "n": n, "d_model": cfg.d_model, "d_head": cfg.d_head, "d_ff": cfg.d_mlp, "heads": cfg.n_heads,
         "head": head, "layer": layer, "act": cfg.activation, "norm": cfg.norm, "query": q,
         "vocab": f"{cfg.vocab_size:,}", "head_from": head * cfg.d_head, "head_to": (head + 1) * cfg.d_head - 1,
     }  # fmt: skip
     f["positions"] = {
-        "sinusoidal": "fixed sinusoids, PE(pos, 2i) = sin(pos / 10000^(2i/d)) and cos for 2i+1",
-        "learned": f"a learned vector for each of the first {cfg.max_len} positions",
-        "none": "none here (pos_encoding = none): this model cannot tell word order",
+        "sinusoidal": tr("fixed sinusoids, PE(pos, 2i) = sin(pos / 10000^(2i/d)) and cos for 2i+1"),
+        "learned": tr("a learned vector for each of the first {max_len} positions", max_len=cfg.max_len),
+        "none": tr("none here (`pos_encoding = none`): this model cannot tell word order"),
     }[cfg.pos_encoding]
     f["input"] = (
-        f"X, what layer {layer} reads: the output of layer {layer - 1}."
+        tr("X, what layer {layer} reads: the output of layer {previous}.", layer=layer, previous=layer - 1)
         if layer > 0
-        else "X = token embedding + position: what layer 0 reads."
+        else tr("X = token embedding + position: what layer 0 reads.")
     )
     masked = int(np.isneginf(by_key["mask"].value).sum())
     f["mask"] = (
-        f"This model is causal: a query may not see the keys after it, so {masked} of the {n * n} "
-        "scores become −∞."
+        tr(
+            "This model is causal: a query may not see the keys after it, so {masked} of the {total} "
+            "scores become −∞.",
+            masked=masked,
+            total=n * n,
+        )
         if cfg.causal
-        else "Nothing is masked: this model reads in both directions and one text has no padding, "
-        "so the scores pass unchanged. (A causal model would set every score above the diagonal to −∞.)"
+        else tr(
+            "Nothing is masked: this model reads in both directions and one text has no padding, "
+            "so the scores pass unchanged. (A causal model would set every score above the diagonal to −∞.)"
+        )
     )
     row = by_key["softmax"].value[query]
     top = int(np.argmax(row))
-    f["top_share"], f["top_key"] = float(row[top]), f"“{plain(labels[top], 24)}” (position {top})"
+    f["top_share"] = float(row[top])
+    f["top_key"] = tr("“{token}” (position {i})", token=plain(labels[top], 24), i=top)
     f["zero_share"] = float((np.abs(by_key["act"].value) < 1e-2).mean())
     return f
 
@@ -131,7 +154,7 @@ def show_step(
     """Draw step ``index`` of ``walk`` for the query token ``query``."""
     step = walk.steps[index]
     n_steps = len(walk.steps)
-    st.subheader(f"Step {index + 1} of {n_steps}: {step.title}")
+    st.subheader(tr("Step {i} of {n}: {title}", i=index + 1, n=n_steps, title=step_title(step)))
     st.latex(latex_of(step.fn))
     extra = {}
     if "mean" in step.extra:
@@ -151,7 +174,7 @@ def show_step(
     part = value[rows.start : rows.stop, cols.start : cols.stop]
     numbered = len(rows) < n
     col_labels = _labels(labels, cols, len(cols) < m) if keys_across else [str(j) for j in cols]
-    st.plotly_chart(
+    chart(
         step_heatmap(
             part,
             _labels(labels, rows, numbered),
@@ -159,34 +182,48 @@ def show_step(
             highlight=query - rows.start if query in rows else None,
             numbers=numbers,
             weights=step.key == "softmax",
-            row_title=AXIS_WORDS.get(row_axis, row_axis),
-            col_title=AXIS_WORDS.get(col_axis, col_axis),
+            row_title=axis_word(row_axis),
+            col_title=axis_word(col_axis),
         ),
         key="step_tensor",
     )
     if len(rows) < n or len(cols) < m:
         st.caption(
-            f"Rows {rows.start}–{rows.stop - 1} of {n} and columns {cols.start}–{cols.stop - 1} of {m} "
-            "are shown. Show everything with the switch above, or move the window with the query token "
-            "or the first dimension."
+            tr(
+                "Rows {r0}–{r1} of {n} and columns {c0}–{c1} of {m} are shown. Show everything with "
+                "the switch above, or move the window with the query token or the first dimension.",
+                r0=rows.start,
+                r1=rows.stop - 1,
+                n=n,
+                c0=cols.start,
+                c1=cols.stop - 1,
+                m=m,
+            )
         )
     if step.key in ROW_STEPS:
-        st.plotly_chart(
+        weights = step.key == "softmax"
+        chart(
             row_bars(
                 value[query],
                 list(labels),
                 numbers=n <= WINDOW,
-                weights=step.key == "softmax",
-                value_title="weight" if step.key == "softmax" else "score",
-                title=f"row {query}: every key's {'weight' if step.key == 'softmax' else 'score'}",
+                weights=weights,
+                value_title=tr("weight") if weights else tr("score"),
+                title=(
+                    tr("row {i}: every key's weight", i=query)
+                    if weights
+                    else tr("row {i}: every key's score", i=query)
+                ),
             ),
             key="step_row",
         )
     for check in walk.checks.get(step.key, ()):
         ok = check.max_diff <= 1e-4
-        st.caption(
-            f"{'✓ equals' if ok else '✗ differs from'} the model's own `{check.hook}` "
-            f"(largest difference {check.max_diff:.1e})"
+        template = (
+            "✓ equals the model's own `{hook}` (largest difference {diff})"
+            if ok
+            else "✗ differs from the model's own `{hook}` (largest difference {diff})"
         )
-    with st.expander("The code that computed it"):
+        st.caption(tr(template, hook=check.hook, diff=f"{check.max_diff:.1e}"))
+    with st.expander(tr("The code that computed it")):
         st.code(inspect.getsource(step.fn), language="python")

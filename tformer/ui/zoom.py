@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..i18n import tr
 from .binding import bind, set_values, view
 
 
@@ -41,5 +42,5 @@ def jump_box(container: Any, labels: Sequence[str], size: int) -> int | None:
             center_window(found, size, len(labels))
 
     kwargs["on_change"] = jump
-    container.text_input("jump to a token (type it, Enter)", max_chars=60, **kwargs)
+    container.text_input(tr("jump to a token (type it, Enter)"), max_chars=60, **kwargs)
     return find_token(labels, view().get("layers.find"))
