@@ -89,7 +89,10 @@ def main(argv: list[str] | None = None) -> int:
         if warm.edit_latencies_s
         else "warm-up failed"
     )
-    print(f"{rep.sessions} sessions x {rep.edits} edits: {len(lat_ms)} edits in {rep.wall_s:.1f} s")
+    rate = len(lat_ms) / rep.wall_s if rep.wall_s else 0.0
+    print(
+        f"{rep.sessions} sessions x {rep.edits} edits: {len(lat_ms)} edits in {rep.wall_s:.1f} s ({rate:.1f} edits/s)"
+    )
     if lat_ms:
         print(
             f"edit latency (sent -> script_finished): p50 {rep.p50() * 1000:.0f} ms, "

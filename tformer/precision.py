@@ -50,7 +50,7 @@ FLOAT_DTYPES: dict[str, torch.dtype] = {
 INT8_VARIANTS = ("int8", "int8_channel")
 # Timing: up to RUNS plain forwards after a warm-up, stopping once they have taken BUDGET_S
 # (at least one): float16 is emulated on many CPUs and takes several times longer.
-RUNS = 5
+RUNS = 3  # timed forwards per variant (median): the page times five models on every new text
 BUDGET_S = 0.5
 
 

@@ -10,12 +10,14 @@ from .streamlit_driver import (
     all_ticktext,
     exception_boxes,
     install,
+    mark,
     open_page,
     screenshot,
     set_text,
     set_widget,
     text_value,
     wait_idle,
+    widget,
     widget_value,
 )
 from .test_app import XSS
@@ -49,6 +51,10 @@ def test_a_share_link_reproduces_the_view_in_a_fresh_browser(page, browser, app_
     assert (got["text"], got["layer"], got["head"], got["qkv.kind"]) == (TEXT, "3", "7", "pattern")
     before = view_of(page)
     # the link shown in the sidebar's share box is the same view
+    page.locator('[data-testid="stSidebar"] [data-testid="stExpander"] summary').filter(has_text="Share").click()
+    m = mark(page)
+    widget(page, "share_show").locator("button").click()
+    wait_idle(page, 30_000, since=m)
     shown = page.locator('[data-testid="stSidebar"] [data-testid="stCode"] code').first.text_content()
     assert params_of(shown.strip()) == got
 
