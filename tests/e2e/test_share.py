@@ -51,7 +51,9 @@ def test_a_share_link_reproduces_the_view_in_a_fresh_browser(page, browser, app_
     assert (got["text"], got["layer"], got["head"], got["qkv.kind"]) == (TEXT, "3", "7", "pattern")
     before = view_of(page)
     # the link shown in the sidebar's share box is the same view
-    page.locator('[data-testid="stSidebar"] [data-testid="stExpander"] summary').filter(has_text="Share").click()
+    page.locator('[data-testid="stSidebar"] [data-testid="stExpander"] summary').filter(
+        has_text="Share"
+    ).click()
     m = mark(page)
     widget(page, "share_show").locator("button").click()
     wait_idle(page, 30_000, since=m)
