@@ -3,10 +3,11 @@
 `visible_strings` walks an AppTest tree and returns every string a reader sees: headers,
 markdown, captions, alerts, widget labels, options and help, tab and expander labels, metric
 labels, and in each plotly chart the titles, axis titles, annotations, legend and colorbar
-titles and trace names. Left out: formulas (st.latex, $...$), code (st.code, `...`), and the
-text box's own value. `english_words` then strips what may stay in Latin letters: identifiers
-(with a digit or an underscore: d_model, W_O, L0H3, float32), token text of the current
-sentence, and a short list of names and symbols (MiniLM, softmax, GRU, CPU...).
+titles, trace names and the words of the hover boxes. Left out: formulas (st.latex, $...$),
+code (st.code, `...`), and the text box's own value. `english_words` then strips what may stay
+in Latin letters: identifiers (with a digit or an underscore: d_model, W_O, L0H3, float32),
+token text of the current sentence, and a short list of names and symbols (MiniLM, softmax,
+GRU, CPU...).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ _TEXT_KEYS = {"body", "label", "help", "options", "placeholder", "caption", "tex
 _PLOT_TEXT = {"text", "title"}  # an annotation's or shape's "name" is an id plotly never draws
 _LATEX = re.compile(r"\$\$.*?\$\$|\$[^$]*\$", re.S)
 _CODE = re.compile(r"```.*?```|`[^`]*`", re.S)
+_HOVER_VALUE = re.compile(r"%\{[^}]*\}")
 _TAG = re.compile(r"<[^>]*>")  # plotly's <b>, <sub>, <span style=...> markup
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_'’]*")
 
@@ -70,6 +72,10 @@ def _plot_strings(spec: dict) -> Iterator[str]:
     for trace in spec.get("data", []):
         if trace.get("showlegend", True) and isinstance(trace.get("name"), str):
             yield trace["name"]
+        hover = trace.get("hovertemplate")
+        for h in hover if isinstance(hover, list) else [hover]:
+            if isinstance(h, str):  # the words of the hover box; %{...} are the values
+                yield _HOVER_VALUE.sub(" ", h).replace("<extra></extra>", " ")
         bar = trace.get("colorbar") or (trace.get("marker") or {}).get("colorbar")
         if isinstance(bar, dict):
             yield from _strings(bar.get("title"), _PLOT_TEXT, "title")
