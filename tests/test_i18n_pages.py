@@ -69,3 +69,14 @@ def test_language_switch_changes_the_interface_and_back():
     assert not english_left(at)
     at.radio(key="lang").set_value("en").run()
     assert english_left(at) == english
+
+
+def test_an_example_picked_in_english_leaves_no_english_after_the_switch():
+    at = open_app(SPECS[1].script)
+    zh = next(e for e in examples() if e["lang"] == "zh")
+    at.selectbox(key="example").set_value(zh["label"]).run()
+    assert at.text_area(key="text").value == zh["text"]
+    assert at.selectbox(key="example").value is None  # back to "choose an example..."
+    at.radio(key="lang").set_value("zh").run()
+    assert_clean(at)
+    assert not english_left(at)

@@ -135,11 +135,15 @@ def _first_example_of_run() -> None:
 
 
 def _apply_example() -> None:
+    """Put the chosen example's text in; the picker goes back to its placeholder. It is an
+    action, not a setting: a label left selected would also stay in the language it was
+    picked in after a switch to the other one."""
     label = st.session_state.get("example")
     v = view()
     for ex in _examples_for(v.source, v.run):
         if ex["label"] == label:
             set_values(text=ex["text"])
+    st.session_state["example"] = None
 
 
 def model_and_text() -> ModelChoice | None:
