@@ -126,6 +126,26 @@ def panel_title(text: str, x_domain: Sequence[float], y_domain: Sequence[float])
     }
 
 
+# A horizontal legend above the plot, in rows of LEGEND_PX at LEGEND_FONT_PX.
+LEGEND_PX = 30
+LEGEND_FONT_PX = 15
+
+
+def top_legend(rows: int, plot_h: float) -> dict[str, Any]:
+    """A horizontal legend of ``rows`` rows whose top sits above the plot's panel titles; the
+    figure's top margin must hold ``rows * LEGEND_PX + TOP_PANEL_TITLE_PX``."""
+    return {
+        "orientation": "h",
+        "x": 0.0,
+        "xanchor": "left",
+        "y": 1.0 + (rows * LEGEND_PX + TOP_PANEL_TITLE_PX) / plot_h,
+        "yanchor": "top",
+        "font": {"size": LEGEND_FONT_PX},
+        "itemwidth": 40,
+        "traceorder": "normal",
+    }
+
+
 def figure_title(text: str) -> dict[str, Any]:
     """A figure title, left-aligned over the plot (as Streamlit's theme places it)."""
     return {"text": text, "font": {"size": FIGURE_TITLE_PX}, "x": 0, "xref": "paper", "xanchor": "left"}

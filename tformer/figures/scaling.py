@@ -48,11 +48,14 @@ from .layout import (
     DETAIL_WIDTH,
     EDGE_PX,
     FULL_WIDTH,
+    LEGEND_FONT_PX,
+    LEGEND_PX,
     TOP_PANEL_TITLE_PX,
     TOP_TITLE_PX,
     figure_title,
     panel_title,
     px_domain,
+    top_legend,
 )
 from .walkthrough import BAR_HIGHLIGHT, BAR_WEIGHT
 
@@ -67,8 +70,6 @@ REFERENCE_COLOR = "#888888"
 LINE_PX = 3
 MARKER_PX = 9
 TICK_PX = 13
-LEGEND_PX = 30  # one row of legend entries at LEGEND_FONT_PX
-LEGEND_FONT_PX = 15
 NOTE_FONT_PX = 13
 # sweep_figure: the panels' plot height and the air between a panel and the next one's ticks.
 SWEEP_PLOT_PX = 270
@@ -324,16 +325,7 @@ def sweep_figure(
             "height": height,
             "margin": {"l": left, "r": right, "t": top, "b": bottom, "pad": 0},
             "showlegend": True,
-            "legend": {
-                "orientation": "h",
-                "x": 0.0,
-                "xanchor": "left",
-                "y": 1.0 + (legend_rows * LEGEND_PX + TOP_PANEL_TITLE_PX) / plot_h,
-                "yanchor": "top",
-                "font": {"size": LEGEND_FONT_PX},
-                "itemwidth": 40,
-                "traceorder": "normal",
-            },
+            "legend": top_legend(legend_rows, plot_h),
             "hovermode": "closest",
             "meta": {
                 "width": width,

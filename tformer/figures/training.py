@@ -44,11 +44,14 @@ from .layout import (
     EDGE_PX,
     FULL_WIDTH,
     HALF_WIDTH,
+    LEGEND_FONT_PX,
+    LEGEND_PX,
     TOP_PANEL_TITLE_PX,
     TOP_TITLE_PX,
     figure_title,
     panel_title,
     px_domain,
+    top_legend,
 )
 
 __all__ = ["MAX_POINTS", "heads_race_figure", "schedule_figure", "training_curves"]
@@ -72,8 +75,6 @@ NOTE_COLOR = "#555555"
 TICK_PX = 13
 NOTE_FONT_PX = 14
 LABEL_FONT_PX = 13  # the labels of the clip, target and warm-up lines
-LEGEND_FONT_PX = 15
-LEGEND_PX = 30  # one row of legend entries at LEGEND_FONT_PX
 LINE_PX = 2.5
 THIN_LINE_PX = 1.5  # a series of hundreds of points: a thick line would be a smear
 MARKER_PX = 8
@@ -882,16 +883,7 @@ def heads_race_figure(
             "height": height,
             "margin": {"l": left, "r": right, "t": top, "b": bottom, "pad": 0},
             "showlegend": bool(heads),
-            "legend": {
-                "orientation": "h",
-                "x": 0.0,
-                "xanchor": "left",
-                "y": 1.0 + (legend_rows * LEGEND_PX + TOP_PANEL_TITLE_PX) / plot_h,
-                "yanchor": "top",
-                "font": {"size": LEGEND_FONT_PX},
-                "itemwidth": 40,
-                "traceorder": "normal",
-            },
+            "legend": top_legend(legend_rows, plot_h),
             "bargap": 0.35,
             "hovermode": "closest",
             "meta": {
