@@ -8,7 +8,7 @@ from tformer.figures.heads import heads_side_by_side
 from tformer.i18n import tr
 
 with ui.frame(__file__) as fr:
-    part = ui.section("costs.section", {k: tr(v) for k, v in ui.COST_SECTIONS.items()})
+    part = ui.section("costs.section", ui.COST_SECTIONS)
     settings = ui.cost_controls(part)
 
     if part == "wall":
@@ -21,7 +21,7 @@ with ui.frame(__file__) as fr:
                 "(SDPA) under each backend this device offers, and our tiled loop, which never builds it."
             )
         )
-        ui.formula("tiled.tiled_attention", label=tr("Our tiled loop: the code that ran"))
+        ui.formula("tiled.tiled_attention", label="Our tiled loop: the code that ran")
     elif part == "rnn":
         st.markdown(
             tr(
@@ -32,7 +32,7 @@ with ui.frame(__file__) as fr:
                 "and one self-attention layer of the same width are timed on the same input."
             )
         )
-        ui.source("costs_rnn.SelfAttentionLayer", label=tr("The self-attention layer that is timed"))
+        ui.source("costs_rnn.SelfAttentionLayer", label="The self-attention layer that is timed")
     else:
         st.markdown(
             tr(
@@ -124,8 +124,8 @@ with ui.frame(__file__) as fr:
         if "memory" in figs:
             ui.chart(figs["memory"], key="costs_memory")
         st.dataframe(ui.sparse_cost_table(sweep), hide_index=True, width="stretch", key="costs_sparse_table")
-        ui.source("sparse.local_attention", label=tr("The local window, only its blocks: the code"))
-        ui.source("sparse.strided_attention", label=tr("The strided pattern, only its blocks: the code"))
+        ui.source("sparse.local_attention", label="The local window, only its blocks: the code")
+        ui.source("sparse.strided_attention", label="The strided pattern, only its blocks: the code")
 
     st.markdown(tr("**Where each method stopped**"))
     st.markdown("\n".join(ui.cost_stops(sweep)))

@@ -34,7 +34,7 @@ with ui.page_context(__file__) as ctx:
         max_selections=6,
         **ui.bind("export.heads", names, fallback=[f"L{layer}H{head}"]),
     )
-    pairs = [(int(n[1:].split("H")[0]), int(n.split("H")[1])) for n in chosen]
+    pairs = [divmod(names.index(n), cap.n_heads) for n in chosen]  # names run layer by layer
     st.download_button(
         tr("Download the report (HTML)"),
         data=ui.report_file(cap, ctx.text, ctx.choice.label, pairs, metrics, language()),

@@ -10,13 +10,13 @@ from tformer.i18n import tr
 
 with ui.page_context(__file__) as ctx:
     kinds = {
-        "none": tr("no mask"),
-        "padding": tr("padding"),
-        "causal": tr("causal"),
-        "window": tr("local window"),
-        "custom": tr("custom"),
+        "none": "no mask",
+        "padding": "padding",
+        "causal": "causal",
+        "window": "local window",
+        "custom": "custom",
     }
-    kind = ui.section("masks.kind", kinds, label=tr("mask"))
+    kind = ui.section("masks.kind", kinds, label="mask")  # English: ui.section translates
     layer, head = ui.layer_head(ctx)
     if kind == "padding":
         st.text_input(

@@ -18,13 +18,13 @@ from tformer.i18n import tr
 with ui.page_context(__file__) as ctx:
     cfg = ctx.model.cfg
     sections = {
-        "table": tr("The sinusoid table"),
-        "offsets": tr("Similarity depends on the offset"),
-        "rotation": tr("A shift is a rotation"),
-        **({"learned": tr("This model's learned positions")} if cfg.pos_encoding == "learned" else {}),
-        "without": tr("Attention without positions"),
+        "table": "The sinusoid table",
+        "offsets": "Similarity depends on the offset",
+        "rotation": "A shift is a rotation",
+        **({"learned": "This model's learned positions"} if cfg.pos_encoding == "learned" else {}),
+        "without": "Attention without positions",
     }
-    part = ui.section("positional.section", sections)
+    part = ui.section("positional.section", sections)  # English: ui.section translates
     d = cfg.d_model if cfg.d_model % 2 == 0 else cfg.d_model - 1
 
     if part in ("table", "offsets", "learned"):

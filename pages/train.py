@@ -8,10 +8,13 @@ from tformer import ui
 from tformer.figures.training import heads_race_figure
 from tformer.i18n import tr
 
-SECTIONS = {"train": "Train one model", "heads": "How many heads?"}  # English templates
+SECTIONS = {
+    "train": "Train one model",
+    "heads": "How many heads?",
+}  # English templates (ui.section translates)
 
 with ui.frame(__file__) as fr:
-    part = ui.section("train.section", {k: tr(v) for k, v in SECTIONS.items()}, label=tr("what to train"))
+    part = ui.section("train.section", SECTIONS, label="what to train")
     spec = ui.task_controls()
     cfg = ui.model_controls(spec) if spec is not None else None
     recipe = ui.recipe_controls()

@@ -25,3 +25,14 @@ def _fresh_state():
     if st is not None:  # only tests that imported streamlit have caches to clear
         st.cache_data.clear()
         st.cache_resource.clear()
+
+
+@pytest.fixture
+def runs_dir(tmp_path, monkeypatch):
+    """The Train page saves into a temporary folder, and no training run outlives its test."""
+    from tformer.ui.train_jobs import manager
+
+    monkeypatch.setenv("TFORMER_RUNS_DIR", str(tmp_path))
+    runs = manager()  # the one the page will use (caches are cleared only after the test)
+    yield tmp_path
+    runs.shutdown()

@@ -19,14 +19,7 @@ from .test_app_pages import APP, TIMEOUT, assert_clean
 TRAIN = "pages/train.py"
 
 
-@pytest.fixture(autouse=True)
-def runs_dir(tmp_path, monkeypatch):
-    from tformer.ui.train_jobs import manager
-
-    monkeypatch.setenv("TFORMER_RUNS_DIR", str(tmp_path))
-    runs = manager()  # the one the page will use (caches are cleared only after the test)
-    yield tmp_path
-    runs.shutdown()  # no run outlives its test
+pytestmark = pytest.mark.usefixtures("runs_dir")  # tests/conftest.py: a temporary runs folder
 
 
 def open_train(**params: str) -> AppTest:

@@ -12,13 +12,8 @@ from streamlit.testing.v1 import AppTest
 from ._i18n_check import english_words, visible_strings
 from .test_app_pages import assert_clean
 from .test_app_train import open_train, poll
-from .test_app_train import runs_dir as _runs_dir
 
-
-@pytest.fixture(autouse=True)
-def runs_dir(tmp_path, monkeypatch):
-    """The Train page saves into a temporary folder (`test_app_train`'s fixture)."""
-    yield from _runs_dir.__wrapped__(tmp_path, monkeypatch)
+pytestmark = pytest.mark.usefixtures("runs_dir")  # tests/conftest.py: a temporary runs folder
 
 
 def open_train_zh(**params: str) -> AppTest:

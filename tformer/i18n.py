@@ -5,8 +5,8 @@ Every string a user reads is written in English in the code and passed through `
 translated, then formatted). The translations live in one place, the catalog folder
 ``assets/i18n/<lang>/``: JSON files of ``{"English template": "translation"}``, one file per
 part of the app, merged when first read (a template given two different translations is an
-error). A template missing from the catalog is shown in English and remembered in `missing`,
-which the tests read.
+error). A template missing from the catalog is shown in English (tests/test_i18n_pages.py
+opens every page in Chinese and finds such text).
 
 The language is a per-thread setting: `use_language` sets it for a block (notebooks, tests,
 figure builders called outside the app), and the app registers a resolver that reads the
@@ -27,7 +27,6 @@ LANGUAGES = {"en": "English", "zh": "中文"}
 
 _override: contextvars.ContextVar[str | None] = contextvars.ContextVar("tformer_language", default=None)
 _resolver: Callable[[], str | None] | None = None
-missing: set[tuple[str, str]] = set()  # (language, template) asked for but not in the catalog
 
 
 def set_resolver(resolver: Callable[[], str | None] | None) -> None:
@@ -61,11 +60,7 @@ def tr(template: str, /, **values: object) -> str:
     lang = language()
     text = template
     if lang != "en":
-        found = catalog(lang).get(template)
-        if found is None:
-            missing.add((lang, template))
-        else:
-            text = found
+        text = catalog(lang).get(template, template)
     return text.format(**values) if values else text
 
 
