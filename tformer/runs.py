@@ -12,8 +12,8 @@ States, in order (the last three are final)::
     queued -> running -> stopping -> stopped
                       -> done | failed
 
-Nothing here imports Streamlit or torch: the app keeps one manager in ``st.cache_resource`` and
-the tests drive it with plain functions.
+Nothing here imports Streamlit or torch: the app keeps one manager per process
+(`tformer.ui.singletons`, never a cache) and the tests drive it with plain functions.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from ..runs import Run, RunHandle, RunManager
 from ..tasks import TaskSpec, example_texts, task_tokenizer
 from ..training import Recipe, Trainer
 from .caches import device
+from .singletons import shared
 
 MAX_RUNNING_ENV = "TFORMER_MAX_TRAINING"  # runs training at once on this server (default 2)
 IDLE_TIMEOUT_S = 30.0
@@ -49,10 +50,14 @@ def max_running() -> int:
     return int(raw) if raw.isdigit() and int(raw) >= 1 else 2
 
 
-@st.cache_resource(show_spinner=False)
 def manager() -> RunManager:
-    """One manager per server, shared by every session."""
-    return RunManager(max_running=max_running(), max_queued=8, idle_timeout_s=IDLE_TIMEOUT_S)
+    """One manager per server process, shared by every session. A process singleton, not a
+    cache: a cache clear would replace it with an empty one that knows none of the runs still
+    training (see `tformer.ui.singletons`)."""
+    return shared(
+        "training.manager",
+        lambda: RunManager(max_running=max_running(), max_queued=8, idle_timeout_s=IDLE_TIMEOUT_S),
+    )
 
 
 def session_id() -> str:
