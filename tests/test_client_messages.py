@@ -4,8 +4,10 @@ training run stays listed, stoppable and counted against the limits after any ca
 
 from __future__ import annotations
 
+import re
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -221,3 +223,40 @@ def test_singletons_are_made_once_even_when_asked_at_once():
     assert singletons.shared("test.once", object) is made[0]
     assert singletons.reset("test.once") == {"test.once": made[0]}
     assert "test.once" not in singletons.names()
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def readme_table() -> dict[str, str]:
+    """Message (or backend payload) -> "allowed" / "refused", from the README's operator note."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("**What a visitor's browser can ask of the server.**", 1)[1].split("\n#", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    out: dict[str, str] = {}
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        for name in re.findall(r"`([a-z_]+)`", cells[0]):
+            out[name] = cells[-1]
+    return out
+
+
+def test_the_readme_lists_every_message_with_what_the_guard_does():
+    table = readme_table()
+    for name, decision in {**MESSAGES, **BACKEND_OPERATIONS}.items():
+        if name == "backend_operation_request":
+            continue  # its rows are by payload
+        assert table.get(name) == ("allowed" if decision.allowed else "refused"), name
+
+
+def test_no_page_asks_for_uploads():
+    # file_urls_request is refused and server.maxUploadSize is 0: a page that adds an uploader
+    # must change both (tformer.ui.client_messages, .streamlit/config.toml).
+    sources = [*ROOT.joinpath("tformer").rglob("*.py"), *ROOT.joinpath("pages").glob("*.py"), ROOT / "app.py"]
+    for path in sources:
+        text = path.read_text(encoding="utf-8")
+        for widget in ("file_uploader(", "camera_input(", "audio_input(", "accept_file="):
+            assert widget not in text, f"{path.relative_to(ROOT)} uses {widget}"
+    config = (ROOT / ".streamlit" / "config.toml").read_text(encoding="utf-8")
+    assert re.search(r"^maxUploadSize = 0$", config, re.M)
+    assert re.search(r"^developmentMode = false$", config, re.M)

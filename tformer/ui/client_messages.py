@@ -45,7 +45,7 @@ MESSAGES: dict[str, Decision] = {
     "stop_script": Decision(True, "stops the sender's own script run"),
     "app_heartbeat": Decision(True, "answered with an acknowledgement to the sender"),
     "set_run_on_save": Decision(True, "sets the sender's own flag; the server watches no files"),
-    "backend_operation_request": Decision(True, "see BACKEND_OPERATIONS, by payload"),
+    "backend_operation_request": Decision(True, "depends on its payload: see BACKEND_OPERATIONS"),
     "clear_cache": Decision(
         False, "empties st.cache_data and st.cache_resource for every session (models, captures)"
     ),
@@ -66,11 +66,15 @@ MESSAGES: dict[str, Decision] = {
 # Every payload of BackendOperationRequest in Streamlit 1.67.
 BACKEND_OPERATIONS: dict[str, Decision] = {
     "deferred_file": Decision(
-        True, "builds a download the sender's page offered (by an unguessable id): one image"
+        True, "builds a download its own page offered (a random id per button): one image, as a click does"
     ),
-    "dataframe_chunk": Decision(True, "rows of a table the sender's page showed (checked per session)"),
+    "dataframe_chunk": Decision(
+        True, "sends rows of a table its own page showed (Streamlit checks the session)"
+    ),
     "install_skills": Decision(
-        False, "writes Streamlit's agent skills into the app's folder (behind a local proxy too)"
+        False,
+        "writes Streamlit's agent skills into the app's folder (Streamlit allows it off headless mode "
+        "from loopback, which is every visitor behind a proxy on the same machine)",
     ),
     "dismiss_skills_nudge": Decision(False, "writes a marker file into the server's config folder"),
 }
@@ -93,18 +97,24 @@ def refusal(msg: Any) -> str | None:
 
 
 _lock = threading.Lock()
-_logged: set[str] = set()  # each refused kind is logged once as a warning, then at debug level
+_logged: set[str] = set()  # the refused kinds logged as a warning so far
 _MARK = "_tformer_guard_original"  # on the wrapper: the handler it wraps
 
 
+def _effect(what: str) -> str:
+    kind, _, payload = what.partition(".")
+    decision = BACKEND_OPERATIONS[payload] if payload else MESSAGES[kind]
+    return decision.effect
+
+
 def _log_refusal(what: str, session_id: str) -> None:
+    """One warning per kind and process (a client repeating it cannot flood the log), then
+    debug lines."""
     with _lock:
         first = what not in _logged
         _logged.add(what)
     level = logging.WARNING if first else logging.DEBUG
-    log.log(
-        level, "refused a client's %s message (session %s): it would reach other sessions", what, session_id
-    )
+    log.log(level, "refused a client's %s message (session %s): it %s", what, session_id, _effect(what))
 
 
 def _guarded(original: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
