@@ -11,7 +11,10 @@ float32 has 8 exponent and 23 mantissa bits, bfloat16 keeps the 8 exponent bits 
 bits, float16 has 5 and 10. Dynamic INT8 stores each Linear weight as int8 with a scale,
 :math:`W \approx s_W\, W_{\text{int8}}`, and quantizes each input on the fly with a scale taken
 from that input's own range, :math:`x \approx s_x (x_{\text{uint8}} - z_x)`, so the matmul runs on
-integers and one multiplication by :math:`s_W s_x` brings the result back to float.
+integers and one multiplication by :math:`s_W s_x` brings the result back to float. W_Q, W_K and
+W_V are quantized as three matrices (`SeparateQKV`), as torch quantizes a model built with
+separate query, key and value layers (BERT's): the encoder keeps them in one fused Linear, and
+one scale for the three would give each the step of the largest.
 
 For each variant this module makes a copy of the model (the shared one is never changed),
 captures its attention pattern through the model's own hook points (computed in that dtype,
@@ -34,6 +37,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .attention import MultiHeadAttention
 from .capture import TextCapture, capture_ids
 from .encoder import Encoder
 from .tokenizer import Encoded
@@ -166,6 +170,36 @@ def _quantize(model: nn.Module, per_channel: bool) -> tuple[nn.Module, bool]:
     return out, deprecated
 
 
+class SeparateQKV(nn.Module):
+    """W_Q, W_K and W_V as three Linear layers, their outputs concatenated (rows Q;K;V): the
+    numbers of the fused ``attn.qkv`` Linear, in the shape of a model with separate query, key
+    and value layers, so that quantizing it gives each matrix a scale of its own."""
+
+    def __init__(self, fused: nn.Linear) -> None:
+        super().__init__()
+        d_in, d_out = fused.in_features, fused.out_features // 3
+        if fused.out_features != 3 * d_out or fused.bias is None:
+            raise ValueError(f"a fused Q, K, V Linear has 3 x d_model outputs and a bias, got {fused}")
+        self.q, self.k, self.v = (nn.Linear(d_in, d_out) for _ in range(3))
+        with torch.no_grad():
+            for part, w, b in zip(
+                (self.q, self.k, self.v), fused.weight.chunk(3, dim=0), fused.bias.chunk(3), strict=True
+            ):
+                part.weight.copy_(w)  # [d_model, d_model]
+                part.bias.copy_(b)  # [d_model]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([self.q(x), self.k(x), self.v(x)], dim=-1)  # [batch, pos, 3 * d_model]
+
+
+def separate_qkv(model: Encoder) -> Encoder:
+    """``model`` with each block's fused ``attn.qkv`` replaced by `SeparateQKV`, in place."""
+    fused = [m for m in model.modules() if isinstance(m, MultiHeadAttention) and isinstance(m.qkv, nn.Linear)]
+    for attn in fused:
+        attn.add_module("qkv", SeparateQKV(attn.qkv))  # replaces the child of that name
+    return model
+
+
 def int8_problem() -> str | None:
     """None when this torch build quantizes a Linear layer dynamically to int8 and runs it on
     the CPU; else why not."""
@@ -192,7 +226,8 @@ def make_variant(model: Encoder, name: str) -> Variant:
     never changed. A format the device cannot run comes back with its ``problem`` and no model.
 
     float32 returns the model itself (nothing to change). INT8 dynamic quantization exists for
-    the CPU only: on a GPU its copy is moved to the CPU first.
+    the CPU only: on a GPU its copy is moved to the CPU first; its W_Q, W_K and W_V become three
+    Linear layers first (`separate_qkv`), each quantized on its own.
     """
     if name not in VARIANTS:
         raise ValueError(f"unknown variant {name!r}; one of {list(VARIANTS)}")
@@ -208,7 +243,7 @@ def make_variant(model: Encoder, name: str) -> Variant:
     problem = int8_problem()
     if problem is not None:
         return Variant(name, None, "cpu", problem=f"dynamic INT8: {problem}")
-    clone = copy.deepcopy(model).to("cpu", torch.float32).eval()
+    clone = separate_qkv(copy.deepcopy(model).to("cpu", torch.float32).eval())
     _, deprecated = _quantize(clone, per_channel=name == "int8_channel")  # in place: still an Encoder
     return Variant(name, clone, "cpu", deprecated=deprecated, scales=_weight_scales(clone))
 
