@@ -31,6 +31,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 
 from .i18n import tr
+from .timing import activity
 
 __all__ = ["FINAL_STATES", "STATES", "Progress", "Run", "RunHandle", "RunManager", "RunState", "Snapshot"]
 
@@ -532,7 +533,8 @@ class RunManager:
         try:
             fn = run._fn
             if fn is not None:
-                fn(RunHandle(run))
+                with activity("training run"):  # timings taken meanwhile name it as other work
+                    fn(RunHandle(run))
         except BaseException as exc:  # a crashed run must end "failed", never take the queue down
             error = _msg("failed: {kind}: {error}", kind=type(exc).__name__, error=str(exc))
             trace = traceback.format_exc()
