@@ -209,12 +209,52 @@ def test_a_single_position_compares_to_zero_in_every_format():
         assert r.diff.rows == 2 * 3 and r.diff.pattern_max == 0.0 and r.diff.rows_changed == 0  # p = [[1]]
 
 
-def test_time_forward_is_a_median_of_a_few_runs(minilm):
+def test_time_forward_is_a_median_of_repeats_with_its_spread(minilm):
     model, tok = minilm
-    ms, n = time_forward(model, tok.encode(TEXT).ids, runs=3, budget_s=10.0)
-    assert ms > 0 and n == 3
-    ms, n = time_forward(model, tok.encode(TEXT).ids, runs=3, budget_s=0.0)
-    assert n == 1
+    t = time_forward(model, tok.encode(TEXT).ids, runs=3, budget_s=10.0)
+    assert t.median > 0 and t.n == 3 and t.q1 <= t.median <= t.q3
+    t = time_forward(model, tok.encode(TEXT).ids, runs=3, budget_s=0.0)
+    assert t.n == 1
+
+
+def test_the_report_keeps_each_timing_and_what_else_ran(minilm, variants, monkeypatch):
+    """A noisy machine (a fake clock whose forwards last 5, 40, 5, 40... ms): the spread is
+    kept, the timing says it did not settle, and a training run in another thread is named."""
+    import threading
+
+    import tformer.timing
+    from tformer.timing import activity
+
+    model, tok = minilm
+    state = {"t": 0.0, "k": 0}
+
+    def clock() -> float:
+        state["k"] += 1
+        state["t"] += 0.040 if state["k"] % 2 else 0.005  # each reading: forwards alternate
+        return state["t"]
+
+    monkeypatch.setattr(tformer.timing, "perf_counter", clock)
+    started, release = threading.Event(), threading.Event()
+
+    def training() -> None:
+        with activity("training run"):
+            started.set()
+            release.wait(30)
+
+    th = threading.Thread(target=training, daemon=True)
+    th.start()
+    started.wait(5)
+    try:
+        rep = precision_report(model, tok.encode(TEXT), ("float32", "int8"), variants=variants)
+    finally:
+        release.set()
+        th.join(5)
+    assert rep.load.busy and rep.load.others == ("training run",)
+    for r in rep.results:
+        t = r.timing
+        assert t is not None and not t.settled and t.n == r.runs >= 5
+        assert t.q3 - t.q1 > 0.2 * t.median  # the spread is reported, not hidden in a median
+        assert r.forward_ms == pytest.approx(1000 * t.median)
 
 
 def test_float_formats_come_from_finfo():

@@ -95,11 +95,12 @@ def cost_bars(
     forward_ms: Sequence[float],
     weight_mb: Sequence[float],
     *,
+    quartiles_ms: Sequence[tuple[float, float]] | None = None,
     width: int = FULL_WIDTH,
 ) -> go.Figure:
     """Two horizontal bar charts side by side: each variant's forward time (ms) and weight size
     (MB), one row per variant in the order given (the first on top). ``names`` are shown as
-    given."""
+    given. ``quartiles_ms``: each time's (q1, q3), drawn as error bars on the time bars."""
     k = len(names)
     if k == 0 or len(forward_ms) != k or len(weight_mb) != k:
         raise ValueError(
@@ -107,6 +108,18 @@ def cost_bars(
         )
     ms = np.asarray(forward_ms, dtype=np.float64)
     mb = np.asarray(weight_mb, dtype=np.float64)
+    spread = None
+    if quartiles_ms is not None:
+        q = (
+            np.asarray(quartiles_ms, dtype=np.float64).reshape(-1, 2)
+            if len(quartiles_ms)
+            else np.zeros((0, 2))
+        )
+        if q.shape != (k, 2) or np.any(q[:, 0] > ms) or np.any(q[:, 1] < ms):
+            raise ValueError(
+                f"quartiles_ms needs one (q1, q3) around each of the {k} times, got {q.tolist()}"
+            )
+        spread = q
     labels = [str(n) for n in names]
     left = math.ceil(max(text_px(t, BAR_FONT_PX) for t in labels)) + 12
     titles = (tr("forward time (ms)"), tr("weights (MB)"))
@@ -131,6 +144,20 @@ def cost_bars(
                 "name": unit,
             }
         )
+    if spread is not None:
+        traces[0]["error_x"] = {
+            "type": "data",
+            "symmetric": False,
+            "arrayminus": ms - spread[:, 0],
+            "array": spread[:, 1] - ms,
+            "color": "#222222",
+            "thickness": 1.5,
+            "width": 6,
+        }
+        traces[0]["customdata"] = [[n, f"{a:.1f}–{b:.1f}"] for n, (a, b) in zip(labels, spread, strict=True)]
+        traces[0]["hovertemplate"] = (
+            "%{customdata[0]}<br>" + titles[0] + " %{x:.1f} (%{customdata[1]})<extra></extra>"
+        )
     gap = 0.1
     half = (1 - gap) / 2
     rows = {
@@ -147,7 +174,10 @@ def cost_bars(
         "xaxis": {
             "domain": [0, half],
             "title": axis_title(titles[0]),
-            "range": [0, float(ms.max()) * 1.25 or 1],
+            "range": [
+                0,
+                float(ms.max() if spread is None else max(ms.max(), spread[:, 1].max())) * 1.25 or 1,
+            ],
         },
         "xaxis2": {
             "domain": [1 - half, 1],

@@ -21,6 +21,7 @@ from ..config import EncoderConfig
 from ..i18n import tr
 from ..runs import Run, RunHandle, RunManager
 from ..tasks import TaskSpec, example_texts, task_tokenizer
+from ..timing import timing_of, watch
 from ..training import Recipe, Trainer
 from .caches import device
 from .singletons import shared
@@ -32,6 +33,7 @@ MAX_TRAIN_PARAMS = 4_000_000  # one run's model size limit (memory)
 HEAD_COUNTS = (1, 2, 4, 8)
 MAX_SNAPSHOTS = 100  # per run: the slider's frames
 MAX_SNAPSHOT_BYTES = 64 * 2**20  # per run: what its attention snapshots may hold in memory
+RACE_WARMUP_UPDATES = 5  # the race's first updates pay for allocation and kernel choice: not timed
 
 
 def snapshot_stride(recipe: Recipe, snapshot_nbytes: int) -> int:
@@ -175,15 +177,28 @@ def _race(
                 handle.report_eval(heads=heads, step=0, accuracy=float("nan"), skipped=1)
                 continue
             trainer = Trainer(dataclasses.replace(cfg, n_heads=heads), spec, recipe, device=dev)
-            started = time.perf_counter()
-            while trainer.step_count < recipe.steps and not handle.should_stop():
-                stats = trainer.step()
-                if stats.step % recipe.eval_every == 0:
-                    acc = trainer.evaluate()
-                    per = (time.perf_counter() - started) / stats.step
-                    handle.report_eval(heads=heads, step=stats.step, accuracy=acc, seconds_per_step=per)
-                    if stop_at is not None and acc >= stop_at:
-                        break
+            times: list[float] = []  # each update's own time (evaluations not counted)
+            with watch() as w:
+                while trainer.step_count < recipe.steps and not handle.should_stop():
+                    stats = trainer.step()
+                    times.append(stats.seconds)
+                    if stats.step % recipe.eval_every == 0:
+                        acc = trainer.evaluate()
+                        t, load = timing_of(times[RACE_WARMUP_UPDATES:] or times), w.so_far()
+                        handle.report_eval(
+                            heads=heads,
+                            step=stats.step,
+                            accuracy=acc,
+                            seconds_per_step=t.median,
+                            seconds_q1=t.q1,
+                            seconds_q3=t.q3,
+                            timed_updates=t.n,
+                            seconds_watched=load.seconds,
+                            other_cpu=load.other_cpu,
+                            other_work="|".join(f"{i}:{kind}" for i, kind in load.work),
+                        )
+                        if stop_at is not None and acc >= stop_at:
+                            break
             if handle.should_stop():
                 return
         handle.set_message("1, 2, 4 and 8 heads trained")
