@@ -128,7 +128,7 @@ def test_a_code_is_read_as_typed(store: RoomStore):
     t = store.open_room()
     typed = f"  {t.code[:4].lower()} - {t.code[4:]} "
     seat = store.join(typed, "Mei")
-    assert seat.code == t.code and seat.seat not in repr(seat)
+    assert seat.code == t.code and seat.seat_id not in repr(seat)
     for bad in ("", "ABC", "ABCD-EFGO", "ABCD-EFG1", "<script>", "ABCD2345X"):
         with pytest.raises(InvalidInput, match="not a join code"):
             store.join(bad, "Mei")
@@ -210,26 +210,26 @@ def test_leave_and_return_to_the_same_seat(roomy: RoomStore):
     t = roomy.open_room()
     mei = roomy.join(t.code, "Mei")
     roomy.join(t.code, "Bo")
-    roomy.submit(mei.code, mei.seat, "q1", "B")
+    roomy.submit(mei.code, mei.seat_id, "q1", "B")
     assert roomy.status(t.code, t.token).present == 2
-    roomy.leave(mei.code, mei.seat)
+    roomy.leave(mei.code, mei.seat_id)
     s = roomy.status(t.code, t.token)
     assert (s.students, s.present) == (2, 1)
     with pytest.raises(NotInRoom):
-        roomy.submit(mei.code, mei.seat, "q1", "C")
+        roomy.submit(mei.code, mei.seat_id, "q1", "C")
     with pytest.raises(NameTaken):  # a seat that left keeps its name
         roomy.join(t.code, "mei")
-    back = roomy.join(t.code, "Mei L.", seat=mei.seat)
-    assert back.seat == mei.seat and back.name == "Mei L."
-    assert roomy.my_answers(back.code, back.seat) == {"q1": "B"}
+    back = roomy.join(t.code, "Mei L.", seat=mei.seat_id)
+    assert back.seat_id == mei.seat_id and back.name == "Mei L."
+    assert roomy.my_answers(back.code, back.seat_id) == {"q1": "B"}
     s = roomy.status(t.code, t.token)
     assert (s.students, s.present) == (2, 2)
     assert roomy.join(t.code, "Mei").name == "Mei"  # the old name is free again
     with pytest.raises(NameTaken):
-        roomy.join(t.code, "bo", seat=mei.seat)
+        roomy.join(t.code, "bo", seat=mei.seat_id)
     # a seat from elsewhere is no way in to someone's answers: it gets a new seat
     other = roomy.join(t.code, "Ann", seat="A" * 24)
-    assert other.seat != "A" * 24 and roomy.my_answers(t.code, other.seat) == {}
+    assert other.seat_id != "A" * 24 and roomy.my_answers(t.code, other.seat_id) == {}
     with pytest.raises(InvalidInput):
         roomy.join(t.code, "Zed", seat="short")
     with pytest.raises(NotInRoom):
@@ -243,8 +243,8 @@ def test_only_the_teacher_token_drives_the_room(store: RoomStore):
     t = store.open_room()
     other = store.open_room()
     seat = store.join(t.code, "Mei")
-    store.submit(seat.code, seat.seat, "q1", "A")
-    for wrong in ("", "x", seat.seat, other.token, t.token[:-1], t.token + "x", t.token.upper()):
+    store.submit(seat.code, seat.seat_id, "q1", "A")
+    for wrong in ("", "x", seat.seat_id, other.token, t.token[:-1], t.token + "x", t.token.upper()):
         with pytest.raises(NotTeacher, match="Only the teacher"):
             store.publish(t.code, wrong, {"page": "heads"})
         with pytest.raises(NotTeacher):
@@ -264,7 +264,7 @@ def test_only_the_teacher_token_drives_the_room(store: RoomStore):
     view = store.view(t.code)
     assert (view.version, view.revealed) == (0, frozenset())
     assert store.check_teacher(format_code(t.code).lower(), t.token) == t.code
-    store.submit(seat.code, seat.seat, "q1", "B")  # not revealed: still open
+    store.submit(seat.code, seat.seat_id, "q1", "B")  # not revealed: still open
     assert store.tally(t.code, t.token, "q1").counts == (("B", 1),)
 
 
@@ -275,7 +275,7 @@ def test_close_ends_the_room_for_everyone(store: RoomStore):
     for act in (
         lambda: store.poll(seat.code, 0),
         lambda: store.join(t.code, "Bo"),
-        lambda: store.submit(seat.code, seat.seat, "q1", "A"),
+        lambda: store.submit(seat.code, seat.seat_id, "q1", "A"),
         lambda: store.publish(t.code, t.token, {"page": "heads"}),
         lambda: store.close(t.code, t.token),
     ):
@@ -292,7 +292,7 @@ def test_an_idle_room_expires_and_activity_postpones_it(rooms: Rooms):
     seat = store.join(t.code, "Mei")
     assert 0.5 * IDLE_S < store.status(t.code, t.token).expires_in_s <= IDLE_S
     rooms.advance(0.6 * IDLE_S)
-    store.submit(seat.code, seat.seat, "q1", "A")  # activity
+    store.submit(seat.code, seat.seat_id, "q1", "A")  # activity
     rooms.advance(0.6 * IDLE_S)  # 1.2 idle periods since the open, 0.6 since the answer
     assert store.poll(seat.code, since=0) is None
     rooms.advance(0.6 * IDLE_S)  # polls are no activity: now 1.2 periods since the answer
@@ -320,10 +320,10 @@ def test_the_teachers_screen_keeps_the_room_alive(rooms: Rooms):
 def test_a_room_holds_a_bounded_number_of_students(store: RoomStore):
     t = store.open_room()
     seats = [store.join(t.code, f"s{i}") for i in range(5)]
-    store.leave(t.code, seats[0].seat)  # a seat that left still counts: it can come back
+    store.leave(t.code, seats[0].seat_id)  # a seat that left still counts: it can come back
     with pytest.raises(RoomFull, match="at most 5 students"):
         store.join(t.code, "late")
-    assert store.join(t.code, "s0 back", seat=seats[0].seat).seat == seats[0].seat
+    assert store.join(t.code, "s0 back", seat=seats[0].seat_id).seat_id == seats[0].seat_id
 
 
 def test_a_store_holds_a_bounded_number_of_rooms(rooms: Rooms):
@@ -351,11 +351,11 @@ def test_a_room_holds_a_bounded_number_of_answers(rooms: Rooms):
     t = store.open_room()
     a, b = store.join(t.code, "a"), store.join(t.code, "b")
     for step in ("q1", "q2"):
-        store.submit(t.code, a.seat, step, "x")
-        store.submit(t.code, b.seat, step, "x")
+        store.submit(t.code, a.seat_id, step, "x")
+        store.submit(t.code, b.seat_id, step, "x")
     with pytest.raises(RoomLimitReached, match="holds 4 answers"):
-        store.submit(t.code, a.seat, "q3", "x")
-    store.submit(t.code, a.seat, "q1", "y")  # replacing an answer adds none
+        store.submit(t.code, a.seat_id, "q3", "x")
+    store.submit(t.code, a.seat_id, "q1", "y")  # replacing an answer adds none
     assert store.status(t.code, t.token).answers == 4
     assert store.tally(t.code, t.token, "q1").counts == (("x", 1), ("y", 1))
 
@@ -364,9 +364,9 @@ def test_a_room_holds_a_bounded_number_of_questions(roomy: RoomStore):
     t = roomy.open_room()
     s = roomy.join(t.code, "a")
     for step in ("q1", "q2", "q3"):
-        roomy.submit(t.code, s.seat, step, "x")
+        roomy.submit(t.code, s.seat_id, step, "x")
     with pytest.raises(RoomLimitReached, match="answers to 3 questions"):
-        roomy.submit(t.code, s.seat, "q4", "x")
+        roomy.submit(t.code, s.seat_id, "q4", "x")
     for step in ("q1", "q2", "q9"):
         roomy.reveal(t.code, t.token, step)
     with pytest.raises(RoomLimitReached):
@@ -378,13 +378,13 @@ def test_answers_and_question_ids_are_bounded(roomy: RoomStore):
     s = roomy.join(t.code, "a")
     for bad_step in ("", "has space", "q" * 17, "<q>", "q\n1"):
         with pytest.raises(InvalidInput, match="not a question id"):
-            roomy.submit(t.code, s.seat, bad_step, "x")
+            roomy.submit(t.code, s.seat_id, bad_step, "x")
     with pytest.raises(InvalidInput, match="at most 20 characters"):
-        roomy.submit(t.code, s.seat, "q1", "x" * 21)
+        roomy.submit(t.code, s.seat_id, "q1", "x" * 21)
     with pytest.raises(InvalidInput, match="empty"):
-        roomy.submit(t.code, s.seat, "q1", " \x00\u202e ")
-    roomy.submit(t.code, s.seat, "q1", " =1+1\x00 ")
-    assert roomy.my_answers(t.code, s.seat) == {"q1": "=1+1"}
+        roomy.submit(t.code, s.seat_id, "q1", " \x00\u202e ")
+    roomy.submit(t.code, s.seat_id, "q1", " =1+1\x00 ")
+    assert roomy.my_answers(t.code, s.seat_id) == {"q1": "=1+1"}
     with pytest.raises(InvalidInput):
         roomy.tally(t.code, t.token, "bad step")
 
@@ -397,16 +397,16 @@ def test_each_student_is_rate_limited(rooms: Rooms):
     t = store.open_room()
     a, b = store.join(t.code, "a"), store.join(t.code, "b")
     for answer in ("1", "2", "3"):  # the burst
-        store.submit(t.code, a.seat, "q1", answer)
+        store.submit(t.code, a.seat_id, "q1", answer)
     with pytest.raises(RateLimited, match="Too many answers") as err:
-        store.submit(t.code, a.seat, "q1", "4")
+        store.submit(t.code, a.seat_id, "q1", "4")
     assert 0 < err.value.retry_after_s <= REFILL_S
-    store.submit(t.code, b.seat, "q1", "9")  # another student has their own tokens
+    store.submit(t.code, b.seat_id, "q1", "9")  # another student has their own tokens
     rooms.advance(1.1 * REFILL_S)
-    store.submit(t.code, a.seat, "q1", "5")
+    store.submit(t.code, a.seat_id, "q1", "5")
     with pytest.raises(RateLimited):
-        store.submit(t.code, a.seat, "q1", "6")
-    assert store.my_answers(t.code, a.seat) == {"q1": "5"}
+        store.submit(t.code, a.seat_id, "q1", "6")
+    assert store.my_answers(t.code, a.seat_id) == {"q1": "5"}
     assert store.tally(t.code, t.token, "q1").counts == (("5", 1), ("9", 1))
 
 
@@ -414,20 +414,20 @@ def test_one_answer_per_student_and_question_until_revealed(roomy: RoomStore):
     t = roomy.open_room()
     seats = [roomy.join(t.code, n) for n in ("Ann", "Bo", "Cy", "Di")]
     for seat, (answer, ok) in zip(seats, [("B", True), ("A", False), ("B", True), ("C", None)], strict=True):
-        roomy.submit(t.code, seat.seat, "q1", answer, correct=ok)
-    roomy.leave(t.code, seats[3].seat)
+        roomy.submit(t.code, seat.seat_id, "q1", answer, correct=ok)
+    roomy.leave(t.code, seats[3].seat_id)
     tally = roomy.tally(t.code, t.token, "q1")
     assert (tally.present, tally.answered, tally.correct, tally.revealed) == (3, 4, 2, False)
     assert tally.counts == (("B", 2), ("A", 1), ("C", 1))
     assert "Ann" not in repr(tally)  # counts only: the projected screen shows no names
-    roomy.submit(t.code, seats[0].seat, "q1", "A", correct=False)  # Ann changes her mind
+    roomy.submit(t.code, seats[0].seat_id, "q1", "A", correct=False)  # Ann changes her mind
     tally = roomy.tally(t.code, t.token, "q1")
     assert (tally.answered, tally.correct, tally.counts) == (4, 1, (("A", 2), ("B", 1), ("C", 1)))
     assert roomy.reveal(t.code, t.token, "q1") == 1
     with pytest.raises(AnswersClosed, match="revealed"):
-        roomy.submit(t.code, seats[1].seat, "q1", "B", correct=True)
+        roomy.submit(t.code, seats[1].seat_id, "q1", "B", correct=True)
     assert roomy.tally(t.code, t.token, "q1").revealed
-    roomy.submit(t.code, seats[1].seat, "q2", "yes")  # other questions stay open
+    roomy.submit(t.code, seats[1].seat_id, "q2", "yes")  # other questions stay open
     empty = roomy.tally(t.code, t.token, "q7")
     assert (empty.answered, empty.counts, empty.correct) == (0, (), 0)
 
@@ -441,7 +441,7 @@ def test_one_answer_per_student_and_question_until_revealed(roomy: RoomStore):
         ("Bo", "q2", "yes", None),
     ]
     assert all(abs(r.at - rows[0].at) < 60 for r in rows)
-    assert roomy.my_answers(t.code, seats[1].seat) == {"q1": "A", "q2": "yes"}
+    assert roomy.my_answers(t.code, seats[1].seat_id) == {"q1": "A", "q2": "yes"}
 
 
 def test_concurrent_students_never_pass_the_limits(rooms: Rooms):
@@ -466,7 +466,7 @@ def test_concurrent_students_never_pass_the_limits(rooms: Rooms):
             seats.append(seat)
         for step in ("q1", "q2"):
             try:
-                store.submit(t.code, seat.seat, step, str(i % 3), correct=i % 3 == 0)
+                store.submit(t.code, seat.seat_id, step, str(i % 3), correct=i % 3 == 0)
             except RoomLimitReached:
                 with lock:
                     refused.append("answers")

@@ -77,7 +77,7 @@ def test_the_download_of_a_room():
     store = MemoryRoomStore()
     t = store.open_room()
     seat = store.join(t.code, "=HYPERLINK(1)")
-    store.submit(t.code, seat.seat, "q1", "+SUM(A1)", correct=True)
+    store.submit(t.code, seat.seat_id, "q1", "+SUM(A1)", correct=True)
     text = answers_csv(store.answers(t.code, t.token)).decode("utf-8-sig")
     assert "'=HYPERLINK(1),q1,'+SUM(A1),yes," in text
 

@@ -56,11 +56,11 @@ def test_every_key_of_a_room_expires(redis_server: RedisServer):
     t = store.open_room()
     a, b = store.join(t.code, "a"), store.join(t.code, "b")
     store.publish(t.code, t.token, {"page": "heads"})
-    store.submit(t.code, a.seat, "q1", "x", correct=True)
-    store.submit(t.code, b.seat, "q2", "y")
-    store.submit(t.code, a.seat, "q1", "z")
+    store.submit(t.code, a.seat_id, "q1", "x", correct=True)
+    store.submit(t.code, b.seat_id, "q2", "y")
+    store.submit(t.code, a.seat_id, "q1", "z")
     store.reveal(t.code, t.token, "q3")
-    store.leave(t.code, b.seat)
+    store.leave(t.code, b.seat_id)
     r = redis_server.client()
     keys = sorted(r.scan_iter(f"{prefix}:*"))
     room_keys = [k for k in keys if k != f"{prefix}:rooms"]
@@ -111,7 +111,7 @@ def test_two_replicas_share_one_room(redis_server: RedisServer):
     student = (
         "import sys\nfrom tformer.rooms import room_store\n"
         "s = room_store(); seat = s.join(sys.argv[1], 'Mei'); v = s.view(seat.code)\n"
-        "s.submit(seat.code, seat.seat, 'q1', 'B', correct=True)\n"
+        "s.submit(seat.code, seat.seat_id, 'q1', 'B', correct=True)\n"
         "print(v.version, v.params['page'], v.params['head'])\n"
     )
     out = subprocess.run(
@@ -152,7 +152,7 @@ def test_redis_going_away_mid_lesson(tmp_path: Path):
     with pytest.raises(RoomsUnavailable, match=f"127.0.0.1:{server.port}"):
         store.poll(seat.code, 0)
     with pytest.raises(RoomsUnavailable):
-        store.submit(seat.code, seat.seat, "q1", "x")
+        store.submit(seat.code, seat.seat_id, "q1", "x")
     with pytest.raises(RoomsUnavailable):
         store.open_room()
 

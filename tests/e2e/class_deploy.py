@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import secrets
 import signal
 import socket
 import subprocess
@@ -146,6 +147,21 @@ class ClassDeployment:
             if m:
                 out.append(Hit(m.group(1), int(m.group(2)), m.group(3), m.group(4)))
         return out
+
+    def cookie_for_each_replica(self, tries: int = 40) -> dict[str, str]:
+        """An affinity cookie value that nginx routes to each replica (found by asking it):
+        {"127.0.0.1:PORT": route}."""
+        found: dict[str, str] = {}
+        for _ in range(tries):
+            route = secrets.token_hex(16)
+            self.get("/_stcore/health", cookie=f"tformer_route={route}")
+            time.sleep(0.02)  # nginx writes its access log line after the response
+            for hit in self.hits():
+                if hit.route == route:
+                    found.setdefault(hit.upstream, route)
+            if len(found) == self.replicas:
+                return found
+        raise RuntimeError(f"no cookie found for every replica in {tries} tries: {found}")
 
     def stop(self, timeout_s: float = 30.0) -> int | None:
         """SIGTERM, as a service manager sends; the exit code (None if it had to be killed)."""

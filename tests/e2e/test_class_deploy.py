@@ -9,7 +9,6 @@ from two processes through the deployment's Redis (the replicas got its URL), a 
 from __future__ import annotations
 
 import os
-import secrets
 import signal
 import socket
 import subprocess
@@ -44,21 +43,6 @@ def _refused(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) != 0
 
 
-def _cookie_for_each_replica(d: ClassDeployment) -> dict[str, str]:
-    """An affinity cookie that nginx routes to each replica (found by asking it)."""
-    found: dict[str, str] = {}
-    for _ in range(40):
-        route = secrets.token_hex(16)
-        d.get("/_stcore/health", cookie=f"tformer_route={route}")
-        time.sleep(0.02)  # nginx writes its access log line after the response
-        for hit in d.hits():
-            if hit.route == route:
-                found.setdefault(hit.upstream, route)
-        if len(found) == d.replicas:
-            return found
-    raise AssertionError(f"no cookie found for every replica: {found}")
-
-
 def test_health_and_sticky_sessions_through_nginx(deployment: ClassDeployment):
     status, headers, body = deployment.get("/_stcore/health")
     assert (status, body) == (200, "ok")
@@ -80,7 +64,7 @@ def test_health_and_sticky_sessions_through_nginx(deployment: ClassDeployment):
 
 
 def test_a_page_runs_over_the_websocket_on_each_replica(deployment: ClassDeployment):
-    cookies = _cookie_for_each_replica(deployment)
+    cookies = deployment.cookie_for_each_replica()
 
     async def run(route: str) -> Any:
         headers = {"Cookie": f"tformer_route={route}"}
@@ -137,7 +121,7 @@ def test_one_room_spans_the_replicas_through_redis(deployment: ClassDeployment):
     student = (
         "import sys\nfrom tformer.rooms import room_store\n"
         "s = room_store(); seat = s.join(sys.argv[1], '学生 1'); v = s.view(seat.code)\n"
-        "s.submit(seat.code, seat.seat, 'q1', 'B')\n"
+        "s.submit(seat.code, seat.seat_id, 'q1', 'B')\n"
         "print(v.version, v.params['page'], v.params['layer'])\n"
     )
     out = subprocess.run(

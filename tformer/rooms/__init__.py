@@ -9,7 +9,7 @@ does not load this package.
     store.publish(ticket.code, ticket.token, {"page": "attention", "layer": "2"})
     seat = store.join("abcd-2345", "Mei")      # a student
     view = store.poll(seat.code, since=0)      # None while the version is unchanged
-    store.submit(seat.code, seat.seat, "basics:3", "B", correct=True)
+    store.submit(seat.code, seat.seat_id, "basics:3", "B", correct=True)
     store.tally(ticket.code, ticket.token, "basics:3").counts   # (("B", 1),)
 """
 

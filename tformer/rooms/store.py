@@ -72,11 +72,11 @@ class TeacherTicket:
 
 @dataclass(frozen=True)
 class Seat:
-    """A student's place in a room. ``seat`` lets its holder answer as this student: keep it in
-    their session only (it also lets them come back to the same seat with `join(seat=...)`)."""
+    """A student's place in a room. ``seat_id`` lets its holder answer as this student: keep it
+    in their session only (it also brings them back to this seat: `join(..., seat=seat_id)`)."""
 
     code: str
-    seat: str = field(repr=False)
+    seat_id: str = field(repr=False)
     name: str  # as cleaned and stored; escape it wherever it is shown
 
 
@@ -144,7 +144,13 @@ class RoomStore(ABC):
     # --- the teacher ----------------------------------------------------------------------------
 
     def open_room(self) -> TeacherTicket:
-        """A new room, empty, at version 0. Raises TooManyRooms."""
+        """A new room, empty, at version 0. Raises TooManyRooms.
+
+        The join code is short enough to read off a projector and still not guessable in
+        practice: 30**8 ≈ 6.6e11 codes for at most ``max_rooms`` open rooms, each guess a
+        full script run, and a room lives only while used (the numbers: `tformer.rooms.rules`).
+        The token (192 random bits) is what drives the room; the code only lets a student in.
+        """
         for _ in range(16):  # a draw hits an open room's code with p <= 200 / 6.6e11
             code, token = new_code(), new_teacher_token()
             outcome = self.store_open(code, token_digest(token))
@@ -228,7 +234,7 @@ class RoomStore(ABC):
         cleaned = clean_name(name, self.limits)
         resume = check_seat(seat) if seat is not None else ""
         outcome = self._raise_for(self.store_join(c, cleaned, name_key(cleaned), resume, new_seat()), c)
-        return Seat(code=c, seat=str(outcome[1]), name=cleaned)
+        return Seat(code=c, seat_id=str(outcome[1]), name=cleaned)
 
     def leave(self, code: str, seat: str) -> None:
         """Leave the room: no longer counted present; the seat and its answers stay."""
