@@ -38,7 +38,7 @@ from .redis_server import RedisServer
 
 # Small enough to reach in a test, long enough that a loaded machine does not cross them
 # between two calls that are meant to be on the same side.
-IDLE_S = 1.0
+IDLE_S = 2.0
 REFILL_S = 1.0
 LIMITS = RoomLimits(
     idle_s=IDLE_S,
@@ -483,3 +483,10 @@ def test_concurrent_students_never_pass_the_limits(rooms: Rooms):
     tallies = [stores[0].tally(t.code, t.token, s) for s in ("q1", "q2")]
     assert sum(x.answered for x in tallies) == 30
     assert len(stores[0].answers(t.code, t.token)) == 30
+
+
+def test_every_message_template_is_listed_for_translation():
+    from tformer.rooms import MESSAGES, errors
+
+    templates = {v for k, v in vars(errors).items() if k.isupper() and isinstance(v, str)}
+    assert templates == set(MESSAGES) and len(MESSAGES) == len(set(MESSAGES))
