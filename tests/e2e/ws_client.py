@@ -80,13 +80,22 @@ class StreamlitWsSession:
     """One app session over one websocket. Use as `async with StreamlitWsSession(url) as s:`.
 
     ws_url: ws://127.0.0.1:PORT/_stcore/stream. url_path: the page ("" = default page).
+    headers: sent with the websocket handshake (a cookie that pins the session to a replica).
     """
 
-    def __init__(self, ws_url: str, url_path: str = "", open_timeout: float = 30.0, query: str = "") -> None:
+    def __init__(
+        self,
+        ws_url: str,
+        url_path: str = "",
+        open_timeout: float = 30.0,
+        query: str = "",
+        headers: dict[str, str] | None = None,
+    ) -> None:
         self.ws_url = ws_url
         self.url_path = url_path.strip("/")
         self.query = query  # the address's query string (a share link), sent with every run
         self.open_timeout = open_timeout
+        self.headers = headers or {}  # e.g. a balancer's affinity cookie
         self.ws: ClientConnection | None = None
         self.widgets: dict[str, Widget] = {}
         self.page_script_hash = ""
@@ -103,6 +112,7 @@ class StreamlitWsSession:
             max_size=None,  # a chart can be megabytes
             open_timeout=self.open_timeout,
             ping_interval=None,  # the server is busy running scripts; don't time it out
+            additional_headers=self.headers or None,
         )
         return self
 
