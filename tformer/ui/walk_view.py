@@ -14,7 +14,7 @@ import streamlit as st
 
 from ..config import EncoderConfig
 from ..figures.walkthrough import row_bars, step_heatmap
-from ..formulas import latex_of
+from ..formulas import latex_of, localized
 from ..i18n import tr
 from ..walkthrough import Step
 from .binding import bind, set_values, view
@@ -155,7 +155,7 @@ def show_step(
     step = walk.steps[index]
     n_steps = len(walk.steps)
     st.subheader(tr("Step {i} of {n}: {title}", i=index + 1, n=n_steps, title=step_title(step)))
-    st.latex(latex_of(step.fn))
+    st.latex(localized(latex_of(step.fn)))
     extra = {}
     if "mean" in step.extra:
         extra = {"mu": float(step.extra["mean"][query, 0]), "sigma": float(step.extra["scale"][query, 0])}
