@@ -311,6 +311,26 @@ def test_head_map_scales_to_its_largest_value_and_outlines_the_chosen_head():
         head_change_map(v, "x", selected=(6, 0))
 
 
+def test_head_map_titles_its_colorbar_with_the_full_name_where_it_fits():
+    """A shortened colorbar title beside the page's full metric name reads as cut: the full
+    name titles the bar wherever the map can grow to hold it (the Chinese one can)."""
+    from tformer.figures.labels import text_px
+    from tformer.figures.precision import head_change_map
+    from tformer.i18n import tr, use_language
+
+    full, short = "% of query rows whose most attended key changed", "rows changed (%)"
+    v = np.zeros((6, 12), np.float32)
+    with use_language("zh"):
+        name, bar = tr(full), tr(short)
+    for layers in (1, 6):
+        fig = head_change_map(v[:layers], name, bar_title=bar)
+        assert fig.data[0].colorbar.title.text == name
+        plot_px = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+        assert plot_px >= text_px(name, 14)  # the bar is as long as the plot
+    assert head_change_map(v, full, bar_title=short).data[0].colorbar.title.text == short  # too long
+    assert head_change_map(v, full).data[0].colorbar.title.text == full  # no short one given
+
+
 def test_cost_bars_one_row_per_variant():
     from tformer.figures.precision import cost_bars
 
