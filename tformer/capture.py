@@ -56,6 +56,7 @@ def _sizes(cfg: EncoderConfig, n_pos: int) -> dict[str, int]:
     return {
         "pos": n_pos,
         "d_model": cfg.d_model,
+        "d_embed": cfg.d_embed_size,
         "head_index": cfg.n_heads,
         "d_head": cfg.d_head,
         "d_mlp": cfg.d_mlp,
