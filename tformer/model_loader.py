@@ -245,7 +245,13 @@ def _read_tokenizer(folder: Path, spec: ModelSpec) -> Tokenizer:
     try:
         tokenizer = Tokenizer.from_file(path, max_len=spec.cfg.max_len)
     except ValueError as exc:
-        raise ModelFolderError(str(exc) if str(path) in str(exc) else f"{path}: {exc}") from exc
+        raise ModelFolderError(
+            tr(
+                "{path} is not a tokenizer file the tokenizers library can read: {err}",
+                path=path,
+                err=exc.__cause__ or exc,
+            )
+        ) from exc
     if tokenizer.vocab_size > spec.cfg.vocab_size:
         raise ModelFolderError(
             tr(
