@@ -3,6 +3,7 @@ and GPT-2's greedy generation equal to transformers' generate."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -159,3 +160,32 @@ def test_generation_stops_at_max_len_and_refuses_encoders(hf_root: Path) -> None
     bert = load_model_folder(H.folder_of(hf_root, "bert_mlm"))
     with pytest.raises(ValueError, match="causal model with an LM head"):
         generate_greedy(bert.model, bert.tokenizer, "a")
+
+
+@pytest.mark.parametrize(
+    ("variant", "decoder", "embedding"),
+    [
+        ("bert_mlm", "cls.predictions.decoder.weight", "bert.embeddings.word_embeddings.weight"),
+        ("gpt2", "lm_head.weight", "transformer.wte.weight"),
+    ],
+)
+def test_a_stored_output_matrix_is_used_only_when_tied(
+    hf_root: Path, tmp_path: Path, variant: str, decoder: str, embedding: str
+) -> None:
+    """Older checkpoints store the tied output matrix; an untied one is not what we compute."""
+    from safetensors.torch import load_file, save_file
+
+    folder = Path(shutil.copytree(H.folder_of(hf_root, variant), tmp_path / "tied"))
+    w = load_file(str(folder / "model.safetensors"))
+    w[decoder] = w[embedding].clone()
+    save_file(w, str(folder / "model.safetensors"))
+    tied = load_model_folder(folder)
+    assert (
+        output_head_kind(tied.model) == "lm"
+        and tied.notes == load_model_folder(H.folder_of(hf_root, variant)).notes
+    )
+    w[decoder] = w[embedding] + 0.5
+    save_file(w, str(folder / "model.safetensors"))
+    untied = load_model_folder(folder)
+    assert output_head_kind(untied.model) is None
+    assert any(decoder in note and "not tied" in note for note in untied.notes)
