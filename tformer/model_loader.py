@@ -1,9 +1,9 @@
 """Load a local model folder of any supported family into our `Encoder`, checking as it goes.
 
 The order is what makes it safe on untrusted folders (see `tformer.model_files`):
-config.json (size, then numbers, then parameter count) -> the weights file's header (names and
-shapes, against config.json) -> the model is allocated -> tensors are read one by one (finite
-values only) -> tokenizer.json (size, then its vocabulary against the embedding).
+config.json (size, then numbers, then parameter count) -> tokenizer.json (size, then its
+vocabulary against the embedding) -> the weights file's header (names and shapes, against
+config.json) -> the model is allocated -> tensors are read one by one (finite values only).
 """
 
 from __future__ import annotations
@@ -68,6 +68,7 @@ def load_model_folder(folder: str | Path, device: str | torch.device = "cpu") ->
     folder = Path(folder)
     spec = read_spec(folder)
     weights_path = find_weights_file(folder)
+    tokenizer = _read_tokenizer(folder, spec)
     with open_weights(weights_path) as weights:
         canon = canonical_names(weights.shapes, spec.family)
         if len(canon) < len(weights.shapes):
@@ -82,7 +83,6 @@ def load_model_folder(folder: str | Path, device: str | torch.device = "cpu") ->
         _fill(model, takes, canon, weights)
         if spec.sinusoidal_table:
             _check_sinusoid(model, canon, weights)
-    tokenizer = _read_tokenizer(folder, spec)
     return LoadedModel(model.eval().to(device), tokenizer, spec.family, folder, tuple(notes))
 
 
