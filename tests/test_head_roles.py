@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-from tformer.head_roles import ROLES, average_scores, rank_heads, role_scores
+from tformer.analysis.head_roles import ROLES, average_scores, rank_heads, role_scores
 
 
 def _stack(*heads: np.ndarray) -> np.ndarray:

@@ -129,7 +129,7 @@ def test_the_heads_overview_speaks_the_sessions_language():
 def _minilm_copy(folder, *, damaged: bool = False):
     import shutil
 
-    from tformer.pretrained import minilm_path
+    from tformer.model.pretrained import minilm_path
 
     folder.mkdir()
     for name in ("config.json", "tokenizer.json", "vocab.txt", "model.safetensors"):
@@ -148,7 +148,7 @@ def _minilm_copy(folder, *, damaged: bool = False):
             True,
             marks=pytest.mark.xfail(
                 strict=True,
-                reason="tformer/pretrained.py's refusals of a local folder are English f-strings "
+                reason="tformer/model/pretrained.py's refusals of a local folder are English f-strings "
                 "(being rewritten on branch issue-20-runs; translate them there)",
             ),
         ),

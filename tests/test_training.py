@@ -10,16 +10,9 @@ import pytest
 import torch
 
 from tformer import Encoder
-from tformer.tasks import TaskSpec, is_held_out, task_tokenizer
-from tformer.training import (
-    Recipe,
-    Trainer,
-    label_smoothed_loss,
-    model_config,
-    noam_lr,
-    recipe_help,
-    schedule_curve,
-)
+from tformer.training.recipe import Recipe, model_config, noam_lr, recipe_help, schedule_curve
+from tformer.training.tasks import TaskSpec, is_held_out, task_tokenizer
+from tformer.training.trainer import Trainer, label_smoothed_loss
 
 from ._models import model_and_ids
 

@@ -14,15 +14,15 @@ from typing import Any, TypeVar
 import streamlit as st
 import torch
 
-from ..capture import TextCapture, capture_ids, capture_nbytes, normalize_names
-from ..checkpoints import RUN_FILE, is_run_name, load_run, runs_dir
-from ..config import EncoderConfig
-from ..device import pick_device
-from ..encoder import Encoder
 from ..i18n import language, tr
-from ..pretrained import load_pretrained
-from ..process import app_threads, keep_freed_memory, plain_pages_for_arrays
-from ..tokenizer import Tokenizer, scratch_tokenizer
+from ..model.capture import TextCapture, capture_ids, capture_nbytes, normalize_names
+from ..model.config import EncoderConfig
+from ..model.device import pick_device
+from ..model.encoder import Encoder
+from ..model.pretrained import load_pretrained
+from ..model.tokenizer import Tokenizer, scratch_tokenizer
+from ..training.checkpoints import RUN_FILE, is_run_name, load_run, runs_dir
+from .process import app_threads, keep_freed_memory, plain_pages_for_arrays
 from .state import ViewState
 
 log = logging.getLogger("tformer.app")

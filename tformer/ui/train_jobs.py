@@ -16,13 +16,14 @@ from typing import Any
 
 import streamlit as st
 
-from ..checkpoints import sanitize_run_name, save_run
-from ..config import EncoderConfig
 from ..i18n import tr
-from ..runs import Run, RunHandle, RunManager
-from ..tasks import TaskSpec, example_texts, task_tokenizer
+from ..model.config import EncoderConfig
 from ..timing import timing_of, watch
-from ..training import Recipe, Trainer
+from ..training.checkpoints import sanitize_run_name, save_run
+from ..training.recipe import Recipe
+from ..training.runs import Run, RunHandle, RunManager
+from ..training.tasks import TaskSpec, example_texts, task_tokenizer
+from ..training.trainer import Trainer
 from .caches import device
 from .singletons import shared
 

@@ -5,7 +5,7 @@ any size, ``pytorch_model.bin`` may be a pickle that runs code, a tensor may hav
 
 1. every file's size is checked before it is read (``MAX_*_BYTES``);
 2. ``config.json``'s numbers are checked against hard bounds (``MAX_VOCAB``, ``MAX_D_MODEL``...,
-   ``MAX_MODEL_PARAMS``) before a config, let alone a model, is built (`tformer.families`);
+   ``MAX_MODEL_PARAMS``) before a config, let alone a model, is built (`tformer.model.families`);
 3. weights come from safetensors, or from ``torch.load(weights_only=True)`` (memory-mapped),
    which refuses any pickle that holds more than tensors and never runs its code;
 4. tensor names and shapes are read from the file's header and compared with the config before
@@ -13,7 +13,7 @@ any size, ``pytorch_model.bin`` may be a pickle that runs code, a tensor may hav
 
 Every refusal is a `ModelFolderError` (a ValueError) naming the file and the problem.
 The bounds live here as named constants (saved training runs have their own in
-`tformer.checkpoints`; the two sets are meant to be unified).
+`tformer.training.checkpoints`; the two sets are meant to be unified).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from .i18n import tr
+from ..i18n import tr
 
 __all__ = [
     "ModelFolderError",

@@ -39,10 +39,10 @@ from typing import Any
 
 import torch
 
-from .config import EncoderConfig
-from .encoder import Encoder
-from .i18n import tr
-from .tokenizer import Tokenizer
+from ..i18n import tr
+from ..model.config import EncoderConfig
+from ..model.encoder import Encoder
+from ..model.tokenizer import Tokenizer
 
 __all__ = [
     "FORMAT_VERSION",
