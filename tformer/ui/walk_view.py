@@ -20,6 +20,7 @@ from ..walkthrough import Step
 from .binding import bind, set_values, view
 from .export_view import chart
 from .guard import plain
+from .lesson_mode import in_lesson
 from .step_notes import note, short
 from .walk_data import Walk
 
@@ -72,12 +73,16 @@ def shape_words(step: Step) -> str:
 
 
 def step_bar(walk: Walk) -> int:
-    """The step bar (every step of the layer, in order) with previous / next; the index chosen."""
+    """The step bar (every step of the layer, in order) with previous / next; the index chosen.
+    In a lesson the lesson bar's Previous / Next are the only ones (two "Next" buttons on one
+    projected page leave a class guessing which one the teacher means): the pills remain."""
     keys = [s.key for s in walk.steps]
     current = view().get("steps.step")
     i = keys.index(current) if current in keys else keys.index("q") if "q" in keys else 0
     # labels made here, in the session's language (a format_func may be called outside the run)
     shown = {k: f"{n} {short(k)}" for n, k in enumerate(keys, 1)}
+    if in_lesson():
+        return _step_pills(keys, shown, i)
     prev_col, bar, next_col = st.columns([1, 10, 1], vertical_alignment="center")
     prev_col.button(
         tr("◀ back"), key="steps.prev", on_click=set_values, kwargs={"steps.step": keys[max(i - 1, 0)]},
@@ -88,15 +93,19 @@ def step_bar(walk: Walk) -> int:
         disabled=i == len(keys) - 1, width="stretch",
     )  # fmt: skip
     with bar:
-        picked = st.pills(
-            tr("step"),
-            keys,
-            required=True,
-            wrap=True,
-            format_func=shown.__getitem__,
-            label_visibility="collapsed",
-            **bind("steps.step", keys, fallback=keys[i]),
-        )
+        return _step_pills(keys, shown, i)
+
+
+def _step_pills(keys: list[str], shown: dict[str, str], i: int) -> int:
+    picked = st.pills(
+        tr("step"),
+        keys,
+        required=True,
+        wrap=True,
+        format_func=shown.__getitem__,
+        label_visibility="collapsed",
+        **bind("steps.step", keys, fallback=keys[i]),
+    )
     return keys.index(picked) if picked in keys else i
 
 
