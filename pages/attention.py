@@ -38,8 +38,15 @@ with ui.page_context(__file__) as ctx:
             "red above 0, blue below; masked cells are gray (-∞, weight 0)."
         )
     )
+    random = ctx.choice.source == "scratch"  # a from-scratch encoder's weights are random
     notes.caption(
         tr(
+            "A random model shows none of a trained head's habits: no diagonal below the main one, no "
+            "bright first column, no pronoun finding its noun. Train one on the Train page, or compare "
+            "with MiniLM."
+        )
+        if random
+        else tr(
             "Look for a diagonal just below the main one (the previous token), a bright column (every "
             "token looking at the first or last token), or a pronoun's row lighting up its noun."
         )
@@ -47,13 +54,20 @@ with ui.page_context(__file__) as ctx:
 
     st.subheader(tr("Every layer x every head"))
     ui.overview(ctx, (layer, head))
+    shape = {"n_layers": cap.n_layers, "n_heads": cap.n_heads, "n_pos": cap.n_pos}
     st.caption(
         tr(
             "{n_layers} layers (rows) x {n_heads} heads (columns), {n_pos} tokens, the same colors as "
+            "above. Click a head (or tab to it and press Space) to open it. These weights are random: "
+            "every head scatters its weight by chance, in every layer alike, with none of the neighbours "
+            "or linked words a trained model shows.",
+            **shape,
+        )
+        if random
+        else tr(
+            "{n_layers} layers (rows) x {n_heads} heads (columns), {n_pos} tokens, the same colors as "
             "above. Click a head (or tab to it and press Space) to open it. Early layers often look at "
             "neighbours; later ones link related words.",
-            n_layers=cap.n_layers,
-            n_heads=cap.n_heads,
-            n_pos=cap.n_pos,
+            **shape,
         )
     )

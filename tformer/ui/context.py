@@ -17,7 +17,7 @@ from ..figures.overview import head_grid_data
 from ..formulas import latex_of
 from ..i18n import tr
 from ..tokenizer import Tokenizer
-from .binding import bind, set_values, view
+from .binding import bind, pop_link_asks, set_values, view
 from .caches import ModelChoice, get_capture, get_model
 from .head_grid import head_grid
 from .page_data import row_focus
@@ -68,6 +68,9 @@ def open_page(script: str, names: Iterable[str] | None = None, *, one_layer: boo
     except ValueError as err:
         st.error(tr("Could not run {model}: {err}", model=choice.label, err=err))
         st.stop()
+    beyond = link_beyond_shape(capture)
+    if beyond:
+        st.info(tr("From the link: {listed}.", listed="; ".join(beyond)))
     if choice.source == "scratch":
         whole = "pattern" in capture and capture.layers is None
         focus = row_focus(choice, fr.text, capture.names) if whole else None
@@ -86,6 +89,42 @@ def open_page(script: str, names: Iterable[str] | None = None, *, one_layer: boo
             )
         )
     return PageContext(fr, choice, capture, model)
+
+
+def link_beyond_shape(capture: TextCapture) -> list[str]:
+    """What the session's link asked for beyond this model's shape (a layer it does not have,
+    a head, a token past the text's end), each with what is shown instead; said once."""
+    asked = pop_link_asks()
+    out = []
+    layer, head, query = asked.get("layer"), asked.get("head"), asked.get("query")
+    if layer is not None and layer >= capture.n_layers:
+        out.append(
+            tr(
+                "layer {asked} is not in this model ({n} layers, 0–{last}): layer {last} is shown",
+                asked=layer,
+                n=capture.n_layers,
+                last=capture.n_layers - 1,
+            )
+        )
+    if head is not None and head >= capture.n_heads:
+        out.append(
+            tr(
+                "head {asked} is not in this model ({n} heads a layer, 0–{last}): head {last} is shown",
+                asked=head,
+                n=capture.n_heads,
+                last=capture.n_heads - 1,
+            )
+        )
+    if query is not None and query >= capture.n_pos:
+        out.append(
+            tr(
+                "token {asked} is past the text's end ({n} tokens, 0–{last}): token {last} is shown",
+                asked=query,
+                n=capture.n_pos,
+                last=capture.n_pos - 1,
+            )
+        )
+    return out
 
 
 def random_weights_note(choice: ModelChoice, focus: tuple[float, float] | None) -> str:

@@ -278,6 +278,12 @@ class ViewState:
         owner, name = self._owner(key)
         return tuple(_field(type(owner), name).metadata["choices"])
 
+    def bounds(self, key: str) -> tuple[int, int]:
+        """The smallest and largest value an integer field allows."""
+        owner, name = self._owner(key)
+        meta = _field(type(owner), name).metadata
+        return int(meta["min"]), int(meta["max"])
+
     def default(self, key: str) -> Any:
         owner, name = self._owner(key)
         return getattr(type(owner)(), name)
@@ -327,6 +333,37 @@ class ViewState:
                 except ValueError as err:
                     notices.append(tr("ignored {key}: {err}", key=key, err=err))
         return view, notices
+
+
+# The settings whose range is the model's shape (layers, heads, the text's tokens): a link may
+# ask for more than the model has, and is then clamped to the model when it is known.
+SHAPED = ("layer", "head", "query")
+
+
+def shaped_asks(
+    params: typing.Mapping[str, str | list[str]],
+) -> tuple[dict[str, str | list[str]], dict[str, int]]:
+    """``params`` with every model-shaped value (`SHAPED`) that is a whole number above its
+    field's bound lowered to that bound, and what each of them asked for.
+
+    A link made on a bigger model (layer 9 of a 12-layer BERT) or by hand (layer 99) is then
+    no error: the view keeps the largest value it allows, and the page that knows the model
+    clamps it to the model's shape and names what was asked (`tformer.ui.context`). Negative
+    numbers and text are left to `ViewState.from_query`, which ignores them with a notice.
+    """
+    out = dict(params)
+    asked: dict[str, int] = {}
+    for key in SHAPED:
+        raw = params.get(key)
+        text = raw[-1] if isinstance(raw, list) and raw else raw
+        if not isinstance(text, str) or not text.strip().isdigit() or len(text.strip()) > 12:
+            continue
+        value = int(text)
+        asked[key] = value
+        bound = ViewState().bounds(key)[1]
+        if value > bound:
+            out[key] = str(bound)
+    return out, asked
 
 
 T = TypeVar("T")

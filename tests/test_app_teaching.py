@@ -1,0 +1,55 @@
+"""Teaching defaults and what a projected page says, under AppTest: the captions fit the model
+shown, a link's layer and head are clamped to the model's real shape and say so, the opening
+head is one that shows something."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("streamlit")
+
+from .test_app_pages import assert_clean, open_app
+
+
+def captions(at) -> str:
+    return " ".join(c.value for c in at.caption)
+
+
+def test_a_random_model_grid_caption_says_what_random_heads_show():
+    at = open_app("pages/attention.py", text="Birds sing at dawn.", source="scratch")
+    assert_clean(at)
+    text = captions(at)
+    assert "link related words" not in text and "look at neighbours" not in text, text
+    assert "random" in text
+    trained = open_app("pages/attention.py", text="Birds sing at dawn.")
+    assert "related words" in captions(trained)  # a trained model keeps the reading hint
+
+
+def infos(at) -> str:
+    return " ".join(i.value for i in at.info)
+
+
+@pytest.mark.parametrize(("asked", "shown"), [("99", 5), ("10", 5), ("63", 5)])
+def test_a_link_layer_beyond_the_model_is_clamped_to_its_shape_and_says_so(asked, shown):
+    at = open_app("app.py", text="Birds sing at dawn.", layer=asked, head="40")
+    said = infos(at)  # the start page, which knows no model yet
+    at.switch_page("pages/attention.py").run()
+    assert_clean(at)
+    said += " " + infos(at)
+    assert "outside" not in said, said  # "outside 0..63", the view's own bound, means nothing here
+    assert f"layer {asked}" in said and "6 layers" in said and f"layer {shown}" in said, said
+    assert "head 40" in said and "12 heads" in said and "head 11" in said, said
+    assert (at.selectbox(key="layer").value, at.selectbox(key="head").value) == (shown, 11)
+    at.selectbox(key="head").set_value(3).run()
+    assert_clean(at)
+    assert "layer " + asked not in infos(at)  # said once
+
+
+def test_a_link_within_the_model_says_nothing_and_a_hostile_one_still_falls_back():
+    at = open_app("pages/attention.py", text="Birds sing at dawn.", layer="4", head="2")
+    assert_clean(at)
+    assert "From the link" not in infos(at)
+    assert (at.selectbox(key="layer").value, at.selectbox(key="head").value) == (4, 2)
+    at = open_app("app.py", text="Birds sing at dawn.", layer="-3")
+    assert_clean(at)
+    assert "layer" in infos(at)  # a value that is no layer at all is ignored with a notice
