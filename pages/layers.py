@@ -17,6 +17,8 @@ COMBINE = {
     "rollout": "attention rollout",
 }
 SIZES = (16, 32, 64, 128)
+# The zoom's labels read "position token": room for "511 " and the longest word piece, uncut.
+ZOOM_TICK_CHARS = 24
 
 with ui.page_context(__file__) as ctx:
     cap = ctx.capture
@@ -57,6 +59,7 @@ with ui.page_context(__file__) as ctx:
                 [f"{i} {ctx.labels[i]}" for i in rows], [f"{j} {ctx.labels[j]}" for j in cols],
                 highlight=found - q0 if found is not None and found in rows else None,
                 weights=True, numbers=size <= 16, row_title=tr("query token"), col_title=tr("key token"),
+                tick_chars=ZOOM_TICK_CHARS,
                 title=tr("queries {q0}–{q1}, keys {k0}–{k1}", q0=q0, q1=q0 + size - 1, k0=k0, k1=k0 + size - 1),
             ),
             key="layers_zoom",

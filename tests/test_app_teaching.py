@@ -53,3 +53,18 @@ def test_a_link_within_the_model_says_nothing_and_a_hostile_one_still_falls_back
     at = open_app("app.py", text="Birds sing at dawn.", layer="-3")
     assert_clean(at)
     assert "layer" in infos(at)  # a value that is no layer at all is ignored with a notice
+
+
+def test_the_zoom_window_labels_are_whole_and_mark_word_pieces():
+    from .test_app_steps import chart
+
+    text = "A Transformer reads the whole sentence at once. " * 12  # > 64 tokens: the zoom shows
+    at = open_app("pages/layers.py", text=text)
+    assert_clean(at)
+    zoom = chart(at, "layers_zoom")["layout"]
+    for axis in ("xaxis", "yaxis"):
+        ticks = [
+            t.replace("<b>", "").replace("</b>", "").replace("▶ ", "").strip() for t in zoom[axis]["ticktext"]
+        ]
+        assert ticks[:4] == ["0 [CLS]", "1 A", "2 Transform", "3 ##er"], ticks[:4]
+        assert not [t for t in ticks if "…" in t], ticks

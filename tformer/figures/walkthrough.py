@@ -330,6 +330,7 @@ def step_heatmap(
     width: int = DETAIL_WIDTH,
     value_title: str | None = None,
     max_side: int | None = MAX_SIDE,
+    tick_chars: int = MAX_TICK_CHARS,
 ) -> go.Figure:
     """One step's ``value`` [rows, cols] as a heatmap, row 0 on top.
 
@@ -342,7 +343,8 @@ def step_heatmap(
     (12-14 px, plotly picks dark or light text for the cell color) and never pools; otherwise
     a side longer than ``max_side`` is pooled (see the module docstring) and its axis title
     says how many positions a cell covers. ``value_title`` names the values on the colorbar
-    and in the hover (default "weight" or "value").
+    and in the hover (default "weight" or "value"). ``tick_chars``: tick labels longer than
+    this are cut (labels numbered "position token" need more than the default).
 
     Rows are 16 px at least while every row is labelled (up to 64), about as tall as the cells
     are wide, within 140..700 px. ``layout.meta``: rows, cols, highlight, numbers, weights,
@@ -367,16 +369,17 @@ def step_heatmap(
     r = colorbar_px(colors["colorbar"]["ticktext"])
     row_cells, col_cells = grid.z.shape
     y_name, x_name = _pooled_title(row_title, grid.row_block), _pooled_title(col_title, grid.col_block)
-    mark_px = text_px(MARK, 14) + 0.1 * text_px("M" * MAX_TICK_CHARS, 14) if hl is not None else 0.0
+    mark_px = text_px(MARK, 14) + 0.1 * text_px("M" * tick_chars, 14) if hl is not None else 0.0
     plans: dict[float, tuple[int, TokenAxis]] = {}
 
     def plan(plot_w: float) -> tuple[int, TokenAxis]:
         if plot_w not in plans:
             h = _plot_height(row_cells, rows, plot_w / col_cells, numbers)
-            step = tick_step(row_labels, [("y", h)], block=grid.row_block)
+            step = tick_step(row_labels, [("y", h)], block=grid.row_block, max_chars=tick_chars)
             axis = token_axis(
-                row_labels, h, "y", step=step, block=grid.row_block, title=y_name, max_margin=0.35 * width
-            )
+                row_labels, h, "y", step=step, block=grid.row_block, title=y_name, max_margin=0.35 * width,
+                max_chars=tick_chars,
+            )  # fmt: skip
             plans[plot_w] = (h, axis)
         return plans[plot_w]
 
@@ -385,8 +388,10 @@ def step_heatmap(
 
     plot_w = int(fit_side(available, width - r - 100))
     plot_h, y_axis = plan(plot_w)
-    x_step = tick_step(col_labels, [("x", plot_w)], block=grid.col_block)
-    x_axis = token_axis(col_labels, plot_w, "x", step=x_step, block=grid.col_block, title=x_name)
+    x_step = tick_step(col_labels, [("x", plot_w)], block=grid.col_block, max_chars=tick_chars)
+    x_axis = token_axis(
+        col_labels, plot_w, "x", step=x_step, block=grid.col_block, title=x_name, max_chars=tick_chars
+    )
 
     xs, ys = _block_names(col_labels, grid.col_block), _block_names(row_labels, grid.row_block)
     what = safe_label(name)
@@ -429,9 +434,7 @@ def step_heatmap(
     if hl is not None:
         cell = hl // grid.row_block
         reach = max(1, y_axis.step // grid.row_block)
-        y_props = _mark_tick(
-            y_props, cell, safe_label(row_labels[hl], MAX_TICK_CHARS), reach=reach, prefix=MARK
-        )
+        y_props = _mark_tick(y_props, cell, safe_label(row_labels[hl], tick_chars), reach=reach, prefix=MARK)
         shapes = _frame(cell, plot_w, plot_h / grid.z.shape[0])
     top = TOP_TITLE_PX if title else TOP_BARE_PX
     margin = {"l": width - r - plot_w, "r": r, "t": top, "b": x_axis.margin}

@@ -16,9 +16,10 @@ from ..figures.attention import Kind
 from ..figures.overview import head_grid_data
 from ..formulas import latex_of
 from ..i18n import tr
-from ..tokenizer import Tokenizer
+from ..tokenizer import UNK_MARK, Tokenizer
 from .binding import bind, pop_link_asks, set_values, view
 from .caches import ModelChoice, get_capture, get_model
+from .guard import plain
 from .head_grid import head_grid
 from .page_data import row_focus
 from .page_frame import Frame, draw_frame
@@ -154,13 +155,23 @@ def unknown_tokens(capture: TextCapture, tokenizer: Tokenizer) -> str | None:
     n = sum(1 for i in capture.encoded.ids if i == unk) if unk is not None else 0
     if n == 0 or n < 0.2 * capture.n_pos:
         return None
-    return tr(
-        "{n} of the {total} tokens are unknown to this model's vocabulary (its [UNK] token): "
-        "the model sees them all as the same token, so their rows and columns look alike. MiniLM "
-        "was trained on English text; the from-scratch encoder's vocabulary has every Chinese "
-        "character (its weights are random until trained).",
-        n=n,
-        total=capture.n_pos,
+    return (
+        tr(
+            "{n} of the {total} tokens are unknown to this model's vocabulary (its [UNK] token): "
+            "the model sees them all as the same token, so their rows and columns look alike. MiniLM "
+            "was trained on English text; the from-scratch encoder's vocabulary has every Chinese "
+            "character (its weights are random until trained).",
+            n=n,
+            total=capture.n_pos,
+        )
+        + " "
+        + tr(
+            "On the axes each of them keeps its characters followed by “{mark}” (“{example}”).",
+            mark=UNK_MARK,
+            example=plain(
+                next(lab for lab, i in zip(capture.labels, capture.encoded.ids, strict=True) if i == unk)
+            ),
+        )
     )
 
 
