@@ -68,3 +68,21 @@ def test_the_zoom_window_labels_are_whole_and_mark_word_pieces():
         ]
         assert ticks[:4] == ["0 [CLS]", "1 A", "2 Transform", "3 ##er"], ticks[:4]
         assert not [t for t in ticks if "…" in t], ticks
+
+
+@pytest.mark.parametrize("step", ["q", "raw", "softmax", "ffn_in"])
+def test_step_by_step_numbers_are_large_enough_to_read_from_the_back(step):
+    from tformer.figures.layout import FULL_WIDTH
+
+    from .test_app_steps import chart
+
+    # 16 tokens: the whole 16 x 16 window has numbers
+    text = "old tree near the river the quick brown fox jumps over the lazy dog"
+    at = open_app("pages/steps.py", text=text, **{"steps.step": step})
+    assert_clean(at)
+    fig = chart(at, "step_tensor")
+    meta = fig["layout"]["meta"]
+    assert meta["numbers"] and meta["width"] == FULL_WIDTH  # drawn for the page's full width
+    assert meta["number_font"] >= 16, meta
+    cell_w, row_h = meta["plot_px"][0] / meta["cols"], meta["plot_px"][1] / meta["rows"]
+    assert row_h >= 1.3 * meta["number_font"] and cell_w >= 40, meta

@@ -82,12 +82,17 @@ Y_LABEL_STANDOFF_PX = 6
 MARK = "\u25b6 "  # before the highlighted row's tick label
 # Heights (px): rows stay readable while every label is shown, the figure fits a screen.
 MIN_ROW_PX = 16
-NUMBER_ROW_PX = 26
+NUMBER_ROW_PX = 30
 MAX_ROW_PX = 44
 MIN_PLOT_PX = 140
 MAX_PLOT_PX = 700
-NUMBER_FONTS = (14, 13, 12)
-NUMBER_PAD_PX = 2  # text_px errs wide already
+# Cell numbers are what the class reads off the step: as large as the cells allow (18 px in a
+# 16 x 16 window at the page's full width), 12 px at the least.
+NUMBER_FONTS = (18, 17, 16, 15, 14, 13, 12)
+NUMBER_PAD_PX = 2  # each side of a number, within its cell
+# Widths (em) of what cell_text writes, in the sans-serif fonts plotly falls back on: tabular
+# digits are ~0.55 em; text_px's 0.62 em for any character would shrink the numbers a size.
+_NUMBER_EM = {".": 0.28, "−": 0.6, "-": 0.35, "k": 0.52, "e": 0.56, "∞": 0.72}
 # Bars
 BAR_PLOT_PX = 300
 BAR_POSITIVE = "#b2182b"
@@ -246,11 +251,16 @@ def _plot_height(row_cells: int, rows: int, cell_w: float, numbers: bool) -> int
     return int(min(max(row_cells * row_px, MIN_PLOT_PX), MAX_PLOT_PX))
 
 
+def number_px(text: str, font: float) -> float:
+    """Drawn width (px) of a number written by :func:`cell_text` at ``font`` px."""
+    return sum(_NUMBER_EM.get(ch, 0.56) for ch in text) * font
+
+
 def _number_font(texts: Sequence[str], cell_w: float, row_px: float) -> int:
-    """The largest cell font (14..12 px) at which the widest number fits its cell."""
+    """The largest cell font (18..12 px) at which the widest number fits its cell."""
+    widest_em = max((number_px(t, 1.0) for t in texts), default=0.0)
     for font in NUMBER_FONTS:
-        widest = max((text_px(t, font) for t in texts), default=0.0)
-        if widest + NUMBER_PAD_PX <= cell_w and 1.3 * font <= row_px:
+        if widest_em * font + 2 * NUMBER_PAD_PX <= cell_w and 1.3 * font <= row_px:
             return font
     return NUMBER_FONTS[-1]
 
@@ -340,7 +350,7 @@ def step_heatmap(
     gaps (hover "masked (−∞)"; with ``numbers`` the cell reads "−∞"); a fully masked row is
     simply gray. ``highlight`` (a row index, e.g. the query token) gets a black-and-white frame
     across the plot and a bold "▶" tick label. ``numbers=True`` writes every value in its cell
-    (12-14 px, plotly picks dark or light text for the cell color) and never pools; otherwise
+    (12-18 px, plotly picks dark or light text for the cell color) and never pools; otherwise
     a side longer than ``max_side`` is pooled (see the module docstring) and its axis title
     says how many positions a cell covers. ``value_title`` names the values on the colorbar
     and in the hover (default "weight" or "value"). ``tick_chars``: tick labels longer than

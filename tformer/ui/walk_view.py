@@ -13,6 +13,7 @@ import numpy as np
 import streamlit as st
 
 from ..config import EncoderConfig
+from ..figures.layout import FULL_WIDTH
 from ..figures.walkthrough import row_bars, step_heatmap
 from ..formulas import latex_of
 from ..i18n import tr
@@ -193,6 +194,7 @@ def show_step(
             weights=step.key == "softmax",
             row_title=axis_word(row_axis),
             col_title=axis_word(col_axis),
+            width=FULL_WIDTH,  # the page's whole width: the larger the cells, the larger the numbers
         ),
         key="step_tensor",
     )
