@@ -4,16 +4,18 @@ import streamlit as st
 
 from tformer import ui
 from tformer.figures.attention import attention_heatmap
+from tformer.figures.colors import WEIGHT_SCALE_NAMES
 from tformer.i18n import tr
 
 with ui.page_context(__file__) as ctx:
     ui.formula("scaled_dot_product_attention", code=False)
     cap = ctx.capture
-    c1, c2 = st.columns([2, 1], vertical_alignment="bottom")
+    c1, c2, c3 = st.columns([4, 3, 2], vertical_alignment="bottom")
     with c1:
         layer, head = ui.layer_head(ctx)
     with c2:
         kind = ui.matrix_kind("show", "attention.kind")
+    scale = ui.weight_scale(c3, disabled=kind != "pattern")
 
     detail, notes = st.columns([4, 1], gap="medium")
     ui.chart_in(
@@ -23,6 +25,7 @@ with ui.page_context(__file__) as ctx:
             ctx.labels,
             kind=kind,
             title=tr("layer {layer}, head {head}", layer=layer, head=head),
+            weight_scale=scale,
         ),
         key="detail",
     )
@@ -55,6 +58,14 @@ with ui.page_context(__file__) as ctx:
     st.subheader(tr("Every layer x every head"))
     ui.overview(ctx, (layer, head))
     shape = {"n_layers": cap.n_layers, "n_heads": cap.n_heads, "n_pos": cap.n_pos}
+    if kind == "pattern" and scale != "linear":
+        st.caption(
+            tr(
+                "The overview keeps the 0-to-1 colors, so that its heads compare with each other; the "
+                "head above is drawn on the {scale} scale chosen.",
+                scale=tr(WEIGHT_SCALE_NAMES[scale]),
+            )
+        )
     st.caption(
         tr(
             "{n_layers} layers (rows) x {n_heads} heads (columns), {n_pos} tokens, the same colors as "

@@ -23,6 +23,7 @@ ZOOM_TICK_CHARS = 24
 with ui.page_context(__file__) as ctx:
     cap = ctx.capture
     how = ui.section("layers.combine", COMBINE)
+    scale = ui.weight_scale()
     if how == "rollout":
         ui.formula(attention_rollout, code=False)
     if how == "head":
@@ -39,10 +40,12 @@ with ui.page_context(__file__) as ctx:
         )
     n = cap.n_pos
     if n <= 64:
-        ui.chart(attention_heatmap(matrix, ctx.labels, title=what), key="layers_matrix")
+        ui.chart(attention_heatmap(matrix, ctx.labels, title=what, weight_scale=scale), key="layers_matrix")
     else:
         ui.chart(
-            attention_heatmap(matrix, ctx.labels, title=tr("{what}: all {n} tokens", what=what, n=n)),
+            attention_heatmap(
+                matrix, ctx.labels, title=tr("{what}: all {n} tokens", what=what, n=n), weight_scale=scale
+            ),
             key="layers_matrix",
         )
         st.markdown(tr("**Zoom: a window at full resolution**"))
@@ -59,7 +62,7 @@ with ui.page_context(__file__) as ctx:
                 [f"{i} {ctx.labels[i]}" for i in rows], [f"{j} {ctx.labels[j]}" for j in cols],
                 highlight=found - q0 if found is not None and found in rows else None,
                 weights=True, numbers=size <= 16, row_title=tr("query token"), col_title=tr("key token"),
-                tick_chars=ZOOM_TICK_CHARS,
+                tick_chars=ZOOM_TICK_CHARS, weight_scale=scale, row_max=matrix[q0 : q0 + size].max(axis=-1),
                 title=tr("queries {q0}–{q1}, keys {k0}–{k1}", q0=q0, q1=q0 + size - 1, k0=k0, k1=k0 + size - 1),
             ),
             key="layers_zoom",

@@ -4,6 +4,7 @@ head is one that shows something."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 pytest.importorskip("streamlit")
@@ -86,3 +87,44 @@ def test_step_by_step_numbers_are_large_enough_to_read_from_the_back(step):
     assert meta["number_font"] >= 16, meta
     cell_w, row_h = meta["plot_px"][0] / meta["cols"], meta["plot_px"][1] / meta["rows"]
     assert row_h >= 1.3 * meta["number_font"] and cell_w >= 40, meta
+
+
+def test_the_color_scale_is_chosen_on_the_page_stated_on_the_chart_and_kept_by_links():
+    from .test_app_pages import charts, decode
+
+    at = open_app("pages/attention.py", text="Birds sing at dawn.")
+    assert_clean(at)
+    assert at.radio(key="weight_scale").value == "linear"
+    at.radio(key="weight_scale").set_value("log").run()
+    assert_clean(at)
+    detail = charts(at)[0]
+    assert detail["data"][-1]["colorbar"]["title"]["text"] == "weight (log scale)"
+    z = decode(detail["data"][-1]["z"])
+    assert z.max() <= 0 and z.min() >= -4
+    assert at.query_params["weight_scale"] == "log"  # the share link holds it
+    assert "0-to-1 colors" in captions(at)  # the overview says it keeps its own scale
+    at.switch_page("pages/layers.py").run()  # the choice follows the user
+    assert_clean(at)
+    assert charts(at)[0]["data"][-1]["colorbar"]["title"]["text"] == "weight (log scale)"
+    # a link opens on its scale; scores have no weight scale
+    linked = open_app("pages/attention.py", text="Birds sing at dawn.", weight_scale="row")
+    assert_clean(linked)
+    z = decode(charts(linked)[0]["data"][-1]["z"])
+    assert np.allclose(z.max(axis=1), 1.0)
+    linked.radio(key="attention.kind").set_value("attn_scores").run()
+    assert_clean(linked)
+    assert linked.radio(key="weight_scale").disabled
+
+
+@pytest.mark.parametrize("scale", ["log", "row"])
+@pytest.mark.parametrize("page", ["pages/attention.py", "pages/heads.py", "pages/layers.py"])
+def test_the_color_scales_speak_chinese(page, scale):
+    from tformer.resources import examples
+
+    from ._i18n_check import english_words, visible_strings
+
+    zh = next(str(e["text"]) for e in examples() if e["lang"] == "zh")
+    at = open_app(page, text=zh, lang="zh", weight_scale=scale, layer="9", head="99")
+    assert_clean(at)
+    left = english_words(visible_strings(at))
+    assert not left, left

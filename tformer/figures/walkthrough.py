@@ -39,7 +39,16 @@ import plotly.graph_objects as go
 from ..i18n import tr
 from .attention import weight_ticks
 from .checks import Float32Array, as_float32
-from .colors import SymmetricScale, pattern_colorscale, robust_symmetric
+from .colors import (
+    SymmetricScale,
+    check_weight_scale,
+    log_weights,
+    robust_symmetric,
+    row_normalized,
+    weight_colors,
+    weight_scale_ticks,
+    weight_scale_title,
+)
 from .labels import (
     LABEL_ALL,
     MAX_TICK_CHARS,
@@ -266,12 +275,12 @@ def _number_font(texts: Sequence[str], cell_w: float, row_px: float) -> int:
 
 
 def _scale_colors(
-    grid: _Grid, weights: bool, value_title: str
+    grid: _Grid, weights: bool, value_title: str, weight_scale: str = "linear"
 ) -> tuple[dict[str, Any], SymmetricScale | None]:
     """The heatmap's color fields (with its colorbar) and the diverging scale, if any."""
     if weights:
-        ticks = weight_ticks()
-        colors: dict[str, Any] = {"zmin": 0.0, "zmax": 1.0, "colorscale": pattern_colorscale()}
+        ticks = weight_scale_ticks(weight_scale)
+        colors: dict[str, Any] = weight_colors(weight_scale)
         return {**colors, "colorbar": colorbar(value_title, ticks=ticks)}, None
     scale = robust_symmetric(grid.z)
     return {**scale.colors(), "colorbar": colorbar(value_title, ticks=scale.colorbar_ticks())}, scale
@@ -341,6 +350,8 @@ def step_heatmap(
     value_title: str | None = None,
     max_side: int | None = MAX_SIDE,
     tick_chars: int = MAX_TICK_CHARS,
+    weight_scale: str = "linear",
+    row_max: npt.ArrayLike | None = None,
 ) -> go.Figure:
     """One step's ``value`` [rows, cols] as a heatmap, row 0 on top.
 
@@ -355,6 +366,11 @@ def step_heatmap(
     says how many positions a cell covers. ``value_title`` names the values on the colorbar
     and in the hover (default "weight" or "value"). ``tick_chars``: tick labels longer than
     this are cut (labels numbered "position token" need more than the default).
+    ``weight_scale`` (weights only: "linear", "log", "row", as in
+    :func:`~tformer.figures.attention.attention_heatmap`) sets the colors, and the colorbar
+    says which; cell numbers stay true weights. For "row", ``row_max`` [rows] is each row's
+    largest weight over all its keys (a window of keys shows part of a row); default: the
+    largest shown.
 
     Rows are 16 px at least while every row is labelled (up to 64), about as tall as the cells
     are wide, within 140..700 px. ``layout.meta``: rows, cols, highlight, numbers, weights,
@@ -370,12 +386,15 @@ def step_heatmap(
     _check_labels("value", shape, col_labels, 1, "column")
     rows, cols = shape
     hl = _check_index("highlight", highlight, rows)
-    name = value_title or (tr("weight") if weights else tr("value"))
+    scale = weight_scale if weights else "linear"
+    name = value_title or (weight_scale_title(scale) if weights else tr("value"))
     row_title = tr("token (row)") if row_title is None else row_title
     col_title = tr("dimension") if col_title is None else col_title
 
-    grid = _grid(m, weights=weights, numbers=numbers, max_side=max_side)
-    colors, scale = _scale_colors(grid, weights, name)
+    grid = _grid(_on_scale(m, scale, row_max), weights=weights, numbers=numbers, max_side=max_side)
+    if scale == "log":
+        grid = _Grid(log_weights(grid.z), grid.masked, grid.row_block, grid.col_block)
+    colors, diverging = _scale_colors(grid, weights, name, scale)
     r = colorbar_px(colors["colorbar"]["ticktext"])
     row_cells, col_cells = grid.z.shape
     y_name, x_name = _pooled_title(row_title, grid.row_block), _pooled_title(col_title, grid.col_block)
@@ -468,12 +487,27 @@ def step_heatmap(
             "row_tick_step": y_axis.step,
             "col_tick_step": x_axis.step,
             **({"number_font": font} if numbers else {}),
-            **({"color": scale.meta()} if scale is not None else {}),
+            **({"color": diverging.meta()} if diverging is not None else {}),
+            **({"weight_scale": scale} if weights else {}),
         },
     }
     if title:
         layout["title"] = figure_title(title)
     return go.Figure({"data": data, "layout": layout})
+
+
+def _on_scale(m: Float32Array, scale: str, row_max: npt.ArrayLike | None) -> Float32Array:
+    """Weights divided by their row's largest ("row"; ``row_max`` or the largest shown), else
+    as they are (the log is taken after pooling: the log of a block's maximum is its largest)."""
+    check_weight_scale(scale)
+    if scale != "row":
+        return m
+    if row_max is None:  # NaN (a fully masked row) stays NaN: drawn gray
+        return np.where(np.isnan(m), np.float32(np.nan), row_normalized(np.nan_to_num(m, nan=0.0)))
+    top = np.asarray(row_max, dtype=np.float32).reshape(-1)
+    if top.shape != (m.shape[0],):
+        raise ValueError(f"row_max has shape {top.shape}; value has {m.shape[0]} rows")
+    return np.divide(m, top[:, None], out=np.zeros_like(m), where=top[:, None] > 0).astype(np.float32)
 
 
 # ---------------------------------------------------------------------------------------------

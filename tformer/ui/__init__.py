@@ -39,6 +39,7 @@ _EXPORTS: dict[str, str] = {
     "matrix_kind": "context",
     "overview": "context",
     "section": "context",
+    "weight_scale": "context",
     "select_head": "context",
     "source": "context",
     "source_text": "context",
@@ -160,6 +161,7 @@ if TYPE_CHECKING:
         select_head,
         source,
         source_text,
+        weight_scale,
     )
     from .encoder_data import architecture_of, ffn_stats, layernorm_io, residual_norms
     from .entry import frame, page_context

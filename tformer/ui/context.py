@@ -13,6 +13,7 @@ import streamlit as st
 from ..capture import ATTENTION, TextCapture, available_names
 from ..encoder import Encoder
 from ..figures.attention import Kind
+from ..figures.colors import WEIGHT_SCALE_NAMES
 from ..figures.overview import head_grid_data
 from ..formulas import latex_of
 from ..i18n import tr
@@ -221,6 +222,28 @@ def matrix_kind(label: str, key: str) -> Kind:
     names = {c: tr(MATRIX_LABELS[c]) for c in choices}  # translated now (see sidebar.shown)
     picked = st.radio(tr(label), choices, horizontal=True, format_func=names.__getitem__, **bind(key))
     return "attn_scores" if picked == "attn_scores" else "pattern"
+
+
+def weight_scale(container: Any = None, *, disabled: bool = False) -> str:
+    """The color scale of the attention weights (0 to 1, log, per row), bound to the view's
+    ``weight_scale`` (so a share link keeps it), in ``container`` (default: the page)."""
+    choices = view().choices("weight_scale")
+    names = {c: tr(WEIGHT_SCALE_NAMES[c]) for c in choices}  # translated now (see sidebar.shown)
+    picked = (container or st).radio(
+        tr("color scale"),
+        choices,
+        horizontal=True,
+        format_func=names.__getitem__,
+        disabled=disabled,
+        help=tr(
+            "0 to 1: a weight's color is the same on every head and text. Log: weights from 0.0001 "
+            "to 1 on a log scale, so a head that spreads its weight over hundreds of tokens still "
+            "shows where it leans. Per row: each row divided by its largest weight, so every "
+            "query's favourite key is bright (rows then no longer compare)."
+        ),
+        **bind("weight_scale"),
+    )
+    return str(picked) if picked in choices else "linear"
 
 
 def section(key: str, labels: dict[str, str], *, label: str = "show") -> str:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ..config import NORMS, POS_ENCODINGS
+from ..figures.colors import WEIGHT_SCALES
 from ..i18n import LANGUAGES, tr, use_language
 from ..resources import examples
 
@@ -253,6 +254,8 @@ class ViewState:
     layer: int = _bounded(0, 0, 63)
     head: int = _bounded(0, 0, 63)
     query: int = _bounded(0, 0, 4095)
+    # how attention weights become colors on the heatmaps that offer the choice (figures.colors)
+    weight_scale: str = _one_of("linear", WEIGHT_SCALES)
     pages: dict[str, Any] = field(default_factory=lambda: {k: cls() for k, cls in PAGE_STATES.items()})
 
     # --- typed access ---
