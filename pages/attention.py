@@ -16,6 +16,9 @@ with ui.page_context(__file__) as ctx:
     with c2:
         kind = ui.matrix_kind("show", "attention.kind")
     scale = ui.weight_scale(c3, disabled=kind != "pattern")
+    why = ui.opening_note(ctx.choice, ctx.text, cap)
+    if why:
+        st.caption(why)
 
     detail, notes = st.columns([4, 1], gap="medium")
     ui.chart_in(

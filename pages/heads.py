@@ -27,7 +27,7 @@ with ui.page_context(__file__) as ctx:
     part = ui.section("heads.section", SECTIONS)
 
     if part == "compare":
-        layer = min(ctx.view.layer, cap.n_layers - 1)
+        layer = ctx.chosen()[0]
         first_heads = [f"L{layer}H{h}" for h in range(min(4, cap.n_heads))]
         c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
         chosen = c1.multiselect(
@@ -94,7 +94,7 @@ with ui.page_context(__file__) as ctx:
         )
 
     else:
-        layer = min(ctx.view.layer, cap.n_layers - 1)
+        layer = ctx.chosen()[0]
         ablate = st.multiselect(
             tr("heads to zero"), names, **ui.bind("heads.ablate", names, fallback=[f"L{layer}H0"])
         )

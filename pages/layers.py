@@ -31,7 +31,11 @@ with ui.page_context(__file__) as ctx:
         matrix, what = cap.pattern[layer, head], tr("layer {layer}, head {head}", layer=layer, head=head)
     else:
         layers = range(cap.n_layers)
-        layer = int(st.selectbox(tr("layer"), layers, **ui.bind("layer", layers, clamp=True)))
+        layer = int(
+            st.selectbox(
+                tr("layer"), layers, **ui.bind("layer", layers, clamp=True, fallback=ctx.chosen()[0])
+            )
+        )
         matrix = ui.combined(ctx.choice, ctx.text, how)[layer]
         what = (
             tr("attention rollout, layers 0–{layer}", layer=layer)

@@ -27,12 +27,12 @@ def test_one_click_starts_the_first_lesson_and_next_previous_walk_it():
     assert first.steps[0].say["en"][:40] in bar_text(at)
     assert at.text_area(key="text").value == first.steps[0].text["en"]
 
-    at.button(key="lesson_next").click().run()  # step 2: the Q, K, V page, layer 0 head 0
+    at.button(key="lesson_next").click().run()  # step 2: the Q, K, V page, layer 3 head 1
     assert_clean(at)
     assert "step 2 of" in bar_text(at)
     assert first.steps[1].say["en"][:40] in bar_text(at)
     assert at.radio(key="qkv.kind").value == "attn_scores"
-    assert at.selectbox(key="layer").value == 0
+    assert (at.selectbox(key="layer").value, at.selectbox(key="head").value) == (3, 1)
 
     at.button(key="lesson_next").click().run()  # step 3: step by step, at the raw scores
     assert_clean(at)

@@ -128,3 +128,52 @@ def test_the_color_scales_speak_chinese(page, scale):
     assert_clean(at)
     left = english_words(visible_strings(at))
     assert not left, left
+
+
+ANIMAL = "The animal didn't cross the street because it was too tired."
+
+
+def shown_head(at) -> tuple[int, int]:
+    return at.selectbox(key="layer").value, at.selectbox(key="head").value
+
+
+def test_the_first_page_opens_on_the_examples_named_head_and_says_what_it_shows():
+    at = open_app("pages/attention.py")  # the default text is the first example
+    assert_clean(at)
+    assert at.text_area(key="text").value == ANIMAL
+    assert shown_head(at) == (3, 1)  # named in assets/examples.json; layer 0 head 0 is diffuse
+    assert "layer 3, head 1" in captions(at) and "0.68" in captions(at), captions(at)
+    assert "layer" not in at.query_params  # nothing chosen: a link opens where this one does
+
+
+def test_another_text_opens_on_the_models_clearest_head_and_a_choice_wins():
+    at = open_app("pages/attention.py", text="Birds sing at dawn.")
+    assert_clean(at)
+    assert shown_head(at) == (0, 2)  # the head finder's previous-token head (1.00 on the examples)
+    assert "previous token" in captions(at)
+    at.selectbox(key="layer").set_value(5).run()  # a layer chosen, no head: that layer's clearest
+    assert_clean(at)
+    assert at.selectbox(key="layer").value == 5 and "head" not in at.query_params
+    at.selectbox(key="head").set_value(7).run()
+    at.text_area(key="text").input(ANIMAL).run()  # the user's own choice wins over the example's
+    assert_clean(at)
+    assert shown_head(at) == (5, 7)
+    assert "0.68" not in captions(at)
+    linked = open_app("pages/attention.py", text=ANIMAL, layer="1", head="4")  # and so does a link's
+    assert shown_head(linked) == (1, 4)
+
+
+@pytest.mark.parametrize("page", ["pages/steps.py", "pages/qkv.py", "pages/flash.py", "pages/layers.py"])
+def test_every_page_opens_on_the_same_head(page):
+    at = open_app(page)
+    assert_clean(at)
+    assert at.selectbox(key="layer").value == 3
+    if page != "pages/layers.py":
+        assert at.selectbox(key="head").value == 1
+
+
+def test_a_random_model_opens_on_its_clearest_head_without_error():
+    at = open_app("pages/attention.py", text="Birds sing at dawn.", source="scratch", n_layers="3")
+    assert_clean(at)
+    layer, head = shown_head(at)
+    assert 0 <= layer < 3 and 0 <= head < 4

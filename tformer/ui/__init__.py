@@ -39,6 +39,8 @@ _EXPORTS: dict[str, str] = {
     "matrix_kind": "context",
     "overview": "context",
     "section": "context",
+    "opening_note": "opening",
+    "ROLE_NAMES": "opening",
     "weight_scale": "context",
     "select_head": "context",
     "source": "context",
@@ -179,6 +181,7 @@ if TYPE_CHECKING:
     from .export_view import chart, chart_in, csv_file, image_buttons, npz_file, report_file
     from .guard import no_traceback, plain
     from .lesson_mode import lesson_bar, start_lesson
+    from .opening import ROLE_NAMES, opening_note
     from .page_data import (
         ablation_change,
         head_names,

@@ -22,6 +22,7 @@ from .binding import bind, pop_link_asks, set_values, view
 from .caches import ModelChoice, get_capture, get_model
 from .guard import plain
 from .head_grid import head_grid
+from .opening import chosen_head
 from .page_data import row_focus
 from .page_frame import Frame, draw_frame
 from .state import ViewState
@@ -46,6 +47,11 @@ class PageContext:
     def labels(self) -> list[str]:
         return self.capture.labels
 
+    def chosen(self) -> tuple[int, int]:
+        """The layer and head shown: the user's, else the one this model and text open on
+        (`tformer.ui.opening`)."""
+        return chosen_head(self.choice, self.text, self.capture.n_layers, self.capture.n_heads)
+
 
 def open_page(script: str, names: Iterable[str] | None = None, *, one_layer: bool = False) -> PageContext:
     """The frame drawn and the capture of ``names`` (default: the attention set; names the
@@ -65,7 +71,8 @@ def open_page(script: str, names: Iterable[str] | None = None, *, one_layer: boo
     try:
         model, tokenizer = get_model(choice)
         has = available_names(model.cfg)  # e.g. only BERT has a segment embedding
-        layers = (min(fr.view.layer, model.cfg.n_layers - 1),) if one_layer else None
+        cfg = model.cfg
+        layers = (chosen_head(choice, fr.text, cfg.n_layers, cfg.n_heads)[0],) if one_layer else None
         capture = get_capture(choice, fr.text, [n for n in names if n in has], layers)
     except ValueError as err:
         st.error(tr("Could not run {model}: {err}", model=choice.label, err=err))
@@ -181,8 +188,9 @@ def layer_head(ctx: PageContext, columns: Sequence[Any] | None = None) -> tuple[
     two new columns or the two given."""
     c1, c2 = st.columns(2) if columns is None else columns
     layers, heads = range(ctx.capture.n_layers), range(ctx.capture.n_heads)
-    layer = c1.selectbox(tr("layer"), layers, **bind("layer", layers, clamp=True))
-    head = c2.selectbox(tr("head"), heads, **bind("head", heads, clamp=True))
+    first_layer, first_head = ctx.chosen()
+    layer = c1.selectbox(tr("layer"), layers, **bind("layer", layers, clamp=True, fallback=first_layer))
+    head = c2.selectbox(tr("head"), heads, **bind("head", heads, clamp=True, fallback=first_head))
     return int(layer), int(head)
 
 

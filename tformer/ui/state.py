@@ -250,9 +250,10 @@ class ViewState:
     norm: str = _one_of("post", NORMS)
     causal: bool = False
     seed: int = _bounded(0, 0, 2**31 - 1)
-    # what is looked at, on every page (clamped to the model's shape where used)
-    layer: int = _bounded(0, 0, 63)
-    head: int = _bounded(0, 0, 63)
+    # what is looked at, on every page (clamped to the model's shape where used); layer and
+    # head None: not chosen yet, so pages open on a head that shows something (ui.opening)
+    layer: int | None = _bounded(None, 0, 63)
+    head: int | None = _bounded(None, 0, 63)
     query: int = _bounded(0, 0, 4095)
     # how attention weights become colors on the heatmaps that offer the choice (figures.colors)
     weight_scale: str = _one_of("linear", WEIGHT_SCALES)
