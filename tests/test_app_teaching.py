@@ -177,3 +177,15 @@ def test_a_random_model_opens_on_its_clearest_head_without_error():
     assert_clean(at)
     layer, head = shown_head(at)
     assert 0 <= layer < 3 and 0 <= head < 4
+
+
+def test_the_sparse_time_table_is_turned_to_fit_the_page():
+    from tformer.ui.tables import table_px
+
+    from .test_app_costs import run_section
+
+    at = run_section("sparse", text="The cat sat on the mat.")
+    shown = at.dataframe[0].value
+    assert shown.columns[0] == "n" and "stride s" in set(shown["n"])  # a column per length
+    rows = shown.to_dict("records")
+    assert table_px(rows, {}) <= 940

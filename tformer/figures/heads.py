@@ -35,6 +35,7 @@ from .labels import (
 from .layout import (
     EDGE_PX,
     FULL_WIDTH,
+    MODEBAR_PX,
     PANEL_GAP_PX,
     PANEL_VGAP_PX,
     TOP_BARE_PX,
@@ -156,7 +157,7 @@ def heads_side_by_side(
     x_axis, y_axis = plan[-1]
     paper_w = cols * side + (cols - 1) * PANEL_GAP_PX
     plot_h = rows * side + (rows - 1) * PANEL_VGAP_PX
-    margin = {"l": width - r - paper_w, "r": r, "t": TOP_PANEL_TITLE_PX, "b": x_axis.margin}
+    margin = {"l": width - r - paper_w, "r": r, "t": TOP_PANEL_TITLE_PX + MODEBAR_PX, "b": x_axis.margin}
     annotations: list[dict[str, Any]] = []
     layout: dict[str, Any] = {"annotations": annotations}
     for i in range(n_panels):

@@ -39,6 +39,7 @@ _EXPORTS: dict[str, str] = {
     "matrix_kind": "context",
     "overview": "context",
     "section": "context",
+    "fitted_table": "tables",
     "opening_note": "opening",
     "ROLE_NAMES": "opening",
     "weight_scale": "context",
@@ -203,6 +204,7 @@ if TYPE_CHECKING:
         StepsState,
         ViewState,
     )
+    from .tables import fitted_table
     from .train_jobs import current_run, start_race, start_training
     from .train_view import live_view, model_controls, recipe_controls, run_status, task_controls
     from .walk_data import STATS_NAMES, WALK_NAMES, layouts_agree, neuron, walk
