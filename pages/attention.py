@@ -61,27 +61,38 @@ with ui.page_context(__file__) as ctx:
     st.subheader(tr("Every layer x every head"))
     ui.overview(ctx, (layer, head))
     shape = {"n_layers": cap.n_layers, "n_heads": cap.n_heads, "n_pos": cap.n_pos}
-    if kind == "pattern" and scale != "linear":
-        st.caption(
+    if kind == "pattern" and scale != "linear":  # the grid keeps 0 to 1: say so, not "the same colors"
+        overview_text = (
             tr(
-                "The overview keeps the 0-to-1 colors, so that its heads compare with each other; the "
-                "head above is drawn on the {scale} scale chosen.",
+                "{n_layers} layers (rows) x {n_heads} heads (columns), {n_pos} tokens, on the 0-to-1 colors so "
+                "that the heads compare with each other (the head above uses the “{scale}” scale). Click a head "
+                "(or tab to it and press Space) to open it.",
                 scale=tr(WEIGHT_SCALE_NAMES[scale]),
+                **shape,
+            )
+            + " "
+            + (
+                tr(
+                    "These weights are random: every head scatters its weight by chance, in every layer alike, "
+                    "with none of the neighbours or linked words a trained model shows."
+                )
+                if random
+                else tr("Early layers often look at neighbours; later ones link related words.")
             )
         )
-    st.caption(
-        tr(
+    elif random:
+        overview_text = tr(
             "{n_layers} layers (rows) x {n_heads} heads (columns), {n_pos} tokens, the same colors as "
             "above. Click a head (or tab to it and press Space) to open it. These weights are random: "
             "every head scatters its weight by chance, in every layer alike, with none of the neighbours "
             "or linked words a trained model shows.",
             **shape,
         )
-        if random
-        else tr(
+    else:
+        overview_text = tr(
             "{n_layers} layers (rows) x {n_heads} heads (columns), {n_pos} tokens, the same colors as "
             "above. Click a head (or tab to it and press Space) to open it. Early layers often look at "
             "neighbours; later ones link related words.",
             **shape,
         )
-    )
+    st.caption(overview_text)

@@ -22,7 +22,7 @@ from tformer.flash import (
 from tformer.i18n import tr
 from tformer.masks import causal_mask
 
-BLOCKS: tuple[int | None, ...] = (None, *TILE_SIDES)  # None: sized for the text (auto_tile)
+BLOCKS = (0, *TILE_SIDES)  # 0: sized for the text (auto_tile)
 NUMBERS = 16  # tiles and outputs up to this many rows and columns show every number
 
 
@@ -77,7 +77,7 @@ def without_docstring(source: str) -> str:
 def tile_picker(column, label: str, key: str, n: int) -> int:
     """A tile side: "auto" (sized for the text's length, the default) or one of TILE_SIDES."""
     auto = auto_tile(n)
-    names = {b: str(b) for b in TILE_SIDES} | {None: tr("auto: {side}", side=auto)}
+    names = {b: str(b) for b in TILE_SIDES} | {0: tr("auto: {side}", side=auto)}
     picked = column.selectbox(
         tr(label),
         BLOCKS,
@@ -91,7 +91,7 @@ def tile_picker(column, label: str, key: str, n: int) -> int:
         ),
         **ui.bind(key, BLOCKS),
     )
-    return auto if picked is None else int(picked)
+    return auto if not picked else int(picked)
 
 
 def labels_of(labels: list[str], lo: int, hi: int) -> list[str]:

@@ -94,15 +94,17 @@ def test_the_color_scale_is_chosen_on_the_page_stated_on_the_chart_and_kept_by_l
 
     at = open_app("pages/attention.py", text="Birds sing at dawn.")
     assert_clean(at)
-    assert at.radio(key="weight_scale").value == "linear"
-    at.radio(key="weight_scale").set_value("log").run()
+    assert at.button_group(key="weight_scale").value == "linear"
+    at.button_group(key="weight_scale").set_value("log").run()
     assert_clean(at)
     detail = charts(at)[0]
     assert detail["data"][-1]["colorbar"]["title"]["text"] == "weight (log scale)"
     z = decode(detail["data"][-1]["z"])
     assert z.max() <= 0 and z.min() >= -4
     assert at.query_params["weight_scale"] == "log"  # the share link holds it
-    assert "0-to-1 colors" in captions(at)  # the overview says it keeps its own scale
+    assert "on the 0-to-1 colors" in captions(at) and "same colors" not in captions(
+        at
+    )  # the grid keeps 0 to 1
     at.switch_page("pages/layers.py").run()  # the choice follows the user
     assert_clean(at)
     assert charts(at)[0]["data"][-1]["colorbar"]["title"]["text"] == "weight (log scale)"
@@ -113,7 +115,7 @@ def test_the_color_scale_is_chosen_on_the_page_stated_on_the_chart_and_kept_by_l
     assert np.allclose(z.max(axis=1), 1.0)
     linked.radio(key="attention.kind").set_value("attn_scores").run()
     assert_clean(linked)
-    assert linked.radio(key="weight_scale").disabled
+    assert linked.button_group(key="weight_scale").disabled
 
 
 @pytest.mark.parametrize("scale", ["log", "row"])

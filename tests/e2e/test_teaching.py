@@ -70,3 +70,16 @@ def test_the_chart_toolbar_covers_no_panel_title_of_the_sparse_masks(page, probe
         )  # fmt: skip
         assert apart, (t, m)
     assert exception_boxes(page) == 0 and probe.page_errors == []
+
+
+def test_flash_at_472_tokens_opens_on_tiles_sized_for_it(page, probe):
+    from urllib.parse import quote
+
+    from .streamlit_driver import token_text, widget_value
+
+    text, exact = token_text(472, variant=3)
+    assert exact
+    open_page(page, f"flash?text={quote(text)}", timeout=180_000)
+    assert widget_value(page, "flash.block_q") == widget_value(page, "flash.block_k") == "auto: 64"
+    assert page.locator("h3").filter(has_text="Step 1 of 64:").count() == 1
+    assert exception_boxes(page) == 0 and probe.page_errors == []

@@ -237,10 +237,10 @@ def weight_scale(container: Any = None, *, disabled: bool = False) -> str:
     ``weight_scale`` (so a share link keeps it), in ``container`` (default: the page)."""
     choices = view().choices("weight_scale")
     names = {c: tr(WEIGHT_SCALE_NAMES[c]) for c in choices}  # translated now (see sidebar.shown)
-    picked = (container or st).radio(
+    picked = (container or st).segmented_control(
         tr("color scale"),
         choices,
-        horizontal=True,
+        required=True,
         format_func=names.__getitem__,
         disabled=disabled,
         help=tr(

@@ -188,11 +188,11 @@ class CostsState:  # pages/costs.py (issue 14); fields are the page's own choice
 @dataclass
 class FlashState:  # pages/flash.py (issue 14)
     step: int = _bounded(0, 0, 1_000_000)  # the tiled loop's step shown
-    # rows of a query tile and of a key tile (the page offers `flash.TILE_SIDES`); None: sized
-    # for the text's length (`flash.auto_tile`: at most 64 steps), so 16 tokens step over 4 x 4
+    # rows of a query tile and of a key tile (the page offers `flash.TILE_SIDES`); 0: sized for
+    # the text's length (`flash.auto_tile`: at most 64 steps), so 16 tokens step over 4 x 4
     # tiles and 472 over 64 x 64. The page counts `step` from 1 (0 shows step 1).
-    block_q: int | None = _bounded(None, 1, 512)
-    block_k: int | None = _bounded(None, 1, 512)
+    block_q: int = _bounded(0, 0, 512)
+    block_k: int = _bounded(0, 0, 512)
 
 
 @dataclass
