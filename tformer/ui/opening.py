@@ -86,7 +86,7 @@ def clearest_heads(choice: ModelChoice) -> tuple[tuple[int, int], tuple[int, ...
         if not per_text:
             return None
         best, per_layer, role, score = telling_heads(average_scores(per_text))
-    except (ValueError, KeyError, OSError) as err:
+    except (ValueError, KeyError, IndexError, OSError, RuntimeError) as err:  # a page must still open
         log.warning("no opening head for %s: %s", choice.source, err)
         return None
     return best, tuple(per_layer), role, score
