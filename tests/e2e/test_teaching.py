@@ -36,7 +36,8 @@ def table_overflow(page, index: int = 0) -> dict | None:
             const box = document.querySelectorAll('[data-testid=stDataFrame]')[index];
             const scroller = box && box.querySelector('.dvn-scroller');
             if (!scroller) return null;
-            return {content: scroller.scrollWidth, shown: scroller.clientWidth};
+            return {content: scroller.scrollWidth, shown: scroller.clientWidth,
+                    content_h: scroller.scrollHeight, shown_h: scroller.clientHeight};
         }""",
         index,
     )
@@ -47,6 +48,7 @@ def test_the_precision_table_fits_a_1400_px_window(page, probe):
     size = table_overflow(page, 0)
     assert size is not None, "no precision table"
     assert size["content"] <= size["shown"] + 1, size  # nothing hidden to the right
+    assert size["content_h"] <= size["shown_h"] + 1, size  # nor below
     assert exception_boxes(page) == 0 and probe.page_errors == []
 
 

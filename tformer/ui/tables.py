@@ -87,14 +87,20 @@ def fitted_table(
     column_config: Mapping[str, Any] | None = None,
     width_px: int = FULL_WIDTH,
 ) -> None:
-    """``rows`` as st.dataframe, turned on its side (`turned`) when it would be wider than
-    ``width_px`` (the page's main column in a 1400 px window) and turning it makes it fit."""
+    """``rows`` as st.dataframe, every row shown, turned on its side (`turned`) when it would
+    be wider than ``width_px`` (the page's main column in a 1400 px window) and turning it makes
+    it narrower."""
     formats = column_formats(column_config)
     if table_px(rows, formats) > width_px:
         side = turned(rows, formats)
         if table_px(side, {}) < table_px(rows, formats):
-            st.dataframe(side, hide_index=True, width="stretch", key=key)
+            st.dataframe(side, hide_index=True, width="stretch", height="content", key=key)
             return
     st.dataframe(
-        list(rows), hide_index=True, width="stretch", column_config=dict(column_config or {}), key=key
+        list(rows),
+        hide_index=True,
+        width="stretch",
+        height="content",  # every row in sight: "auto" stops at ten (a turned table has more)
+        column_config=dict(column_config or {}),
+        key=key,
     )
