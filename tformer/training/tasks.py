@@ -44,6 +44,7 @@ __all__ = [
     "TaskSpec",
     "as_text",
     "example_texts",
+    "hash_unit",
     "held_out_set",
     "is_held_out",
     "make_batch",
@@ -202,12 +203,10 @@ def _mix(h: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
     return h ^ (h >> np.uint64(31))
 
 
-def is_held_out(spec: TaskSpec, inputs: npt.ArrayLike) -> npt.NDArray[np.bool_]:
-    """[batch] True for the input sequences [batch, length] that belong to the held-out split.
-
-    A seeded 64-bit hash of the ids, mapped to [0, 1), compared with ``spec.held_out``. It
-    depends only on the ids and ``spec.seed``, so the split is fixed whatever the draw order.
-    """
+def hash_unit(inputs: npt.ArrayLike, seed: int) -> npt.NDArray[np.float64]:
+    """[batch] a number in [0, 1) for each id sequence [batch, length]: a seeded 64-bit hash of
+    its ids. It depends only on the ids and ``seed``; every held-out split of the training
+    tasks (this module's, `tformer.training.recall`'s) compares it with a fraction."""
     x = np.asarray(inputs, dtype=np.int64)
     if x.ndim != 2:
         raise ValueError(f"inputs must be [batch, length], got shape {x.shape}")
@@ -215,10 +214,18 @@ def is_held_out(spec: TaskSpec, inputs: npt.ArrayLike) -> npt.NDArray[np.bool_]:
     # own, the sum mixed again with the seed: one pass over the array, no loop over positions.
     pos = np.arange(x.shape[1], dtype=np.uint64) * _MIX1  # [pos]
     terms = _mix((x.astype(np.uint64) + np.uint64(1)) * _MUL + pos)  # [batch, pos]
-    seed = _mix(np.full(1, spec.seed, dtype=np.uint64) + _MUL)  # [1]
-    h = _mix(terms.sum(axis=1, dtype=np.uint64) ^ seed)  # [batch]
-    u = (h >> np.uint64(11)).astype(np.float64) / float(2**53)  # [batch] in [0, 1)
-    return u < spec.held_out
+    mixed_seed = _mix(np.full(1, seed, dtype=np.uint64) + _MUL)  # [1]
+    h = _mix(terms.sum(axis=1, dtype=np.uint64) ^ mixed_seed)  # [batch]
+    return (h >> np.uint64(11)).astype(np.float64) / float(2**53)  # [batch] in [0, 1)
+
+
+def is_held_out(spec: TaskSpec, inputs: npt.ArrayLike) -> npt.NDArray[np.bool_]:
+    """[batch] True for the input sequences [batch, length] that belong to the held-out split.
+
+    `hash_unit` of the ids (seeded by ``spec.seed``) compared with ``spec.held_out``: the split
+    is fixed whatever the draw order.
+    """
+    return hash_unit(inputs, spec.seed) < spec.held_out
 
 
 def _draw(spec: TaskSpec, rng: np.random.Generator, batch: int) -> IntArray:
