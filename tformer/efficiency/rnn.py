@@ -1,7 +1,7 @@
-"""Attention against an RNN, measured: a GRU must step through the n positions one after
-another, one self-attention layer of the same d_model sees them all at once. The path from the
-first to the last token is n − 1 steps in the GRU and 1 in attention. Measured as
-`tformer.efficiency.costs` measures every sweep."""
+"""Attention against an RNN, measured: a GRU (or a plain tanh RNN) must step through the n
+positions one after another, one self-attention layer of the same d_model sees them all at once.
+The path from the first to the last token is n − 1 steps in the GRU and 1 in attention. Measured
+as `tformer.efficiency.costs` measures every sweep."""
 
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ from torch import nn
 from .costs import Sweep, run_sweep, sdpa_backends, seeded_randn
 from .measure import Budget, Method, Progress, doubling
 
-__all__ = ["RnnSettings", "SelfAttentionLayer", "path_lengths", "rnn_sweep"]
+__all__ = ["RECURRENT", "RnnSettings", "SelfAttentionLayer", "path_lengths", "rnn_sweep"]
+
+RECURRENT = ("rnn", "gru")  # torch's nn.RNN (tanh) and nn.GRU
 
 
 @dataclass(frozen=True)
@@ -27,10 +29,13 @@ class RnnSettings:
     n_min: int = 64
     n_max: int = 16384
     budget: Budget = Budget(total_s=6.0)
+    recurrent: tuple[str, ...] = ("gru",)  # which recurrent layers to time, from RECURRENT
 
     def __post_init__(self) -> None:
         if self.heads < 1 or self.d_model % self.heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by heads={self.heads}")
+        if not self.recurrent or any(r not in RECURRENT for r in self.recurrent):
+            raise ValueError(f"recurrent={self.recurrent!r} must name some of {RECURRENT}")
         doubling(self.n_min, self.n_max)
 
 
@@ -62,14 +67,16 @@ def path_lengths(n: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
 def rnn_sweep(
     settings: RnnSettings | None = None, device: str = "cpu", progress: Progress | None = None
 ) -> Sweep:
-    """Time against n of a GRU (batch 1, d_model in and out) and of one self-attention layer of
-    the same d_model."""
+    """Time against n of each recurrent layer of ``settings.recurrent`` (a GRU by default; batch
+    1, d_model in and out) and of one self-attention layer of the same d_model."""
     s = settings or RnnSettings()
     dev, d = torch.device(device), s.d_model
     with torch.random.fork_rng(devices=[]):  # the layers' random init leaves the global seed alone
         torch.manual_seed(0)
         gru = nn.GRU(d, d, batch_first=True).to(dev).eval()
         attn = SelfAttentionLayer(d, s.heads).to(dev).eval()
+        rnn = nn.RNN(d, d, nonlinearity="tanh", batch_first=True).to(dev).eval()
+    recurrent = {"gru": gru, "rnn": rnn}
 
     def setup_with(module: nn.Module) -> Callable[[int], Callable[[], Any]]:
         def setup(n: int) -> Callable[[], Any]:
@@ -80,7 +87,8 @@ def rnn_sweep(
 
     fused = any(ok for k, ok in sdpa_backends(str(dev)).items() if k != "sdpa_math")
     methods = [
-        Method("gru", setup_with(gru), lambda n: 4 * n * d * 8, exponent=1.0),
+        Method(key, setup_with(recurrent[key]), lambda n: 4 * n * d * 8, exponent=1.0) for key in s.recurrent
+    ] + [
         Method(
             "attention",
             setup_with(attn),
