@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 from ..efficiency.costs import Sweep, describe_budget
 from ..efficiency.measure import MIB, R2_MIN, REL_SPREAD, Curve
 from ..figures.costs import Series, cost_lines
+from ..figures.why import path_length_figure
 from ..i18n import tr
 from .cost_data import method_names
 from .timing_view import load_note
@@ -83,34 +84,7 @@ def cost_figures(sweep: Sweep) -> dict[str, go.Figure]:
                 y_unit="MiB",
             )
     if sweep.kind == "rnn":
-        n = sweep.extra["lengths"]
-        paths = sweep.extra["paths"]
-        figs["path"] = cost_lines(
-            [
-                Series(
-                    tr("GRU: path from the first to the last token (n − 1)"),
-                    n,
-                    paths["gru"]["path"],
-                    key="gru",
-                ),
-                Series(
-                    tr("GRU: steps that must run one after another (n)"),
-                    n,
-                    paths["gru"]["sequential"],
-                    key="gru",
-                    dash="dot",
-                ),
-                Series(
-                    tr("attention: path and sequential steps (1)"),
-                    n,
-                    paths["attention"]["path"],
-                    key="attention",
-                ),
-            ],
-            title=tr("How many steps separate the first and the last token"),
-            x_title=x,
-            y_title=tr("steps"),
-        )
+        figs["path"] = path_length_figure(sweep.extra["lengths"], sweep.extra["paths"])
     return figs
 
 
