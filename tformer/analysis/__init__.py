@@ -4,7 +4,9 @@ metrics (``metrics``: entropy, distance, divergence between heads), the roles a 
 LayerNorm do (``layer_stats``), the √d_k scale and temperature (``scaling``), one layer
 recomputed step by step in numpy (``walkthrough``), the mask builders (``masks``) and the model
 drawn as its parts (``architecture``). All numpy, no torch; ``layouts`` (the two ways to write
-attention's projections, in torch) is imported from its module and is not re-exported here.
+attention's projections, in torch) and ``why`` (a recurrent layer against attention on a text:
+its steps and its gradients by distance, in torch) are imported from their modules and are not
+re-exported here.
 """
 
 from __future__ import annotations
