@@ -65,7 +65,7 @@ def open_page(script: str, names: Iterable[str] | None = None, *, one_layer: boo
         has = available_names(model.cfg)  # e.g. only BERT has a segment embedding
         layers = (min(fr.view.layer, model.cfg.n_layers - 1),) if one_layer else None
         capture = get_capture(choice, fr.text, [n for n in names if n in has], layers)
-    except ValueError as err:
+    except (ValueError, MemoryError, RuntimeError) as err:  # a refused folder, a model too big here
         st.error(tr("Could not run {model}: {err}", model=choice.label, err=err))
         st.stop()
     if choice.source == "scratch":
