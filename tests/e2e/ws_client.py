@@ -76,9 +76,12 @@ class StreamlitWsSession:
     ws_url: ws://127.0.0.1:PORT/_stcore/stream. url_path: the page ("" = default page).
     """
 
-    def __init__(self, ws_url: str, url_path: str = "", open_timeout: float = 30.0) -> None:
+    def __init__(
+        self, ws_url: str, url_path: str = "", open_timeout: float = 30.0, query_string: str = ""
+    ) -> None:
         self.ws_url = ws_url
         self.url_path = url_path.strip("/")
+        self.query_string = query_string  # "source=run&run=x": what a link's ?... gives the app
         self.open_timeout = open_timeout
         self.ws: ClientConnection | None = None
         self.widgets: dict[str, Widget] = {}
@@ -138,6 +141,8 @@ class StreamlitWsSession:
             cs.page_script_hash = self.page_script_hash
         else:
             cs.page_name = self.url_path
+        if self.query_string:
+            cs.query_string = self.query_string
         cs.widget_states.SetInParent()
         cs.widget_states.widgets.extend(self._states.values())
         t0 = time.perf_counter()
