@@ -21,7 +21,6 @@ Every bound is stated here, once; the refusals name the file and the field.
 from __future__ import annotations
 
 import json
-import math
 import os
 import threading
 from collections import OrderedDict
@@ -273,10 +272,6 @@ def _safetensors_header(path: Path) -> dict[str, torch.Tensor]:
     return out
 
 
-def n_elements(tensors: Iterable[torch.Tensor]) -> int:
-    return sum(math.prod(t.shape) for t in tensors)
-
-
 # --- refusals, remembered -------------------------------------------------------------------------
 
 
@@ -318,12 +313,3 @@ class Refusals:
             self._seen.move_to_end(key)
             while len(self._seen) > self.max_entries:
                 self._seen.popitem(last=False)
-
-    def forget(self, folder: Path) -> None:
-        with self._lock:
-            for key in [k for k in self._seen if k[0] == str(folder)]:
-                del self._seen[key]
-
-    def clear(self) -> None:
-        with self._lock:
-            self._seen.clear()
