@@ -276,15 +276,17 @@ def _safetensors_header(path: Path) -> dict[str, torch.Tensor]:
 
 
 def folder_stamp(folder: Path, names: Iterable[str]) -> tuple[Any, ...]:
-    """What changes when anyone edits the folder: for the folder and each named file, its
-    inode, size and modification time (without following symlinks: repointing one counts)."""
+    """What changes when anyone edits the folder: for the folder and each named file, the
+    inode, size and modification time of the entry itself (repointing a symlink counts) and
+    of what it leads to (editing a symlink's target counts)."""
     stamp: list[Any] = []
     for path in (folder, *(folder / n for n in names)):
-        try:
-            st = os.stat(path, follow_symlinks=False)
-            stamp.append((path.name, st.st_ino, st.st_size, st.st_mtime_ns))
-        except OSError:
-            stamp.append((path.name, None))
+        for follow in (False, True):
+            try:
+                st = os.stat(path, follow_symlinks=follow)
+                stamp.append((path.name, st.st_ino, st.st_size, st.st_mtime_ns))
+            except OSError:
+                stamp.append((path.name, None))
     return tuple(stamp)
 
 
