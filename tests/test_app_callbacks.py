@@ -148,6 +148,20 @@ def test_a_broken_run_is_refused_by_file_and_field_and_the_refusal_is_remembered
     assert at.selectbox(key="run").value == "broken"  # the sidebar still offers the runs
 
 
+def test_the_server_removes_stale_temporary_folders_when_it_starts(tmp_path: Path, monkeypatch) -> None:
+    import os
+
+    monkeypatch.setenv("TFORMER_RUNS_DIR", str(tmp_path))
+    stale, fresh = tmp_path / ".tmp-gone-00000001", tmp_path / ".tmp-saving-00000002"
+    for folder in (stale, fresh):
+        folder.mkdir()
+        (folder / "model.safetensors").write_bytes(b"x" * 4096)
+    os.utime(stale, (time.time() - 3600, time.time() - 3600))
+    at = open_at("app.py")
+    assert_clean(at)
+    assert not stale.exists() and fresh.is_dir()  # a save in progress is left alone
+
+
 def test_an_error_before_the_page_body_is_a_short_message_not_the_generic_box(
     env: Folders, monkeypatch: pytest.MonkeyPatch
 ) -> None:
