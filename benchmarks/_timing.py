@@ -1,22 +1,17 @@
-"""Timing helpers shared by the benchmark scripts."""
+"""Timing helpers shared by the benchmark scripts: the app's own rule (`tformer.timing`)."""
 
 from __future__ import annotations
 
-import statistics
-import time
 from collections.abc import Callable
+
+from tformer.timing import measure
 
 
 def median_ms(fn: Callable[[], object], runs: int = 9, warmup: int = 2) -> float:
-    """Median wall time of fn() in milliseconds, after warm-up calls."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
+    """Median wall time of fn() in milliseconds over exactly ``runs`` calls, after warm-up
+    calls (`tformer.timing.measure` with its bounds fixed at ``runs``)."""
+    t = measure(fn, min_repeats=runs, max_repeats=runs, max_seconds=float("inf"), warmup=warmup)
+    return 1e3 * t.median
 
 
 def print_table(header: list[str], rows: list[list[object]]) -> None:

@@ -59,15 +59,18 @@ def main() -> None:
             file=sys.stderr,
         )
         for c in sweep.curves:
-            exp = "-" if c.time_exponent is None else f"{c.time_exponent:.2f}"
+            fit = c.time_fit
+            # an exponent only from a good fit; else its R² (or "-" with fewer than 2 points)
+            exp = "-" if fit is None else f"{fit.exponent:.2f}" if fit.good else f"noisy (R² {fit.r2:.2f})"
             for p in c.points:
                 peak = "-" if p.peak_bytes is None else f"{p.peak_bytes / MIB:.2f}"
-                rows.append([sweep.kind, c.method, p.n, p.time_s * 1e3, peak, exp])
+                spread = f"{p.q1_s * 1e3:.3g}-{p.q3_s * 1e3:.3g}"
+                rows.append([sweep.kind, c.method, p.n, p.time_s * 1e3, spread, p.repeats, peak, exp])
             stops.append(
                 f"{sweep.kind}/{c.method}: {c.stop.render(english) if c.stop else 'reached the longest length'}"
             )
     total = time.perf_counter() - start
-    print_table(["sweep", "method", "n", "time ms", "peak MiB", "exponent"], rows)
+    print_table(["sweep", "method", "n", "time ms", "quartiles ms", "calls", "peak MiB", "exponent"], rows)
     print()
     print("\n".join(stops))
     print(f"\ntotal wall time: {total:.1f} s (device {device}, {torch.get_num_threads()} torch threads)")

@@ -66,7 +66,7 @@ class Watch:
 
 def visit(server: AppServer, query: str, timeout: float) -> tuple[float, str]:
     async def once() -> tuple[float, str]:
-        async with StreamlitWsSession(server.ws_url, "attention", query_string=query) as s:
+        async with StreamlitWsSession(server.ws_url, "attention", query=query) as s:
             start = time.perf_counter()
             res = await s.run(timeout=timeout)
             shown = res.exceptions or [a for a in res.alerts if "run" in a.lower()]

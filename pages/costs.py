@@ -90,9 +90,15 @@ with ui.frame(__file__) as fr:
     if sweep is None:
         st.stop()
 
+    busy = ui.cost_load_note(sweep)
+    if busy:
+        st.warning(busy)
     figs = ui.cost_figures(sweep)
     if "time" in figs:
         ui.chart(figs["time"], key="costs_time")
+    noisy = ui.cost_fit_note(sweep)
+    if noisy:
+        st.info(noisy)
     if part == "wall":
         line = ui.cost_summary(sweep)
         if line:
@@ -129,6 +135,6 @@ with ui.frame(__file__) as fr:
 
     st.markdown(tr("**Where each method stopped**"))
     st.markdown("\n".join(ui.cost_stops(sweep)))
-    st.caption(ui.cost_budget_line(sweep))
+    st.caption(ui.cost_budget_line(sweep) + " " + ui.busy_method())
     with st.expander(tr("Every measured point")):
         st.dataframe(ui.cost_table(sweep), hide_index=True, width="stretch", key="costs_points")

@@ -34,27 +34,21 @@ with ui.page_context(__file__, ["pattern"]) as ctx:
                 tr("{variant} is not available here: {why}", variant=ui.variant_label(r.name), why=r.problem)
             )
     ran = [r for r in report.results if r.problem is None]
+    busy, unsettled = ui.precision_timing_notes(report)
+    if busy:
+        st.warning(busy)
     ui.chart(
         cost_bars(
             [ui.variant_label(r.name) for r in ran],
             [r.forward_ms for r in ran],
             [r.weight_bytes / 2**20 for r in ran],
+            quartiles_ms=[(1e3 * r.timing.q1, 1e3 * r.timing.q3) for r in ran if r.timing is not None],
         ),
         key="precision_costs",
     )
-    st.caption(
-        tr(
-            "Forward time: the median of up to {runs} plain forwards (no hooks, so attention takes the "
-            "fused kernel) under `torch.inference_mode`, after the forward that captured the attention "
-            "weights (the warm-up). CPU threads: {threads}; torch's CPU kernels here use {cap}. Other "
-            "sessions on this server share the same cores, so the times vary from one text to the next. "
-            "A lower precision is faster only where the device has fast kernels for it. Weights: every "
-            "tensor of each copy's `state_dict()`, in bytes as stored.",
-            runs=report.runs,
-            threads=report.threads,
-            cap=report.cpu_capability,
-        )
-    )
+    if unsettled:
+        st.info(unsettled)
+    st.caption(ui.precision_time_caption(report))
 
     formats = ui.float_formats()
     f32, bf, fp = formats["float32"], formats["bfloat16"], formats["float16"]
@@ -93,6 +87,10 @@ with ui.page_context(__file__, ["pattern"]) as ctx:
             ratio = r.linear_bytes / ref.linear_bytes if ref and ref.linear_bytes and r.linear_bytes else 0.0
             if r.scales == 1:
                 how = tr("one scale for each whole weight matrix")
+                how += tr(
+                    " ($W_Q$, $W_K$ and $W_V$ count as three matrices, as torch quantizes a model "
+                    "with separate query, key and value layers)"
+                )
             else:
                 how = tr("one scale per output row ({k} in the first Linear layer)", k=r.scales)
             st.caption(

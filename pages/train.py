@@ -73,18 +73,20 @@ with ui.frame(__file__) as fr:
         else:
             evals = run.progress.evals()
             by_heads: dict[int, list[tuple[int, float]]] = {}
-            seconds: dict[int, float] = {}
             for e in evals:
                 by_heads.setdefault(int(e["heads"]), []).append((int(e["step"]), float(e["accuracy"])))
-                if "seconds_per_step" in e:
-                    seconds[int(e["heads"])] = float(e["seconds_per_step"])
-            ui.chart(heads_race_figure(by_heads, seconds), key="race")
+            seconds, spread, notes = ui.race_times(evals)
+            ui.chart(heads_race_figure(by_heads, seconds, spread_by_heads=spread), key="race")
+            for note in notes:
+                st.info(note)
             st.caption(
                 tr(
                     "The same task, d_model and recipe with 1, 2, 4 and 8 heads: more heads are more "
                     "subspaces to attend in, each smaller (d_head = d_model / heads). Held-out accuracy "
                     "against updates, and the time one update takes."
                 )
+                + " "
+                + ui.race_caption()
             )
         if run.is_final and st.session_state.get("_train_was_active"):
             st.session_state["_train_was_active"] = False

@@ -1,4 +1,5 @@
-"""Shared fixtures: every test starts from a seeded torch and empty Streamlit caches."""
+"""Shared fixtures: every test starts from a seeded torch, empty Streamlit caches and no app
+singletons (the training manager)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,12 @@ def _fresh_state():
     if st is not None:  # only tests that imported streamlit have caches to clear
         st.cache_data.clear()
         st.cache_resource.clear()
+    singletons = sys.modules.get("tformer.ui.singletons")
+    if singletons is not None:  # no cache clear reaches these: drop them, stopping their threads
+        for obj in singletons.reset().values():
+            shutdown = getattr(obj, "shutdown", None)
+            if callable(shutdown):
+                shutdown()
 
 
 @pytest.fixture
@@ -33,6 +40,6 @@ def runs_dir(tmp_path, monkeypatch):
     from tformer.ui.train_jobs import manager
 
     monkeypatch.setenv("TFORMER_RUNS_DIR", str(tmp_path))
-    runs = manager()  # the one the page will use (caches are cleared only after the test)
+    runs = manager()  # the one the page will use (singletons are dropped only after the test)
     yield tmp_path
     runs.shutdown()

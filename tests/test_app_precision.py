@@ -91,3 +91,67 @@ def test_a_text_past_512_tokens_is_cut_and_still_compared():
     check_page(at, 6, 12, 512)
     assert any("512" in w.value for w in at.warning)
     assert chart(at, "precision_diff")["layout"]["meta"]["block"] > 1  # pooled for the browser
+
+
+def open_noisy_and_busy(monkeypatch, **params: str):
+    """The page on a forced noisy, busy machine: forwards that last 5 and 40 ms in turn (a
+    fake clock) and a training run in another thread of the server."""
+    import threading
+
+    import tformer.timing
+    from tformer.timing import activity
+
+    state = {"t": 0.0, "k": 0}
+
+    def clock() -> float:
+        state["k"] += 1
+        state["t"] += 0.040 if state["k"] % 2 else 0.005  # each reading: forwards alternate
+        return state["t"]
+
+    monkeypatch.setattr(tformer.timing, "perf_counter", clock)
+    started, release = threading.Event(), threading.Event()
+
+    def training() -> None:
+        with activity("training run"):
+            started.set()
+            release.wait(60)
+
+    th = threading.Thread(target=training, daemon=True)
+    th.start()
+    started.wait(5)
+    try:
+        at = open_app(PAGE, text="Noisy machines make rough timings.", **params)
+    finally:
+        release.set()
+        th.join(5)
+    assert_clean(at)
+    return at
+
+
+def test_a_noisy_busy_machine_shows_the_spread_and_says_so(monkeypatch):
+    """The table has the quartiles, the time bars their error bars, and the page says the
+    timings did not settle and names the other work."""
+    at = open_noisy_and_busy(monkeypatch)
+    t = table(at)
+    quartiles = t["quartiles (ms)"].tolist()
+    assert all(isinstance(q, str) and "–" in q for q in quartiles)
+    low, high = (float(v) for v in quartiles[0].split("–"))
+    assert low < t["forward (ms)"].iloc[0] < high  # the median inside its quartiles
+    bars = chart(at, "precision_costs")["data"][0]["error_x"]
+    assert bars["type"] == "data" and decode(bars["array"]).min() > 0
+    warnings = " ".join(w.value for w in at.warning)
+    assert "Other work ran during this measurement: 1 training run" in warnings
+    infos = " ".join(i.value for i in at.info)
+    assert "varied by more than 5% of their median" in infos and "float32 (the reference)" in infos
+    assert any("Busy check:" in c.value for c in at.caption)
+
+
+def test_the_noisy_busy_notes_in_chinese_have_no_english_left(monkeypatch):
+    from ._i18n_check import english_words, visible_strings
+
+    monkeypatch.setenv("TFORMER_I18N_MAIN_ONLY", "1")  # the shared sidebar is another page's
+    at = open_noisy_and_busy(monkeypatch, lang="zh")
+    shown = list(visible_strings(at))
+    assert any("测量期间还有其他工作在运行" in s for s in shown)
+    left = english_words(s for s in shown if "Noisy" not in s)  # the text box's sentence
+    assert not left, left

@@ -109,6 +109,10 @@ def test_the_heads_race_trains_every_head_count(runs_dir):
     race = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if "race" in (c.proto.id or ""))
     names = {t.get("name") for t in race["data"]}
     assert {"1 head", "2 heads", "4 heads", "8 heads"} <= {str(n).split(" (")[0] for n in names}
+    bar = next(t for t in race["data"] if t["type"] == "bar")
+    assert bar["error_y"]["type"] == "data"  # each time per update with its quartiles
+    assert all("quartiles" in text for text in bar["customdata"])
+    assert any("the median of each update's own time" in c.value for c in at.caption)
 
 
 def test_snapshots_are_bounded_in_number_and_memory():
@@ -169,3 +173,76 @@ def test_open_this_model_shows_the_run_with_its_task_input_on_the_attention_page
     ticks = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["xaxis"]["ticktext"]
     assert [t.strip() for t in ticks] == meta["examples"][0].split()
     assert not any("unknown to this model" in w.value for w in at.warning)
+
+
+def test_the_race_times_updates_by_their_median_not_the_mean_with_evaluations(monkeypatch):
+    """Each head count's time per update is the median of its updates' own times after the
+    warm-up, with quartiles: a slow evaluation or a slow first update does not count, and a
+    training run of another session (in another thread) is named as other work."""
+    import threading
+
+    from tformer.tasks import TaskSpec
+    from tformer.timing import activity
+    from tformer.training import Recipe, StepStats, Trainer, model_config
+    from tformer.ui import train_jobs
+
+    durations = {1: 0.010, 2: 0.030, 4: 0.010, 8: 0.010}  # 2 heads: slower by 20 ms an update
+
+    def step(self, batches=None):
+        self.step_count += 1
+        base = durations[self.cfg.n_heads]
+        slow = 1.0 if self.step_count == 1 else 0.0  # the first update: allocation, kernels
+        return StepStats(self.step_count, 1.0, 1e-3, 1.0, base * (1 + 0.1 * (self.step_count % 3)) + slow)
+
+    def evaluate(self, *args, **kwargs):
+        time.sleep(0.02)  # evaluations take time: they are not updates
+        return 0.5
+
+    monkeypatch.setattr(Trainer, "step", step)
+    monkeypatch.setattr(Trainer, "evaluate", evaluate)
+
+    class Handle:
+        def __init__(self) -> None:
+            self.evals: list[dict] = []
+
+        def should_stop(self) -> bool:
+            return False
+
+        def report_eval(self, **stats) -> None:
+            self.evals.append(stats)
+
+        def set_message(self, *a, **k) -> None:
+            pass
+
+    spec = TaskSpec("copy")
+    cfg = model_config(spec, n_layers=1, n_heads=1, d_model=16)
+    started, release = threading.Event(), threading.Event()
+
+    def other_session() -> None:
+        with activity("training run"):
+            started.set()
+            release.wait(30)
+
+    th = threading.Thread(target=other_session, daemon=True)
+    th.start()
+    started.wait(5)
+    handle = Handle()
+    try:
+        train_jobs._race(cfg, spec, Recipe(steps=40, eval_every=20), None)(handle)
+    finally:
+        release.set()
+        th.join(5)
+    from tformer.ui.timing_view import race_times
+
+    seconds, spread, notes = race_times(handle.evals)
+    assert set(seconds) == {1, 2, 4, 8}
+    for h, base in durations.items():
+        assert seconds[h] == pytest.approx(base * 1.1)  # the median of 1.0, 1.1, 1.2 x base
+        q1, q3 = spread[h]
+        assert base <= q1 <= seconds[h] <= q3 <= base * 1.2 + 1e-12
+    assert seconds[2] > seconds[1]
+    last = [e for e in handle.evals if e["heads"] == 1][-1]
+    assert last["timed_updates"] == 40 - train_jobs.RACE_WARMUP_UPDATES
+    assert last["other_work"].endswith(":training run") and "|" not in last["other_work"]
+    assert any("Other work ran during this measurement: 1 training run" in n for n in notes)
+    assert any("1 and 2 heads" not in n and "4 and 8 heads" in n for n in notes if "overlap" in n)

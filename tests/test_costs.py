@@ -21,6 +21,7 @@ from tformer.costs_measure import (
     doubling,
     exclusive,
     fit_exponent,
+    fit_power,
     measure_curves,
     memory_budget,
     peak_memory,
@@ -170,6 +171,76 @@ def test_a_second_sweep_waits_for_the_first_and_says_so():
         pass
     t.join()
     assert waiting.calls and "Waiting" in waiting.calls[0][1].template
+
+
+class FakeTimer:
+    """``tformer.timing``'s clock, moved only by the fake calls: each call at length n lasts
+    ``duration(n, k)`` seconds, k counting the calls."""
+
+    def __init__(self, duration) -> None:
+        self.t, self.k, self.duration = 0.0, 0, duration
+
+    def __call__(self) -> float:
+        return self.t
+
+    def method(self, key: str = "fake") -> Method:
+        def setup(n: int):
+            def call() -> None:
+                self.t += self.duration(n, self.k)
+                self.k += 1
+
+            return call
+
+        return Method(key, setup, lambda n: 0)
+
+
+def _sweep_with(monkeypatch, duration):
+    import tformer.timing
+
+    timer = FakeTimer(duration)
+    monkeypatch.setattr(tformer.timing, "perf_counter", timer)
+    [curve], _ = measure_curves(
+        [timer.method()], [64, 128, 256, 512, 1024, 2048], Budget(call_s=1.0, total_s=30), CPU, Recorder()
+    )
+    return curve
+
+
+def test_a_steady_n_squared_timer_gives_a_good_fit_and_settled_points(monkeypatch):
+    curve = _sweep_with(monkeypatch, lambda n, k: 1e-9 * n * n)
+    assert curve.time_fit is not None and curve.time_fit.good
+    assert curve.time_fit.exponent == pytest.approx(2.0) and curve.time_fit.r2 == pytest.approx(1.0)
+    assert all(p.settled and p.repeats == 5 for p in curve.points)  # Budget.repeats, then settled
+    assert np.allclose(curve.q1_s, curve.time_s) and np.allclose(curve.q3_s, curve.time_s)
+
+
+def test_a_noisy_timer_gives_no_trusted_exponent_and_reports_its_spread(monkeypatch):
+    """A busy machine: how long a call takes depends on what else runs, not only on n. The
+    fitted slope is a number, but not a fact about attention: the fit says so."""
+    bursts = [1.0, 6.0, 1.5, 9.0, 1.2, 4.0, 0.8]  # other work coming and going
+
+    def noisy(n: int, k: int) -> float:
+        return 1e-6 * n * bursts[(k // 7) % len(bursts)] * (1 + (k % 3))
+
+    curve = _sweep_with(monkeypatch, noisy)
+    fit = curve.time_fit
+    assert fit is not None and not fit.good
+    assert fit.r2 < 0.98 or not fit.monotonic
+    assert any(not p.settled for p in curve.points)
+    assert all(p.q1_s <= p.time_s <= p.q3_s for p in curve.points)
+    assert any(p.q3_s - p.q1_s > 0.2 * p.time_s for p in curve.points)  # the spread is reported
+
+
+def test_fit_power_judges_the_fit():
+    n = np.array([64, 128, 256, 512, 1024], dtype=float)
+    good = fit_power(n, 3e-9 * n**2, skip=0)
+    assert good.good and good.exponent == pytest.approx(2.0) and good.points == 5
+    dip = fit_power(n, np.array([1.0, 4.0, 16.0, 10.0, 64.0]), skip=0)  # falls at 512
+    assert not dip.monotonic and not dip.good
+    scattered = fit_power(n, np.array([1.0, 9.0, 3.0, 27.0, 30.0]), skip=0)
+    assert scattered.r2 < 0.98 and not scattered.good
+    two = fit_power([64, 128], [1.0, 4.0])
+    assert two.r2 == 1.0 and not two.good  # two points always fit a line: nothing is checked
+    assert fit_power([16], [1.0]) is None
 
 
 def test_fit_exponent():

@@ -396,6 +396,23 @@ def test_heads_race_draws_one_line_and_one_bar_per_head_count():
     json.loads(fig.to_json())
 
 
+def test_heads_race_draws_each_times_quartiles_as_error_bars():
+    evals, seconds = race()
+    spread = {1: (0.010, 0.0125), 2: (0.012, 0.014), 4: (0.015, 0.020)}
+    fig = heads_race_figure(evals, seconds, spread_by_heads=spread)
+    (bars,) = [t for t in fig.data if t.type == "bar"]
+    err = bars.error_y
+    assert err.type == "data" and not err.symmetric
+    assert list(err.arrayminus[:3]) == pytest.approx([1.0, 1.0, 1.0])  # ms below the median
+    assert list(err.array[:3]) == pytest.approx([1.5, 1.0, 4.0])  # ms above it
+    assert "quartiles 10–12.5 ms" in bars.customdata[0]
+    assert fig.layout.meta["spread"][:3] == [(0.010, 0.0125), (0.012, 0.014), (0.015, 0.020)]
+    top = max(fig.layout.yaxis2.range)
+    assert top >= 20.0  # the axis leaves room for the highest quartile
+    with pytest.raises(ValueError, match="must hold its median"):
+        heads_race_figure(evals, seconds, spread_by_heads={1: (0.012, 0.013)})
+
+
 def test_heads_race_names_d_head_in_the_legend():
     evals, seconds = race()
     fig = heads_race_figure(evals, seconds, d_head_by_heads={1: 64, 2: 32, 4: 16, 8: 8, 16: 4, 32: 2})

@@ -35,12 +35,21 @@ _EXPORTS: dict[str, str] = {
     "ablate_heads": "interventions",
     "patterns_without_positions": "interventions",
     "LayerNorm": "layernorm",
+    "ModelFolderError": "model_files",
+    "LoadedModel": "model_loader",
+    "load_model_folder": "model_loader",
+    "ModelEntry": "models_dir",
+    "find_models": "models_dir",
     "FusedQKV": "layouts",
     "SeparateQKV": "layouts",
     "split_fused": "layouts",
     "pe_frequencies": "positional",
     "pe_shift_matrix": "positional",
     "sinusoidal_encoding": "positional",
+    "Generation": "predictions",
+    "Prediction": "predictions",
+    "generate_greedy": "predictions",
+    "predict": "predictions",
     "PretrainedUnavailable": "pretrained",
     "load_pretrained": "pretrained",
     "pretrained_available": "pretrained",
@@ -64,7 +73,11 @@ if TYPE_CHECKING:
     from .interventions import ablate_heads, patterns_without_positions
     from .layernorm import LayerNorm
     from .layouts import FusedQKV, SeparateQKV, split_fused
+    from .model_files import ModelFolderError
+    from .model_loader import LoadedModel, load_model_folder
+    from .models_dir import ModelEntry, find_models
     from .positional import pe_frequencies, pe_shift_matrix, sinusoidal_encoding
+    from .predictions import Generation, Prediction, generate_greedy, predict
     from .pretrained import PretrainedUnavailable, load_pretrained, pretrained_available
     from .tokenizer import Encoded, Tokenizer, scratch_tokenizer
 

@@ -342,7 +342,7 @@ def offset_similarity(
         \mu_k = \frac{1}{n - k} \sum_{i=0}^{n-1-k} PE_i \cdot PE_{i+k}
 
         PE_i \cdot PE_{i+k} = \sum_j \cos(\omega_j k),\quad \omega_j = 10000^{-2j/d_\text{model}}
-        \quad \text{(sinusoidal)}
+        \quad (\text{sinusoidal})
 
     ``pe``: [pos, d_model], n = pos. Returns ``offsets = 0..pos-1`` (int64) and, per offset, the
     mean :math:`\mu_k` and the standard deviation (float64) of the ``pos - k`` products. For

@@ -56,6 +56,7 @@ def _sizes(cfg: EncoderConfig, n_pos: int) -> dict[str, int]:
     return {
         "pos": n_pos,
         "d_model": cfg.d_model,
+        "d_embed": cfg.d_embed_size,
         "head_index": cfg.n_heads,
         "d_head": cfg.d_head,
         "d_mlp": cfg.d_mlp,
@@ -77,7 +78,9 @@ def capture_nbytes(
     memory guard calls this before running anything."""
     n_layers = None if layers is None else len(set(layers))
     shapes = [capture_shape(cfg, n_pos, n, n_layers) for n in normalize_names(names)]
-    return 4 * (sum(math.prod(s) for s in shapes) + n_pos * cfg.d_model)
+    # The output: hidden states, or the task head's probabilities (forward's softmax).
+    output = n_pos * (cfg.n_outputs if cfg.n_outputs else cfg.d_model)
+    return 4 * (sum(math.prod(s) for s in shapes) + output)
 
 
 def layer_selection(cfg: EncoderConfig, layers: Iterable[int] | None) -> tuple[int, ...] | None:

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from .i18n import tr
 
 POS_ENCODINGS = ("sinusoidal", "learned", "none")
-ACTIVATIONS = ("relu", "gelu")
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh")  # see tformer.activations
 NORMS = ("post", "pre")
+LM_HEADS = ("none", "tied", "mlm")  # see tformer.heads
 
 
 @dataclass(frozen=True)
@@ -34,17 +35,27 @@ class EncoderConfig:
     causal: bool = False  # True: query_pos attends only to key_pos <= query_pos
     seed: int = 0
     n_outputs: int = 0  # > 0 adds the optional final Linear -> softmax
+    # Token embeddings' width; None -> d_model (kept None then, so replace(d_model=...) follows).
+    # ELECTRA embeds narrower and projects up to d_model.
+    d_embed: int | None = None
+    # A language-model head over the vocabulary (GPT-2's "tied" h W_E^T, BERT's "mlm"), apart from
+    # the task head: forward still returns hidden states, tformer.predictions reads the head.
+    lm_head: str = "none"
 
     def __post_init__(self) -> None:
         if self.d_ff is None:
             object.__setattr__(self, "d_ff", 4 * self.d_model)
-        positive = ("vocab_size", "max_len", "d_model", "n_heads", "n_layers", "d_ff")
+        positive = ("vocab_size", "max_len", "d_model", "n_heads", "n_layers", "d_ff", "d_embed")
         for name in positive:
             value = getattr(self, name)
+            if name == "d_embed" and value is None:
+                continue
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(
                     tr("{name}={value} must be a positive integer", name=name, value=repr(value))
                 )
+        if self.d_embed == self.d_model:
+            object.__setattr__(self, "d_embed", None)  # one spelling per model: equal configs hash equal
         for name in ("type_vocab_size", "n_outputs", "seed"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
@@ -75,6 +86,13 @@ class EncoderConfig:
                     d_model=self.d_model,
                 )
             )
+        if self.pos_encoding == "sinusoidal" and self.d_embed_size % 2:
+            raise ValueError(
+                tr(
+                    "d_embed={d_embed} must be even for sinusoidal positions (sin/cos pairs)",
+                    d_embed=self.d_embed_size,
+                )
+            )
         if self.activation not in ACTIVATIONS:
             raise ValueError(
                 tr(
@@ -93,6 +111,7 @@ class EncoderConfig:
                     choices=NORMS,
                 )
             )
+        self._check_lm_head()
         if not 0.0 <= float(self.dropout) < 1.0:
             raise ValueError(tr("dropout={value} must be in [0, 1)", value=repr(self.dropout)))
         if not float(self.layer_norm_eps) > 0.0:
@@ -106,6 +125,40 @@ class EncoderConfig:
                 )
             )
 
+    def _check_lm_head(self) -> None:
+        if self.lm_head not in LM_HEADS:
+            raise ValueError(
+                tr(
+                    "{name}={value} is not one of {choices}",
+                    name="lm_head",
+                    value=repr(self.lm_head),
+                    choices=LM_HEADS,
+                )
+            )
+        if self.lm_head != "none" and self.n_outputs:
+            raise ValueError(
+                tr(
+                    "lm_head={lm_head} and n_outputs={n_outputs}: a model has one output head",
+                    lm_head=repr(self.lm_head),
+                    n_outputs=self.n_outputs,
+                )
+            )
+        if self.lm_head != "none" and self.d_embed_size != self.d_model:
+            raise ValueError(
+                tr(
+                    "lm_head={lm_head} multiplies by the token embeddings, so d_embed={d_embed} must "
+                    "equal d_model={d_model}",
+                    lm_head=repr(self.lm_head),
+                    d_embed=self.d_embed_size,
+                    d_model=self.d_model,
+                )
+            )
+
+    @property
+    def d_embed_size(self) -> int:
+        """The token embeddings' width (d_embed once resolved; d_model unless factorized)."""
+        return self.d_embed if self.d_embed is not None else self.d_model
+
     @property
     def d_head(self) -> int:
         return self.d_model // self.n_heads
@@ -117,11 +170,14 @@ class EncoderConfig:
 
     def n_params(self) -> int:
         """Parameter count of the Encoder this config builds (without building it)."""
-        d, f = self.d_model, self.d_mlp
+        d, f, e = self.d_model, self.d_mlp, self.d_embed_size
         per_block = (3 * d * d + 3 * d) + (d * d + d) + (d * f + f) + (f * d + d) + 4 * d
-        embed = self.vocab_size * d + self.type_vocab_size * d
-        embed += self.max_len * d if self.pos_encoding == "learned" else 0
-        embed += 2 * d if self.embed_norm else 0
+        embed = self.vocab_size * e + self.type_vocab_size * e
+        embed += self.max_len * e if self.pos_encoding == "learned" else 0
+        embed += 2 * e if self.embed_norm else 0
+        embed += e * d + d if e != d else 0  # the projection up to d_model
         final = 2 * d if self.norm == "pre" else 0
         head = d * self.n_outputs + self.n_outputs
+        # "tied" reuses the embedding matrix; "mlm" adds its dense layer, LayerNorm and bias
+        head += d * d + d + 2 * d + self.vocab_size if self.lm_head == "mlm" else 0
         return embed + self.n_layers * per_block + final + head

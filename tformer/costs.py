@@ -43,6 +43,7 @@ from .costs_measure import (
     mib,
 )
 from .tiled import explicit_attention, tile_bytes, tiled_attention
+from .timing import Load, watch
 
 __all__ = [
     "BACKENDS",
@@ -98,6 +99,7 @@ class Sweep:
     unavailable: tuple[str, ...]  # methods this device cannot run (SDPA backends)
     seconds: float
     extra: dict[str, Any] = field(default_factory=dict)  # per kind: formula lines, shares, paths
+    load: Load = field(default_factory=Load)  # what else ran on the machine during the sweep
 
     def curve(self, method: str) -> Curve:
         for c in self.curves:
@@ -233,9 +235,10 @@ def run_sweep(
     unavailable: tuple[str, ...] = (),
 ) -> Sweep:
     """Measure ``methods`` at ``settings``' doubling lengths under its budget, one sweep at a
-    time in this process (`exclusive`), and wrap the curves with the device's facts."""
+    time in this process (`exclusive`), and wrap the curves with the device's facts and what
+    else ran meanwhile (`tformer.timing.watch`)."""
     report = _progress_or_nothing(progress)
-    with exclusive(report):
+    with exclusive(report), watch() as load:
         start = time.perf_counter()
         lengths = doubling(settings.n_min, settings.n_max)
         curves, mem_budget = measure_curves(methods, lengths, settings.budget, dev, report)
@@ -252,6 +255,7 @@ def run_sweep(
         unavailable=unavailable,
         seconds=seconds,
         extra=extra,
+        load=load.load,
     )
 
 

@@ -1,8 +1,11 @@
 """How `tformer.costs` measures: time and peak memory of one call, the device and its free
 memory, the budgets, and the loop that doubles the length until a budget says stop.
 
-Time: the median of a few calls after a warm-up call, with the device synchronised around each
-(CUDA runs asynchronously). Peak memory is a measurement, never a formula: on CUDA the
+Time: `tformer.timing.measure` after a warm-up call, with the device synchronised around each
+(CUDA runs asynchronously): the median of repeated calls, taken until their spread is small or
+a bound is reached, kept with its quartiles. An exponent is fitted to each curve (`fit_power`)
+and trusted (`Fit.good`) only when log time follows a straight line in log n (R² >= `R2_MIN`)
+and the time does not fall as n grows. Peak memory is a measurement, never a formula: on CUDA the
 allocator's peak (``torch.cuda.reset_peak_memory_stats`` then ``max_memory_allocated``) minus
 what was allocated before the call; on the CPU the torch profiler's memory events
 (``profile_memory=True``) of the measuring thread, added up in time order, the peak above the
@@ -15,7 +18,6 @@ from __future__ import annotations
 
 import os
 import platform
-import statistics
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -27,11 +29,18 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
+from . import timing
+from .timing import Timing
+
 __all__ = [
     "GIB",
     "MIB",
+    "MONOTONIC_SLACK",
+    "R2_MIN",
+    "REL_SPREAD",
     "Budget",
     "Curve",
+    "Fit",
     "Method",
     "Note",
     "Point",
@@ -40,6 +49,7 @@ __all__ = [
     "doubling",
     "exclusive",
     "fit_exponent",
+    "fit_power",
     "free_memory",
     "measure_curves",
     "memory_budget",
@@ -51,6 +61,10 @@ __all__ = [
 
 MIB = 2**20
 GIB = 2**30
+REL_SPREAD = 0.05  # a length's repeats stop once IQR / median is this small
+MAX_REPEATS = 25  # ... or after this many timed calls
+R2_MIN = 0.98  # an exponent is shown only when log time fits a line in log n this well
+MONOTONIC_SLACK = 0.05  # ... and no length's time is more than 5 % below the one before
 
 
 @dataclass(frozen=True)
@@ -82,12 +96,13 @@ class Budget:
     longer (from the fastest call at the last length), and a method stops once a length's
     fastest call took longer; ``memory_bytes``: no length is started whose
     formula needs more (None: min(1 GiB, a quarter of the free memory)); ``total_s``: the whole
-    sweep, shared equally by the methods still to run; ``repeats``: timed calls per length."""
+    sweep, shared equally by the methods still to run; ``repeats``: the fewest timed calls per
+    length before the spread may stop them (`tformer.timing.measure`)."""
 
     call_s: float = 0.25
     memory_bytes: int | None = None
     total_s: float = 10.0
-    repeats: int = 3
+    repeats: int = 5
 
     def __post_init__(self) -> None:
         if not self.call_s > 0 or not self.total_s > 0 or self.repeats < 1:
@@ -105,6 +120,29 @@ class Point:
     peak_bytes: int | None  # None: this device has no memory measurement
     repeats: int
     fastest_s: float  # the fastest call: what the budgets go by (least disturbed by other work)
+    q1_s: float = 0.0  # the quartiles of the timed calls: the spread shown
+    q3_s: float = 0.0
+    settled: bool = True  # the spread fell under REL_SPREAD before a bound stopped the repeats
+
+    @classmethod
+    def of(cls, n: int, t: Timing, peak_bytes: int | None) -> Point:
+        return cls(n, t.median, peak_bytes, t.n, t.fastest, t.q1, t.q3, t.settled)
+
+
+@dataclass(frozen=True)
+class Fit:
+    """The least-squares line of log y against log n: its slope (the exponent), how well the
+    points fit it (R² on log-log) and whether y never falls (within MONOTONIC_SLACK) as n
+    grows. ``good``: both hold and at least three points were fitted (two always fit)."""
+
+    exponent: float
+    r2: float
+    monotonic: bool
+    points: int
+
+    @property
+    def good(self) -> bool:
+        return self.points >= 3 and self.r2 >= R2_MIN and self.monotonic
 
 
 @dataclass(frozen=True)
@@ -125,8 +163,17 @@ class Curve:
     method: str
     points: tuple[Point, ...]
     stop: Note | None  # why it stopped before the longest length; None: it reached it
-    time_exponent: float | None  # fitted slope of log time against log n
+    time_exponent: float | None  # fitted slope of log time against log n (shown only if time_fit.good)
     memory_exponent: float | None
+    time_fit: Fit | None = None  # None: fewer than two points
+
+    @property
+    def q1_s(self) -> npt.NDArray[np.float64]:
+        return np.array([p.q1_s for p in self.points], dtype=np.float64)
+
+    @property
+    def q3_s(self) -> npt.NDArray[np.float64]:
+        return np.array([p.q3_s for p in self.points], dtype=np.float64)
 
     @property
     def n(self) -> npt.NDArray[np.int64]:
@@ -152,18 +199,31 @@ def doubling(n_min: int, n_max: int) -> list[int]:
     return out
 
 
-def fit_exponent(n: npt.ArrayLike, y: npt.ArrayLike, skip: int = 2) -> float | None:
-    """The least-squares slope of log y against log n, over the points above the ``skip``
-    smallest lengths (fixed costs dominate there), keeping at least two; None with fewer than
-    two positive points."""
+def fit_power(n: npt.ArrayLike, y: npt.ArrayLike, skip: int = 2) -> Fit | None:
+    """The `Fit` of log y against log n over the points above the ``skip`` smallest lengths
+    (fixed costs dominate there), keeping at least two; None with fewer than two positive
+    points."""
     n_, y_ = np.asarray(n, dtype=np.float64), np.asarray(y, dtype=np.float64)
     ok = np.isfinite(y_) & (y_ > 0) & (n_ > 0)
     n_, y_ = n_[ok], y_[ok]
     if len(n_) < 2:
         return None
     drop = min(skip, len(n_) - 2)
-    slope = np.polyfit(np.log(n_[drop:]), np.log(y_[drop:]), 1)[0]
-    return float(slope)
+    x, v = np.log(n_[drop:]), np.log(y_[drop:])
+    slope, intercept = np.polyfit(x, v, 1)
+    residual = float(((v - (slope * x + intercept)) ** 2).sum())
+    total = float(((v - v.mean()) ** 2).sum())
+    r2 = 1.0 - residual / total if total > 0 else 1.0
+    order = np.argsort(n_[drop:])
+    ys = y_[drop:][order]
+    monotonic = bool(np.all(ys[1:] >= ys[:-1] * (1 - MONOTONIC_SLACK)))
+    return Fit(float(slope), float(r2), monotonic, len(x))
+
+
+def fit_exponent(n: npt.ArrayLike, y: npt.ArrayLike, skip: int = 2) -> float | None:
+    """The slope of `fit_power` (None where it has none), however well the points fit."""
+    fit = fit_power(n, y, skip)
+    return None if fit is None else fit.exponent
 
 
 def mib(nbytes: float) -> str:
@@ -276,24 +336,37 @@ _LOCK = threading.Lock()
 @contextmanager
 def exclusive(progress: Progress) -> Iterator[None]:
     """One sweep at a time in this process: two at once would slow each other and both timings
-    would be wrong. A second sweep waits (and says so) until the first is done."""
+    would be wrong. A second sweep waits (and says so) until the first is done. The sweep is
+    a `tformer.timing.activity`: measurements elsewhere in the process list it as other work."""
     if not _LOCK.acquire(blocking=False):
         progress(0.0, Note.of("Waiting for another sweep on this machine to finish..."))
         _LOCK.acquire()
     try:
-        with torch.inference_mode():
+        with timing.activity("sweep"), torch.inference_mode():
             yield
     finally:
         _LOCK.release()
 
 
-def _repeats(first_s: float, budget: Budget) -> int:
-    """Timed calls at one length: one past the budget, ``budget.repeats`` for slow calls, and
-    for cheap ones as many as fit in about 0.1 s (at most 25): a steadier median on a machine
-    where other work comes and goes."""
+def _time_length(
+    call: Callable[[], Any], first_s: float, budget: Budget, deadline: float, device: torch.device
+) -> Timing:
+    """The timing of one length (`tformer.timing.measure`): one call past the per-call budget;
+    else at least ``budget.repeats`` calls and at most MAX_REPEATS, until IQR / median <=
+    REL_SPREAD, within about 0.1 s or ``2 x repeats`` calls' time (whichever is longer) and
+    what is left of the method's share of the sweep."""
     if first_s > budget.call_s:
-        return 1
-    return min(25, max(budget.repeats, int(0.1 / max(first_s, 1e-6))))
+        return timing.measure(call, min_repeats=1, max_repeats=1, warmup=0, sync=lambda: _sync(device))
+    left = max(deadline - time.perf_counter(), first_s * budget.repeats)
+    return timing.measure(
+        call,
+        min_repeats=budget.repeats,
+        max_repeats=max(MAX_REPEATS, budget.repeats),
+        max_seconds=min(max(0.1, 2 * budget.repeats * first_s), left),
+        rel_spread=REL_SPREAD,
+        warmup=0,
+        sync=lambda: _sync(device),
+    )
 
 
 def _one_curve(
@@ -344,13 +417,13 @@ def _one_curve(
             call = m.setup(n)
             first = time_call(call, device)  # warm-up: first allocations, kernel choice
             peak = peak_memory(call, device)
-            times = [time_call(call, device) for _ in range(_repeats(first, budget))]
+            measured = _time_length(call, first, budget, deadline, device)
         except (RuntimeError, MemoryError) as err:  # out of memory, or a kernel refusing a size
             stop = Note.of("n = {n} failed: {error}", n=n, error=str(err).splitlines()[0][:160])
             break
         finally:
             call = None  # type: ignore[assignment]  # drop the inputs before the next length
-        points.append(Point(n, float(statistics.median(times)), peak, len(times), min(times)))
+        points.append(Point.of(n, measured, peak))
         if points[-1].fastest_s > budget.call_s:
             stop = Note.of(
                 "stopped after n = {n}: even its fastest call took {took:.0f} ms, over the budget of "
@@ -360,11 +433,13 @@ def _one_curve(
                 call=budget.call_s * 1e3,
             )
             break
-    time_exp = fit_exponent([p.n for p in points], [p.time_s for p in points])
+    time_fit = fit_power([p.n for p in points], [p.time_s for p in points])
     mem_exp = fit_exponent(
         [p.n for p in points], [np.nan if p.peak_bytes is None else p.peak_bytes for p in points]
     )
-    return Curve(m.key, tuple(points), stop, time_exp, mem_exp)
+    return Curve(
+        m.key, tuple(points), stop, None if time_fit is None else time_fit.exponent, mem_exp, time_fit
+    )
 
 
 def measure_curves(

@@ -16,8 +16,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .activations import activation_fn
 from .attention import MultiHeadAttention
 from .config import EncoderConfig
+from .heads import LMHead
 from .hooks import HookedRootModule, HookPoint
 from .layernorm import LayerNorm
 from .positional import sinusoidal_encoding
@@ -30,13 +32,13 @@ AttnMask = torch.Tensor | np.ndarray | Sequence[Sequence[bool]] | Sequence[Seque
 
 
 class MLP(nn.Module):
-    r""":math:`\mathrm{FFN}(x) = \mathrm{act}(xW_1 + b_1)W_2 + b_2`, act = max(0, .) or GELU."""
+    r""":math:`\mathrm{FFN}(x) = \mathrm{act}(xW_1 + b_1)W_2 + b_2`, act = max(0, .) or a GELU."""
 
     def __init__(self, cfg: EncoderConfig) -> None:
         super().__init__()
         self.fc1 = nn.Linear(cfg.d_model, cfg.d_mlp)  # W_1, b_1
         self.fc2 = nn.Linear(cfg.d_mlp, cfg.d_model)  # W_2, b_2
-        self.act = F.relu if cfg.activation == "relu" else F.gelu  # exact (erf) GELU, as BERT
+        self.act = activation_fn(cfg.activation)  # relu, gelu (erf, as BERT) or gelu_tanh (GPT-2)
         self.hook_pre = HookPoint()  # [batch, pos, d_mlp]
         self.hook_post = HookPoint()  # [batch, pos, d_mlp]
 
@@ -97,23 +99,24 @@ class Encoder(HookedRootModule):
         self.cfg = cfg
         # Building nn.Linear draws from the global RNG; fork it so building a model changes
         # nothing outside. Our own weights come from a generator seeded with cfg.seed.
-        self.hook_embed = HookPoint()  # [batch, pos, d_model]
-        self.hook_pos_embed = HookPoint()  # [batch, pos, d_model]
+        self.hook_embed = HookPoint()  # [batch, pos, d_embed]
+        self.hook_pos_embed = HookPoint()  # [batch, pos, d_embed]
         if cfg.type_vocab_size:
-            self.hook_token_type_embed = HookPoint()  # [batch, pos, d_model]
+            self.hook_token_type_embed = HookPoint()  # [batch, pos, d_embed]
+        e = cfg.d_embed_size  # d_model, unless the embeddings are factorized (ELECTRA)
         with torch.random.fork_rng(devices=[]):
-            self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
-            self.pos_embed = nn.Embedding(cfg.max_len, cfg.d_model) if cfg.pos_encoding == "learned" else None
-            self.token_type_embed = (
-                nn.Embedding(cfg.type_vocab_size, cfg.d_model) if cfg.type_vocab_size else None
-            )
-            self.embed_ln = LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.embed_norm else None
+            self.embed = nn.Embedding(cfg.vocab_size, e)
+            self.pos_embed = nn.Embedding(cfg.max_len, e) if cfg.pos_encoding == "learned" else None
+            self.token_type_embed = nn.Embedding(cfg.type_vocab_size, e) if cfg.type_vocab_size else None
+            self.embed_ln = LayerNorm(e, eps=cfg.layer_norm_eps) if cfg.embed_norm else None
+            self.embed_proj = nn.Linear(e, cfg.d_model) if e != cfg.d_model else None
             self.blocks = nn.ModuleList(EncoderBlock(cfg) for _ in range(cfg.n_layers))
             self.ln_final = LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.norm == "pre" else None
             self.head = nn.Linear(cfg.d_model, cfg.n_outputs) if cfg.n_outputs else None
+            self.lm_head = LMHead(cfg) if cfg.lm_head != "none" else None
         if cfg.pos_encoding == "sinusoidal":
             # Derived from the config, not learned: not saved in the state dict.
-            self.register_buffer("pe", sinusoidal_encoding(cfg.max_len, cfg.d_model), persistent=False)
+            self.register_buffer("pe", sinusoidal_encoding(cfg.max_len, e), persistent=False)
         if self.head is not None:
             self.hook_logits = HookPoint()  # [batch, pos, n_outputs]
         if init_weights:
@@ -153,13 +156,14 @@ class Encoder(HookedRootModule):
         return ids
 
     def positions(self, n_pos: int) -> torch.Tensor:
-        """Positional vectors for positions 0..n_pos-1: [pos, d_model] (zeros for "none")."""
+        """Positional vectors for positions 0..n_pos-1: [pos, d_model] (zeros for "none"; d_embed
+        wide when the embeddings are factorized)."""
         if self.cfg.pos_encoding == "sinusoidal":
             pe = self.get_buffer("pe")  # [max_len, d_model]
             return pe[:n_pos]
         if self.pos_embed is not None:
             return self.pos_embed.weight[:n_pos]
-        return self.embed.weight.new_zeros(n_pos, self.cfg.d_model)
+        return self.embed.weight.new_zeros(n_pos, self.cfg.d_embed_size)
 
     def attention_mask(
         self, attention_mask: Ids | None, batch: int, n_pos: int, attn_mask: AttnMask | None = None
@@ -268,14 +272,16 @@ class Encoder(HookedRootModule):
             raise ValueError(f"{T} tokens exceed max_len={self.cfg.max_len} of this model")
         if T == 0:
             raise ValueError("ids are empty: a sequence needs at least one token")
-        x = self.hook_embed(self.embed(ids))  # [batch, pos, d_model]
-        pos = self.hook_pos_embed(self.positions(T).expand(B, T, -1))  # [batch, pos, d_model]
+        x = self.hook_embed(self.embed(ids))  # [batch, pos, d_embed]
+        pos = self.hook_pos_embed(self.positions(T).expand(B, T, -1))  # [batch, pos, d_embed]
         x = x + pos
         if self.token_type_embed is not None:
             tt = torch.zeros_like(ids) if token_type_ids is None else self._as_ids(token_type_ids)
             x = x + self.hook_token_type_embed(self.token_type_embed(tt))
         if self.embed_ln is not None:
             x = self.embed_ln(x)
+        if self.embed_proj is not None:
+            x = self.embed_proj(x)  # [batch, pos, d_embed] -> [batch, pos, d_model]
         if self.cfg.dropout:
             x = F.dropout(x, self.cfg.dropout, self.training)
         mask, dead_rows = self.attention_mask(attention_mask, B, T, attn_mask)

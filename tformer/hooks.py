@@ -80,6 +80,8 @@ class Act:
 
 
 _RESID = ("pos", "d_model")
+# The embeddings' width: d_model, except where they are factorized and projected up (ELECTRA).
+_EMBED = ("pos", "d_embed")
 _HEADS = ("pos", "head_index", "d_head")
 _SQUARE = ("head_index", "query_pos", "key_pos")
 _SCALE = ("pos", "1")
@@ -87,11 +89,11 @@ _SCALE = ("pos", "1")
 # Every short name, in the order a forward pass reaches it. The short name is also the capture
 # field, the figure argument and the state key; full names follow TransformerLens.
 ACTS: dict[str, Act] = {
-    "embed": Act("hook_embed", _RESID),
-    "pos_embed": Act("hook_pos_embed", _RESID),
-    "token_type_embed": Act("hook_token_type_embed", _RESID),
+    "embed": Act("hook_embed", _EMBED),
+    "pos_embed": Act("hook_pos_embed", _EMBED),
+    "token_type_embed": Act("hook_token_type_embed", _EMBED),
     "embed_ln_scale": Act("embed_ln.hook_scale", _SCALE),
-    "embed_ln_normalized": Act("embed_ln.hook_normalized", _RESID),
+    "embed_ln_normalized": Act("embed_ln.hook_normalized", _EMBED),
     "resid_pre": Act("blocks.{layer}.hook_resid_pre", _RESID),
     "q": Act("blocks.{layer}.attn.hook_q", _HEADS),
     "k": Act("blocks.{layer}.attn.hook_k", _HEADS),
@@ -139,9 +141,12 @@ def act_shape(name: str, sizes: Mapping[str, int]) -> tuple[int, ...]:
     """Shape of one activation (batch dropped, one layer) from the sizes of its axes.
 
     ``sizes`` maps axis names (``pos``, ``d_model``, ``head_index``, ``d_head``, ``d_mlp``,
-    ``n_outputs``) to lengths; ``query_pos`` and ``key_pos`` take ``pos``.
+    ``n_outputs``, ``d_embed``) to lengths; ``query_pos`` and ``key_pos`` take ``pos``, and
+    ``d_embed`` takes ``d_model`` when it is not given.
     """
     alias = {"query_pos": "pos", "key_pos": "pos"}
+    if "d_embed" not in sizes:
+        alias["d_embed"] = "d_model"
     return tuple(1 if d == "1" else int(sizes[alias.get(d, d)]) for d in ACTS[name].dims)
 
 

@@ -11,19 +11,21 @@ float32 has 8 exponent and 23 mantissa bits, bfloat16 keeps the 8 exponent bits 
 bits, float16 has 5 and 10. Dynamic INT8 stores each Linear weight as int8 with a scale,
 :math:`W \approx s_W\, W_{\text{int8}}`, and quantizes each input on the fly with a scale taken
 from that input's own range, :math:`x \approx s_x (x_{\text{uint8}} - z_x)`, so the matmul runs on
-integers and one multiplication by :math:`s_W s_x` brings the result back to float.
+integers and one multiplication by :math:`s_W s_x` brings the result back to float. W_Q, W_K and
+W_V are quantized as three matrices (`SeparateQKV`), as torch quantizes a model built with
+separate query, key and value layers (BERT's): the encoder keeps them in one fused Linear, and
+one scale for the three would give each the step of the largest.
 
 For each variant this module makes a copy of the model (the shared one is never changed),
 captures its attention pattern through the model's own hook points (computed in that dtype,
-cast to float32 to compare), times plain forwards, and measures the weights' bytes from the
-state dict. No Streamlit here.
+cast to float32 to compare), times plain forwards (`tformer.timing.measure`: the median of
+repeats until their spread is small or a bound is reached, with its quartiles and what else
+ran meanwhile), and measures the weights' bytes from the state dict. No Streamlit here.
 """
 
 from __future__ import annotations
 
 import copy
-import statistics
-import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -34,8 +36,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .attention import MultiHeadAttention
 from .capture import TextCapture, capture_ids
 from .encoder import Encoder
+from .timing import Load, Timing, activity, watch
+from .timing import measure as measure_time
 from .tokenizer import Encoded
 
 REFERENCE = "float32"
@@ -48,10 +53,14 @@ FLOAT_DTYPES: dict[str, torch.dtype] = {
     "float16": torch.float16,
 }
 INT8_VARIANTS = ("int8", "int8_channel")
-# Timing: up to RUNS plain forwards after a warm-up, stopping once they have taken BUDGET_S
-# (at least one): float16 is emulated on many CPUs and takes several times longer.
-RUNS = 3  # timed forwards per variant (median): the page times five models on every new text
-BUDGET_S = 0.5
+# Timing (`tformer.timing.measure`): at least MIN_RUNS plain forwards after a warm-up, until
+# their IQR / median is under REL_SPREAD, and at most RUNS of them or BUDGET_S seconds (at least
+# one forward): float16 is emulated on many CPUs and takes several times longer. The page times
+# five models on every new text, so the bound per model stays small.
+MIN_RUNS = 5
+RUNS = 30
+BUDGET_S = 0.3
+REL_SPREAD = 0.05
 
 
 @dataclass(frozen=True, eq=False)
@@ -98,6 +107,7 @@ class VariantResult:
     problem: str | None = None  # not None: every number below is None
     forward_ms: float | None = None  # median of `runs` plain forwards (no hooks), after the capture
     runs: int = 0
+    timing: Timing | None = None  # the forwards' timing: quartiles, settled, other work
     weight_bytes: int | None = None  # every tensor of the state dict
     linear_bytes: int | None = None  # the Linear layers' part of it (weights, biases, scales)
     diff: Diff | None = None
@@ -115,6 +125,7 @@ class PrecisionReport:
     cpu_capability: str  # what torch's CPU kernels were built to use here (AVX2, AVX512...)
     engine: str  # the quantized engine (x86, fbgemm, qnnpack...)
     runs: int = RUNS  # the most timed runs per variant
+    load: Load = Load()  # what else ran on the machine while the variants were timed
 
     def result(self, name: str) -> VariantResult:
         for r in self.results:
@@ -166,6 +177,36 @@ def _quantize(model: nn.Module, per_channel: bool) -> tuple[nn.Module, bool]:
     return out, deprecated
 
 
+class SeparateQKV(nn.Module):
+    """W_Q, W_K and W_V as three Linear layers, their outputs concatenated (rows Q;K;V): the
+    numbers of the fused ``attn.qkv`` Linear, in the shape of a model with separate query, key
+    and value layers, so that quantizing it gives each matrix a scale of its own."""
+
+    def __init__(self, fused: nn.Linear) -> None:
+        super().__init__()
+        d_in, d_out = fused.in_features, fused.out_features // 3
+        if fused.out_features != 3 * d_out or fused.bias is None:
+            raise ValueError(f"a fused Q, K, V Linear has 3 x d_model outputs and a bias, got {fused}")
+        self.q, self.k, self.v = (nn.Linear(d_in, d_out) for _ in range(3))
+        with torch.no_grad():
+            for part, w, b in zip(
+                (self.q, self.k, self.v), fused.weight.chunk(3, dim=0), fused.bias.chunk(3), strict=True
+            ):
+                part.weight.copy_(w)  # [d_model, d_model]
+                part.bias.copy_(b)  # [d_model]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([self.q(x), self.k(x), self.v(x)], dim=-1)  # [batch, pos, 3 * d_model]
+
+
+def separate_qkv(model: Encoder) -> Encoder:
+    """``model`` with each block's fused ``attn.qkv`` replaced by `SeparateQKV`, in place."""
+    fused = [m for m in model.modules() if isinstance(m, MultiHeadAttention) and isinstance(m.qkv, nn.Linear)]
+    for attn in fused:
+        attn.add_module("qkv", SeparateQKV(attn.qkv))  # replaces the child of that name
+    return model
+
+
 def int8_problem() -> str | None:
     """None when this torch build quantizes a Linear layer dynamically to int8 and runs it on
     the CPU; else why not."""
@@ -192,7 +233,8 @@ def make_variant(model: Encoder, name: str) -> Variant:
     never changed. A format the device cannot run comes back with its ``problem`` and no model.
 
     float32 returns the model itself (nothing to change). INT8 dynamic quantization exists for
-    the CPU only: on a GPU its copy is moved to the CPU first.
+    the CPU only: on a GPU its copy is moved to the CPU first; its W_Q, W_K and W_V become three
+    Linear layers first (`separate_qkv`), each quantized on its own.
     """
     if name not in VARIANTS:
         raise ValueError(f"unknown variant {name!r}; one of {list(VARIANTS)}")
@@ -208,7 +250,7 @@ def make_variant(model: Encoder, name: str) -> Variant:
     problem = int8_problem()
     if problem is not None:
         return Variant(name, None, "cpu", problem=f"dynamic INT8: {problem}")
-    clone = copy.deepcopy(model).to("cpu", torch.float32).eval()
+    clone = separate_qkv(copy.deepcopy(model).to("cpu", torch.float32).eval())
     _, deprecated = _quantize(clone, per_channel=name == "int8_channel")  # in place: still an Encoder
     return Variant(name, clone, "cpu", deprecated=deprecated, scales=_weight_scales(clone))
 
@@ -278,25 +320,29 @@ def _synchronizer(device: torch.device) -> Callable[[], None]:
 
 
 def time_forward(
-    model: Encoder, ids: list[int], *, runs: int = RUNS, budget_s: float = BUDGET_S, warmup: bool = True
-) -> tuple[float, int]:
-    """(median milliseconds, number of timed runs) of plain forwards (no hooks, so attention
-    takes the fused kernel) in inference mode, after one warm-up forward (``warmup=False``: the
-    caller has just run the model on these ids). Stops after ``runs`` or once the timed runs
-    have taken ``budget_s`` (at least one run)."""
-    sync = _synchronizer(model.device)
+    model: Encoder,
+    ids: list[int],
+    *,
+    runs: int = RUNS,
+    budget_s: float = BUDGET_S,
+    warmup: bool = True,
+    min_runs: int = MIN_RUNS,
+) -> Timing:
+    """The timing of plain forwards (no hooks, so attention takes the fused kernel) in
+    inference mode, after one warm-up forward (``warmup=False``: the caller has just run the
+    model on these ids): at least ``min_runs`` until IQR / median <= REL_SPREAD, at most
+    ``runs`` or ``budget_s`` seconds (at least one run)."""
     x = torch.tensor([ids], dtype=torch.long, device=model.device)  # [batch=1, pos]
-    times: list[float] = []
     with torch.inference_mode():
-        if warmup:  # first-call costs: allocator, kernel choice, weights into the caches
-            model(x)
-            sync()
-        while len(times) < runs and (not times or sum(times) < budget_s):
-            t0 = time.perf_counter()
-            model(x)
-            sync()
-            times.append(time.perf_counter() - t0)
-    return 1000.0 * statistics.median(times), len(times)
+        return measure_time(
+            lambda: model(x),
+            min_repeats=max(1, min(min_runs, runs)),
+            max_repeats=max(1, runs),
+            max_seconds=budget_s,
+            rel_spread=REL_SPREAD,
+            warmup=1 if warmup else 0,  # first-call costs: allocator, kernel choice, caches
+            sync=_synchronizer(model.device),
+        )
 
 
 def compare(
@@ -347,14 +393,15 @@ def measure(
         return VariantResult(variant.name, variant.name, variant.device, problem=variant.problem)
     cap = capture_ids(variant.model, encoded, ["pattern"])  # through the hooks, cast to float32
     # The capture was a full forward of this copy on these ids: it is the warm-up.
-    ms, n = time_forward(variant.model, encoded.ids, runs=runs, budget_s=budget_s, warmup=False)
+    t = time_forward(variant.model, encoded.ids, runs=runs, budget_s=budget_s, warmup=False)
     total, linear = weight_bytes(variant.model)
     return VariantResult(
         name=variant.name,
         dtype=_dtype_name(variant.model),
         device=variant.device,
-        forward_ms=ms,
-        runs=n,
+        forward_ms=1000.0 * t.median,
+        runs=t.n,
+        timing=t,
         weight_bytes=total,
         linear_bytes=linear,
         diff=compare(reference.pattern, reference.output, cap.pattern, cap.output),
@@ -389,9 +436,10 @@ def precision_report(
         raise ValueError(f"unknown variants {unknown}; known: {list(VARIANTS)}")
     ref = capture_ids(model, encoded, ["pattern"]) if reference is None else reference
     results = []
-    for name in names:
-        v = variants[name] if variants is not None and name in variants else make_variant(model, name)
-        results.append(measure(v, encoded, ref, runs=runs, budget_s=budget_s))
+    with activity("precision timing"), watch() as w:
+        for name in names:
+            v = variants[name] if variants is not None and name in variants else make_variant(model, name)
+            results.append(measure(v, encoded, ref, runs=runs, budget_s=budget_s))
     return PrecisionReport(
         n_pos=len(encoded.ids),
         results=tuple(results),
@@ -399,6 +447,7 @@ def precision_report(
         cpu_capability=torch.backends.cpu.get_cpu_capability(),
         engine=torch.backends.quantized.engine,
         runs=runs,
+        load=w.load,
     )
 
 

@@ -13,8 +13,8 @@ States, in order (the last three are final)::
     queued -> running -> stopping -> stopped
                       -> done | failed
 
-Nothing here imports Streamlit or torch: the app keeps one manager in ``st.cache_resource`` and
-the tests drive it with plain functions.
+Nothing here imports Streamlit or torch: the app keeps one manager per process
+(`tformer.ui.singletons`, never a cache) and the tests drive it with plain functions.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 
 from .i18n import tr
+from .timing import activity
 
 __all__ = ["FINAL_STATES", "STATES", "Progress", "Run", "RunHandle", "RunManager", "RunState", "Snapshot"]
 
@@ -560,7 +561,8 @@ class RunManager:
         try:
             fn = run._fn
             if fn is not None:
-                fn(RunHandle(run))
+                with activity("training run"):  # timings taken meanwhile name it as other work
+                    fn(RunHandle(run))
         except BaseException as exc:  # a crashed run must end "failed", never take the queue down
             error = _msg("failed: {kind}: {error}", kind=type(exc).__name__, error=str(exc))
             trace = traceback.format_exc()

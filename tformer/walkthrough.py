@@ -62,7 +62,7 @@ def apply_mask(scaled: Array, allowed: npt.NDArray[np.bool_] | None) -> Array:
     r"""Masked positions get −∞, so the softmax gives them weight exactly 0.
 
     .. math::
-        s_{ij} = -\infty \ \text{where } j \text{ is masked for } i
+        s_{ij} = -\infty \ \text{for every masked pair } (i, j)
     """
     if allowed is None:
         return scaled

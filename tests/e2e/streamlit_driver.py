@@ -879,6 +879,96 @@ def grid_button(page: Page, layer: int, head: int, grid_index: int = 0):  # -> L
     return head_grids(page).nth(grid_index).locator(f'button[aria-label="layer {layer}, head {head}"]')
 
 
+# What the browser draws as words, for the 中文 check: text of the main area and the sidebar
+# (the text boxes, code, formulas' glyphs and the charts' tick labels, which are token text,
+# left out), each formula's TeX source (its prose is read by tests._i18n_check.latex_prose),
+# plotly's other SVG text (titles, annotations, legends) and the words our own components put
+# in attributes (the heads overview's image
+# description and cell names). Streamlit's and plotly's own controls (toolbars, the modebar)
+# are theirs, not the app's, and are left out.
+_DRAWN_WORDS_JS = """() => {
+  const skip = 'textarea, input, pre, code, .katex, .modebar-container, .xtick, .ytick, script, style, ' +
+               '[data-testid=stElementToolbar], [data-testid=stToolbar], [data-testid=stCode]';
+  const text = [], tex = [];
+  for (const root of document.querySelectorAll('[data-testid=stMain], [data-testid=stSidebar]')) {
+    const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+      const t = n.textContent.trim();
+      if (t && n.parentElement && !n.parentElement.closest(skip + ', svg')) text.push(t);
+    }
+    // a chart's text as one string per <text>; plotly draws <sub>/<sup> as 70 % tspans: a
+    // subscript is part of its symbol (XW<sub>Q</sub> reads XW_Q)
+    for (const t of root.querySelectorAll('svg text')) {
+      if (t.closest(skip)) continue;
+      let s = '';
+      for (const n of t.childNodes) {
+        const small = n.nodeType === 1 && /font-size:\\s*70%/.test(n.getAttribute('style') || '');
+        s += (small ? '_' : '') + n.textContent;
+      }
+      s = s.replace(/\\u200b/g, '').trim(); // plotly's zero-width spaces around a subscript
+      if (s) text.push(s);
+    }
+    for (const a of root.querySelectorAll('.katex annotation')) tex.push(a.textContent);
+    for (const e of root.querySelectorAll('img[alt], .tf-hg [title], .tf-hg [aria-label]'))
+      for (const name of ['alt', 'title', 'aria-label'])
+        if (e.getAttribute(name)) text.push(e.getAttribute(name));
+  }
+  return { text, tex };
+}"""
+
+
+def drawn_words(page: Page) -> tuple[list[str], list[str]]:
+    """(texts, TeX sources) of what the page draws (see _DRAWN_WORDS_JS)."""
+    found = page.evaluate(_DRAWN_WORDS_JS)
+    return list(found["text"]), list(found["tex"])
+
+
+# Labels the browser cuts: an element with hidden overflow whose text is wider than its box
+# (Streamlit ends a button label that does not fit in "…"), inside buttons (pills and
+# segmented controls included), page links, tabs, expander headers and option labels.
+_CUT_LABELS_JS = """() => {
+  const out = [];
+  const hosts = 'button, [data-testid=stPageLink] a, [role=tab], summary, label';
+  for (const host of document.querySelectorAll(hosts)) {
+    for (const e of [host, ...host.querySelectorAll('*')]) {
+      const cs = getComputedStyle(e);
+      if (cs.overflow === 'visible' || e.clientWidth <= 2 || !e.textContent.trim()) continue;
+      if (e.scrollWidth > e.clientWidth + 1) out.push(host.innerText.trim().slice(0, 60));
+    }
+  }
+  return [...new Set(out)];
+}"""
+
+
+def cut_labels(page: Page) -> list[str]:
+    """The labels of buttons, links, tabs, expanders and options that do not fit their box."""
+    return list(page.evaluate(_CUT_LABELS_JS))
+
+
+# Chart text outside its chart: plotly draws a title or label past the SVG's edge, where the
+# page cuts it.
+_CUT_CHART_TEXT_JS = """() => {
+  const out = [];
+  for (const chart of document.querySelectorAll('[data-testid=stPlotlyChart]')) {
+    const svg = chart.querySelector('.main-svg');
+    const r = svg ? svg.getBoundingClientRect() : null;
+    if (!r || !r.width) continue;
+    for (const t of chart.querySelectorAll('.main-svg text')) {
+      const b = t.getBoundingClientRect();
+      if (!b.width || !t.textContent.trim()) continue;
+      if (b.left < r.left - 1 || b.right > r.right + 1 || b.top < r.top - 1 || b.bottom > r.bottom + 1)
+        out.push(t.textContent.trim().slice(0, 60));
+    }
+  }
+  return out;
+}"""
+
+
+def cut_chart_text(page: Page) -> list[str]:
+    """Texts of the page's charts (titles, ticks, annotations) drawn past their chart's edge."""
+    return list(page.evaluate(_CUT_CHART_TEXT_JS))
+
+
 def exception_boxes(page: Page) -> int:
     return page.locator('[data-testid="stException"]').count()
 

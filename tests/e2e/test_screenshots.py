@@ -4,7 +4,9 @@ the Chinese example.
 They go to artifacts/screenshots/<page>-16.png, <page>-512.png and <page>-zh.png (<page> is the
 page's URL path, "start" for the default page), for a person to look at: readable from the back
 of a classroom? Each shot also checks that the page drew what it should: its heading, no
-traceback or error box, charts on the pages that show the text, the text in the sidebar.
+traceback or error box, charts on the pages that show the text, the text in the sidebar; that
+no button label or chart title is cut; and in Chinese, that the browser draws no English word
+(formulas' words, the heads overview and attributes included: `drawn_words`).
 
 One browser session per variant: the text is set once on the start page and every page is
 opened from the sidebar links, in registry order.
@@ -21,12 +23,16 @@ import pytest
 
 from tformer.i18n import tr, use_language
 
+from .._i18n_check import english_words, latex_prose
 from .streamlit_driver import (
     MAX_SCREENSHOT_HEIGHT,
     all_ticktext,
     app_pages,
     charts,
+    cut_chart_text,
+    cut_labels,
     default_app_dir,
+    drawn_words,
     exception_boxes,
     main_scroll_height,
     nav_to,
@@ -118,6 +124,14 @@ def check_page(page: Any, spec: Any, variant: str, text: str, probe: Any) -> Non
         )
         small = [sz for sz in sizes if sz is None or min(sz) < 100]
         assert not small, f"{where}: charts not drawn or tiny: {sizes}"
+    # nothing drawn is cut: no button label ends in "…", no chart title runs off its chart
+    assert not cut_labels(page), f"{where}: labels cut short: {cut_labels(page)}"
+    assert not cut_chart_text(page), f"{where}: chart text past the chart's edge: {cut_chart_text(page)}"
+    if variant == "zh":
+        # every word the browser draws, formulas' prose and the heads overview's included
+        texts, tex = drawn_words(page)
+        left = english_words(texts + [words for t in tex for words in latex_prose(t)])
+        assert not left, f"{where}: English drawn in the Chinese interface: {left}"
     if variant == "512":
         # exactly the model's limit: nothing may be cut, so no "only the first ..." warning
         assert alert_count(page, "Warning") == 0, (where, alert_texts_of(page, "Warning"))

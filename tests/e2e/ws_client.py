@@ -10,6 +10,10 @@ Setting a widget: a `WidgetState` needs the widget's id, which the client cannot
 with `key="text"` has an id ending in "-text" (`$$ID-<md5>-text`). Like the browser, the
 client then sends every widget value it has set on every later rerun.
 
+A button is pressed for one run only (`press`: a trigger value, as the browser sends it), and
+`send` puts any other `BackMsg` on the wire, as a hand-made client could (`heartbeat` then
+tells when the server has handled everything sent before it: one websocket is read in order).
+
 No cached-message hashes are sent, so the server always sends whole messages (never `ref_hash`).
 Uses `websockets`, which streamlit itself depends on: no new dependency.
 """
@@ -21,6 +25,7 @@ import concurrent.futures
 import json
 import re
 import time
+import urllib.request
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -59,6 +64,7 @@ class RunResult:
     exceptions: list[str] = field(default_factory=list)  # "Type: message"
     alerts: list[str] = field(default_factory=list)  # st.error/warning/info bodies
     markdown: list[str] = field(default_factory=list)
+    progress: list[str] = field(default_factory=list)  # st.progress texts
 
     def ticktext(self) -> list[str]:
         """Every ticktext label of every axis of every chart (layout.xaxis*, yaxis*)."""
@@ -74,20 +80,29 @@ class StreamlitWsSession:
     """One app session over one websocket. Use as `async with StreamlitWsSession(url) as s:`.
 
     ws_url: ws://127.0.0.1:PORT/_stcore/stream. url_path: the page ("" = default page).
+    headers: sent with the websocket handshake (a cookie that pins the session to a replica).
     """
 
     def __init__(
-        self, ws_url: str, url_path: str = "", open_timeout: float = 30.0, query_string: str = ""
+        self,
+        ws_url: str,
+        url_path: str = "",
+        open_timeout: float = 30.0,
+        query: str = "",
+        headers: dict[str, str] | None = None,
     ) -> None:
         self.ws_url = ws_url
         self.url_path = url_path.strip("/")
-        self.query_string = query_string  # "source=run&run=x": what a link's ?... gives the app
+        self.query = query  # the address's query string (a share link), sent with every run
         self.open_timeout = open_timeout
+        self.headers = headers or {}  # e.g. a balancer's affinity cookie
         self.ws: ClientConnection | None = None
         self.widgets: dict[str, Widget] = {}
         self.page_script_hash = ""
         self.pages: dict[str, str] = {}  # url_pathname -> page_script_hash
+        self.session_id = ""  # the server's id for this session, from its first run
         self._states: dict[str, WidgetState] = {}
+        self._triggers: dict[str, WidgetState] = {}  # buttons pressed for the next run only
         self.runs = 0
 
     async def __aenter__(self) -> StreamlitWsSession:
@@ -97,6 +112,7 @@ class StreamlitWsSession:
             max_size=None,  # a chart can be megabytes
             open_timeout=self.open_timeout,
             ping_interval=None,  # the server is busy running scripts; don't time it out
+            additional_headers=self.headers or None,
         )
         return self
 
@@ -130,8 +146,19 @@ class StreamlitWsSession:
             raise ValueError(f"setting a {w.kind} widget is not supported ({key!r})")
         self._states[w.id] = st
 
-    async def run(self, updates: dict[str, Any] | None = None, timeout: float = 120.0) -> RunResult:
-        """Set widgets (by key), request a rerun, read until script_finished."""
+    def press(self, key: str) -> None:
+        """Press the button ``key`` in the next `run()` only."""
+        if key not in self.widgets or self.widgets[key].kind != "button":
+            raise KeyError(f"no button with key {key!r} seen yet; keys: {sorted(self.widgets)}")
+        w = self.widgets[key]
+        self._triggers[w.id] = WidgetState(id=w.id, trigger_value=True)
+
+    async def run(
+        self, updates: dict[str, Any] | None = None, timeout: float = 120.0, *, follow_reruns: bool = False
+    ) -> RunResult:
+        """Set widgets (by key), request a rerun, read until script_finished. With
+        ``follow_reruns``, a run the page itself restarted (st.rerun) is followed to the end of
+        the last one."""
         assert self.ws is not None, "use `async with`"
         for k, v in (updates or {}).items():
             self.set(k, v)
@@ -141,15 +168,42 @@ class StreamlitWsSession:
             cs.page_script_hash = self.page_script_hash
         else:
             cs.page_name = self.url_path
-        if self.query_string:
-            cs.query_string = self.query_string
+        cs.query_string = self.query
         cs.widget_states.SetInParent()
-        cs.widget_states.widgets.extend(self._states.values())
+        cs.widget_states.widgets.extend([*self._states.values(), *self._triggers.values()])
+        self._triggers.clear()
         t0 = time.perf_counter()
         await self.ws.send(msg.SerializeToString())
         res = await asyncio.wait_for(self._read_run(t0), timeout)
+        while follow_reruns and res.status == "interrupted":
+            res = await asyncio.wait_for(self._read_run(t0), timeout)
         self.runs += 1
         return res
+
+    async def send(self, msg: BackMsg) -> None:
+        """Send any `BackMsg` as it is."""
+        assert self.ws is not None, "use `async with`"
+        await self.ws.send(msg.SerializeToString())
+
+    async def heartbeat(self, timeout: float = 30.0) -> None:
+        """Send an app heartbeat and wait for its acknowledgement: by then the server has handled
+        every message this session sent before it."""
+        assert self.ws is not None, "use `async with`"
+        msg = BackMsg()
+        msg.app_heartbeat = True
+        await self.send(msg)
+
+        async def acked() -> None:
+            assert self.ws is not None
+            while True:
+                fm = ForwardMsg()
+                raw = await self.ws.recv()
+                if isinstance(raw, bytes):
+                    fm.ParseFromString(raw)
+                    if fm.WhichOneof("type") == "heartbeat_ack":
+                        return
+
+        await asyncio.wait_for(acked(), timeout)
 
     async def _read_run(self, t0: float) -> RunResult:
         assert self.ws is not None
@@ -166,6 +220,8 @@ class StreamlitWsSession:
             res.n_messages += 1
             if kind == "new_session":
                 started = True
+                if fm.new_session.initialize.session_id:
+                    self.session_id = fm.new_session.initialize.session_id
                 if fm.new_session.page_script_hash:
                     self.page_script_hash = fm.new_session.page_script_hash
             elif kind == "navigation":
@@ -195,6 +251,8 @@ class StreamlitWsSession:
             res.alerts.append(body.body)
         elif kind == "markdown":
             res.markdown.append(body.body)
+        elif kind == "progress":
+            res.progress.append(body.text)
         wid = getattr(body, "id", "")
         if isinstance(wid, str) and wid.startswith("$$ID-") and wid.count("-") >= 2:
             key = wid.split("-", 2)[2]  # $$ID-<md5>-<user key>
@@ -210,6 +268,22 @@ def run_sync(make_coro: Callable[[], Awaitable[T]]) -> T:
         return asyncio.run(make_coro())
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as ex:
         return ex.submit(lambda: asyncio.run(make_coro())).result()
+
+
+_LOOKUP = re.compile(r"^cache_lookups_total\{(?P<labels>[^}]*)\} (?P<n>\d+)$", re.M)
+
+
+def cache_lookups(http_url: str, timeout: float = 30.0) -> dict[tuple[str, str], int]:
+    """(cached function, "hit" or "miss") -> lookups since the server started, from Streamlit's
+    own /_stcore/metrics counters (they survive cache clears: only a restart resets them)."""
+    url = f"{http_url}/_stcore/metrics?families=cache_lookups"
+    with urllib.request.urlopen(url, timeout=timeout) as resp:  # loopback test server only
+        text = resp.read().decode("utf-8")
+    out: dict[tuple[str, str], int] = {}
+    for m in _LOOKUP.finditer(text):
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group("labels")))
+        out[labels["cache"], labels["result"]] = int(m.group("n"))
+    return out
 
 
 def tokens_in(words: list[str], labels: list[str]) -> list[str]:

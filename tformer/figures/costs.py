@@ -57,16 +57,23 @@ MARKER_PX = 8
 class Series:
     """One line: ``name`` its legend entry (shown as given), ``n`` the lengths, ``y`` the values
     (points that are not positive and finite are left out: a log axis cannot show them),
-    ``key`` a method key (its color in `COLORS`), ``dash`` one of `DASHES`."""
+    ``key`` a method key (its color in `COLORS`), ``dash`` one of `DASHES`; ``lo`` and ``hi``
+    (optional, both or neither): the spread of each value (a measured time's quartiles),
+    drawn as error bars."""
 
     name: str
     n: npt.ArrayLike
     y: npt.ArrayLike
     key: str = ""
     dash: str = "solid"
+    lo: npt.ArrayLike | None = None
+    hi: npt.ArrayLike | None = None
 
 
-def _points(s: Series) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+def _points(
+    s: Series,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64] | None]:
+    """The series' plottable (n, y) and, with a spread, [2, points] of (y - lo, hi - y)."""
     n = np.asarray(s.n, dtype=np.float64).ravel()
     y = np.asarray(s.y, dtype=np.float64).ravel()
     if n.shape != y.shape:
@@ -74,7 +81,17 @@ def _points(s: Series) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]
     if s.dash not in DASHES:
         raise ValueError(f"series {s.name!r}: dash {s.dash!r} is not one of {', '.join(DASHES)}")
     ok = np.isfinite(n) & np.isfinite(y) & (n > 0) & (y > 0)
-    return n[ok], y[ok]
+    if (s.lo is None) != (s.hi is None):
+        raise ValueError(f"series {s.name!r}: give both lo and hi, or neither")
+    if s.lo is None or s.hi is None:
+        return n[ok], y[ok], None
+    lo = np.asarray(s.lo, dtype=np.float64).ravel()
+    hi = np.asarray(s.hi, dtype=np.float64).ravel()
+    if lo.shape != y.shape or hi.shape != y.shape:
+        raise ValueError(f"series {s.name!r}: lo and hi need one value per point ({y.size})")
+    if np.any((lo[ok] > y[ok]) | (hi[ok] < y[ok])):
+        raise ValueError(f"series {s.name!r}: the spread must hold its value (lo <= y <= hi)")
+    return n[ok], y[ok], np.stack([y[ok] - lo[ok], hi[ok] - y[ok]])
 
 
 def _pow2_ticks(lo: float, hi: float) -> tuple[list[float], list[str]]:
@@ -127,26 +144,39 @@ def cost_lines(
     all_n: list[float] = []
     all_y: list[float] = []
     for i, s in enumerate(series):
-        n, y = _points(s)
+        n, y, spread = _points(s)
         all_n += n.tolist()
         all_y += y.tolist()
         name = safe_label(s.name)
-        data.append(
-            {
-                "type": "scatter",
-                "mode": "lines+markers" if s.dash == "solid" else "lines",
-                "x": n.astype(np.float32),
-                "y": y.astype(np.float32),
-                "name": name,
-                "line": {
-                    "color": COLORS.get(s.key, DEFAULT_COLORS[i % len(DEFAULT_COLORS)]),
-                    "width": LINE_PX,
-                    "dash": s.dash,
-                },
-                "marker": {"size": MARKER_PX},
-                "hovertemplate": f"n = %{{x:,}}<br>%{{y:.3g}} {safe_label(y_unit)}<extra>{name}</extra>",
+        color = COLORS.get(s.key, DEFAULT_COLORS[i % len(DEFAULT_COLORS)])
+        unit = safe_label(y_unit)
+        trace: dict[str, Any] = {
+            "type": "scatter",
+            "mode": "lines+markers" if s.dash == "solid" else "lines",
+            "x": n.astype(np.float32),
+            "y": y.astype(np.float32),
+            "name": name,
+            "line": {"color": color, "width": LINE_PX, "dash": s.dash},
+            "marker": {"size": MARKER_PX},
+            "hovertemplate": f"n = %{{x:,}}<br>%{{y:.3g}} {unit}<extra>{name}</extra>",
+        }
+        if spread is not None:
+            all_y += (y - spread[0]).tolist() + (y + spread[1]).tolist()
+            trace["error_y"] = {
+                "type": "data",
+                "symmetric": False,
+                "arrayminus": spread[0].astype(np.float32),
+                "array": spread[1].astype(np.float32),
+                "color": color,
+                "thickness": 1.5,
+                "width": 5,
             }
-        )
+            trace["customdata"] = np.stack([y - spread[0], y + spread[1]], axis=-1).astype(np.float32)
+            trace["hovertemplate"] = (
+                f"n = %{{x:,}}<br>%{{y:.3g}} {unit} (%{{customdata[0]:.3g}}–%{{customdata[1]:.3g}})"
+                f"<extra>{name}</extra>"
+            )
+        data.append(trace)
     legend_w = max((text_px(s.name, LEGEND_FONT_PX) for s in series), default=0.0) + 50
     right = int(min(legend_w, max(width - MIN_PLOT_W - 80, 120)))
     margin = {"l": 70, "r": right, "t": 50, "b": 60}
@@ -169,6 +199,7 @@ def cost_lines(
     if all_n:
         vals, text = _pow2_ticks(min(all_n), max(all_n))
         layout["xaxis"].update({"tickvals": vals, "ticktext": text})
+    all_y = [v for v in all_y if v > 0]  # a spread reaching 0 has no place on a log axis
     if all_y and min(all_y) == max(all_y):  # one flat line: give the log axis a decade of room
         y0 = math.log10(all_y[0])
         layout["yaxis"]["range"] = [y0 - 0.5, y0 + 0.5]

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ..i18n import tr
 from .checks import Float32Array, as_float32
 from .colors import HIGHLIGHT, PATTERN_GAMMA, sequential_lut
 from .pooling import max_pool_2d
@@ -187,6 +188,19 @@ def head_grid_data(pattern: npt.ArrayLike, *, cell_px: int | None = None) -> dic
         "display_px": DISPLAY_PX,
         "highlight": HIGHLIGHT,
         "rev": hashlib.blake2b(png, digest_size=8).hexdigest(),
+    }
+
+
+def grid_labels() -> dict[str, str]:
+    """The words the head grid draws, in the interface's language: the axis titles (``x``
+    over the head columns, ``y`` beside the layer rows), the image's description (``alt``) and
+    each cell's name (``cell``, with ``{layer}`` and ``{head}`` filled in by the browser). Kept
+    apart from `head_grid_data`, which is cached per text whatever the language."""
+    return {
+        "x": tr("head"),
+        "y": tr("layer"),
+        "alt": tr("attention pattern of every head: layers are rows, heads are columns"),
+        "cell": tr("layer {layer}, head {head}", layer="{layer}", head="{head}"),
     }
 
 

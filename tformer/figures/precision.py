@@ -26,6 +26,7 @@ from .checks import as_float32, square_matrix
 from .colors import HIGHLIGHT, SEQUENTIAL, SymmetricScale, symmetric_range
 from .labels import axis_title, block_labels, text_px, x_numeric_margin
 from .layout import (
+    COLORBAR_TITLE_FONT,
     DETAIL_WIDTH,
     FULL_WIDTH,
     TOP_BARE_PX,
@@ -42,6 +43,8 @@ BAR_FONT_PX = 13
 BAR_ROW_PX = 34
 CELL_TEXT_MIN_PX = 30  # the layer x head map writes values in cells at least this wide
 MAP_MIN_PX = 200
+# The map grows up to this tall (px) to give its colorbar the value's full name.
+MAP_TITLE_MAX_PX = 260
 
 
 def pattern_difference(
@@ -95,11 +98,12 @@ def cost_bars(
     forward_ms: Sequence[float],
     weight_mb: Sequence[float],
     *,
+    quartiles_ms: Sequence[tuple[float, float]] | None = None,
     width: int = FULL_WIDTH,
 ) -> go.Figure:
     """Two horizontal bar charts side by side: each variant's forward time (ms) and weight size
     (MB), one row per variant in the order given (the first on top). ``names`` are shown as
-    given."""
+    given. ``quartiles_ms``: each time's (q1, q3), drawn as error bars on the time bars."""
     k = len(names)
     if k == 0 or len(forward_ms) != k or len(weight_mb) != k:
         raise ValueError(
@@ -107,6 +111,18 @@ def cost_bars(
         )
     ms = np.asarray(forward_ms, dtype=np.float64)
     mb = np.asarray(weight_mb, dtype=np.float64)
+    spread = None
+    if quartiles_ms is not None:
+        q = (
+            np.asarray(quartiles_ms, dtype=np.float64).reshape(-1, 2)
+            if len(quartiles_ms)
+            else np.zeros((0, 2))
+        )
+        if q.shape != (k, 2) or np.any(q[:, 0] > ms) or np.any(q[:, 1] < ms):
+            raise ValueError(
+                f"quartiles_ms needs one (q1, q3) around each of the {k} times, got {q.tolist()}"
+            )
+        spread = q
     labels = [str(n) for n in names]
     left = math.ceil(max(text_px(t, BAR_FONT_PX) for t in labels)) + 12
     titles = (tr("forward time (ms)"), tr("weights (MB)"))
@@ -131,6 +147,20 @@ def cost_bars(
                 "name": unit,
             }
         )
+    if spread is not None:
+        traces[0]["error_x"] = {
+            "type": "data",
+            "symmetric": False,
+            "arrayminus": ms - spread[:, 0],
+            "array": spread[:, 1] - ms,
+            "color": "#222222",
+            "thickness": 1.5,
+            "width": 6,
+        }
+        traces[0]["customdata"] = [[n, f"{a:.1f}–{b:.1f}"] for n, (a, b) in zip(labels, spread, strict=True)]
+        traces[0]["hovertemplate"] = (
+            "%{customdata[0]}<br>" + titles[0] + " %{x:.1f} (%{customdata[1]})<extra></extra>"
+        )
     gap = 0.1
     half = (1 - gap) / 2
     rows = {
@@ -147,7 +177,10 @@ def cost_bars(
         "xaxis": {
             "domain": [0, half],
             "title": axis_title(titles[0]),
-            "range": [0, float(ms.max()) * 1.25 or 1],
+            "range": [
+                0,
+                float(ms.max() if spread is None else max(ms.max(), spread[:, 1].max())) * 1.25 or 1,
+            ],
         },
         "xaxis2": {
             "domain": [1 - half, 1],
@@ -175,8 +208,10 @@ def head_change_map(
 ) -> go.Figure:
     """Heatmap of ``values`` [layer, head_index] (how much each head moved), colored from 0 to
     the largest value so that small changes still show; each cell carries its value, the
-    ``selected`` (layer, head) is outlined. ``name`` names the value in the hover and, unless
-    ``bar_title`` (shorter) is given, titles the colorbar; both are shown as given.
+    ``selected`` (layer, head) is outlined. ``name`` names the value in the hover and titles
+    the colorbar where a map up to MAP_TITLE_MAX_PX tall holds it; ``bar_title`` (shorter)
+    titles it otherwise (a shortened name beside the longer one on the page reads as cut).
+    Both are shown as given.
     ``percent``: the values are percentages."""
     a = as_float32(values, 2, "values", "[layer, head_index]")
     n_layers, n_heads = a.shape
@@ -188,8 +223,11 @@ def head_change_map(
     r = colorbar_px([_cell(top, percent) or "0"])
     margin = {"l": 60, "r": r, "t": TOP_BARE_PX, "b": x_numeric_margin()}
     cell_w = (width - margin["l"] - margin["r"]) / n_heads
-    # at least MAP_MIN_PX tall, so that the colorbar's title fits beside a model of 1-3 layers
-    cell_h = float(max(min(40, max(24, cell_w * 0.6)), MAP_MIN_PX / n_layers))
+    title = _bar_title(name, bar_title)
+    # at least MAP_MIN_PX tall and as tall as the colorbar's title, which then fits beside a
+    # model of 1-3 layers
+    title_px = text_px(title, COLORBAR_TITLE_FONT)
+    cell_h = float(max(min(40, max(24, cell_w * 0.6)), max(MAP_MIN_PX, title_px) / n_layers))
     hover = tr("layer {layer}, head {head}", layer="%{y}", head="%{x}")
     heat: dict[str, Any] = {
         "type": "heatmap",
@@ -201,7 +239,7 @@ def head_change_map(
         "xgap": 1,
         "ygap": 1,
         "hovertemplate": hover + "<br>" + name + " %{z:.3g}" + unit + "<extra></extra>",
-        "colorbar": colorbar(name if bar_title is None else bar_title),
+        "colorbar": colorbar(title),
     }
     if cell_w >= CELL_TEXT_MIN_PX:
         heat.update(text=cells, texttemplate="%{text}", textfont={"size": 11})
@@ -232,6 +270,14 @@ def head_change_map(
         "meta": {"largest": top, "width": width, "text_shown": cell_w >= CELL_TEXT_MIN_PX},
     }  # fmt: skip
     return go.Figure({"data": [heat], "layout": layout})
+
+
+def _bar_title(name: str, short: str | None) -> str:
+    """The colorbar's title: ``name`` when a map at most MAP_TITLE_MAX_PX tall can hold it,
+    else ``short``."""
+    if short is None or text_px(name, COLORBAR_TITLE_FONT) <= MAP_TITLE_MAX_PX:
+        return name
+    return short
 
 
 def _cell(v: float, percent: bool) -> str:

@@ -719,6 +719,25 @@ def _race_seconds(seconds_by_heads: object) -> dict[int, float | None]:
     return out
 
 
+def _race_spread(spread_by_heads: object, seconds: dict[int, float | None]) -> dict[int, tuple[float, float]]:
+    out: dict[int, tuple[float, float]] = {}
+    for key, pair in _mapping(spread_by_heads, "spread_by_heads", "(q1, q3) seconds per update").items():
+        h = _head_count(key, "spread_by_heads")
+        ok = isinstance(pair, Sequence) and not isinstance(pair, (str, bytes)) and len(pair) == 2
+        if not ok or not all(_is_number(v) and math.isfinite(float(v)) for v in pair):
+            raise ValueError(f"spread_by_heads[{h}] must be a (q1, q3) pair of seconds, got {pair!r}")
+        q1, q3 = float(pair[0]), float(pair[1])
+        sec = seconds.get(h)
+        if sec is None:
+            continue  # no time yet: no bar to draw the spread on
+        if not 0 <= q1 <= sec <= q3:
+            raise ValueError(
+                f"spread_by_heads[{h}] = {pair!r} must hold its median {sec!r} (q1 <= median <= q3)"
+            )
+        out[h] = (q1, q3)
+    return out
+
+
 def _head_name(h: int, d_head: int | None) -> str:
     if d_head is None:
         return tr("1 head") if h == 1 else tr("{h} heads", h=h)
@@ -727,10 +746,28 @@ def _head_name(h: int, d_head: int | None) -> str:
     return tr("{h} heads, d<sub>head</sub> = {d_head}", h=h, d_head=d_head)
 
 
+def _bar_hover(name: str, ms: float | None, spread: tuple[float, float] | None) -> str:
+    if ms is None:
+        return f"{name}<br>{tr(RUNNING)}"
+    if spread is None:
+        return name + "<br>" + tr("{ms:.3g} ms per update", ms=ms)
+    return (
+        name
+        + "<br>"
+        + tr(
+            "{ms:.3g} ms per update (quartiles {q1:.3g}–{q3:.3g} ms)",
+            ms=ms,
+            q1=1000.0 * spread[0],
+            q3=1000.0 * spread[1],
+        )
+    )
+
+
 def heads_race_figure(
     evals_by_heads: Mapping[int, Sequence[tuple[float, float]]],
     seconds_by_heads: Mapping[int, float | None],
     *,
+    spread_by_heads: Mapping[int, tuple[float, float]] | None = None,
     d_head_by_heads: Mapping[int, int] | None = None,
     target: float | None = None,
     title: str | None = None,
@@ -739,6 +776,8 @@ def heads_race_figure(
     """Runs that differ in their number of heads, side by side: held-out token accuracy over
     the update step, one line per head count, and the mean time per update (ms), one bar per
     head count in the same color. In a half-width column the two panels are stacked.
+    ``spread_by_heads``: {n_heads: (q1, q3) seconds per update}, each time's quartiles, drawn as
+    error bars on its bar (a head count without a time yet has no bar to draw them on).
 
     ``evals_by_heads``: {n_heads: [(step, accuracy 0..1), ...]}; ``seconds_by_heads``:
     {n_heads: mean seconds per update}. A head count in either dict gets a line, a legend
@@ -751,6 +790,7 @@ def heads_race_figure(
     """
     evals = _race_evals(evals_by_heads)
     seconds = _race_seconds(seconds_by_heads)
+    spread = _race_spread(spread_by_heads or {}, seconds)
     d_heads = {}
     for key, d in _mapping(d_head_by_heads or {}, "d_head_by_heads", "d_head").items():
         h = _head_count(key, "d_head_by_heads")
@@ -767,7 +807,7 @@ def heads_race_figure(
     # geometry: accuracy panel left, bars right; stacked when either would be too narrow
     x_max = _x_max(*(evals.get(h, (empty, empty))[0] for h in heads))
     known = [m for m in ms if m is not None]
-    ms_top = max(known, default=1.0)
+    ms_top = max(known + [1000.0 * q3 for _, q3 in spread.values()], default=1.0)
     ms_vals, ms_text = _linear_ticks(ms_top * 1.25, 3)
     left_acc = _y_margin(ACCURACY_TICKTEXT)
     left_bar = _y_margin(ms_text)
@@ -811,23 +851,37 @@ def heads_race_figure(
     if not heads:  # plotly draws no axes for a panel without a trace
         data.append({"type": "scatter", "x": [], "y": [], "xaxis": "x", "yaxis": "y", "showlegend": False})
     bar_x = list(range(len(heads)))
-    data.append(
-        {
-            "type": "bar",
-            "name": tr("time per update"),
-            "x": bar_x,
-            "y": [0.0 if m is None else m for m in ms],
-            "xaxis": "x2",
-            "yaxis": "y2",
-            "marker": {"color": colors, "line": {"width": 0}},
-            "customdata": [
-                f"{n}<br>{tr(RUNNING)}" if m is None else n + "<br>" + tr("{ms:.3g} ms per update", ms=m)
-                for n, m in zip(names, ms, strict=True)
-            ],
-            "hovertemplate": "%{customdata}<extra></extra>",
-            "showlegend": False,
+    bar: dict[str, Any] = {
+        "type": "bar",
+        "name": tr("time per update"),
+        "x": bar_x,
+        "y": [0.0 if m is None else m for m in ms],
+        "xaxis": "x2",
+        "yaxis": "y2",
+        "marker": {"color": colors, "line": {"width": 0}},
+        "customdata": [_bar_hover(n, m, spread.get(h)) for h, n, m in zip(heads, names, ms, strict=True)],
+        "hovertemplate": "%{customdata}<extra></extra>",
+        "showlegend": False,
+    }
+    if spread:
+        lo = [
+            (m - 1000.0 * spread[h][0]) if h in spread and m is not None else 0.0
+            for h, m in zip(heads, ms, strict=True)
+        ]
+        hi = [
+            (1000.0 * spread[h][1] - m) if h in spread and m is not None else 0.0
+            for h, m in zip(heads, ms, strict=True)
+        ]
+        bar["error_y"] = {
+            "type": "data",
+            "symmetric": False,
+            "arrayminus": lo,
+            "array": hi,
+            "color": "#222222",
+            "thickness": 1.5,
+            "width": 6,
         }
-    )
+    data.append(bar)
     layout: dict[str, Any] = {
         "annotations": [panel_title(tr(t), *d) for t, d in zip(RACE_TITLES, domains, strict=True)],
         "shapes": [],
@@ -856,15 +910,17 @@ def heads_race_figure(
     }
     if not any(evals.get(h, (empty,))[0].size for h in heads):
         layout["annotations"].append(_note(tr(WAITING_EVAL), ""))
-    # bar labels as annotations: plotly shrinks a bar's own text to the bar's width
-    for i, m in enumerate(ms):
+    # bar labels as annotations: plotly shrinks a bar's own text to the bar's width; above the
+    # error bar where there is one
+    for i, (h, m) in enumerate(zip(heads, ms, strict=True)):
+        label_y = 0.0 if m is None else (max(m, 1000.0 * spread[h][1]) if h in spread else m)
         layout["annotations"].append(
             {
                 "text": tr(RUNNING) if m is None else f"{m:.3g} ms",
                 "xref": "x2",
                 "yref": "y2",
                 "x": i,
-                "y": 0.0 if m is None else m,
+                "y": label_y,
                 "yanchor": "bottom",
                 "yshift": 2,
                 "showarrow": False,
@@ -890,6 +946,7 @@ def heads_race_figure(
                 "heads": heads,
                 "n_evals": [int(evals[h][0].size) if h in evals else 0 for h in heads],
                 "seconds": [seconds.get(h) for h in heads],
+                "spread": [spread.get(h) for h in heads],
                 "stacked": stacked,
                 "width": width,
             },

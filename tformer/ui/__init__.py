@@ -101,6 +101,12 @@ _EXPORTS: dict[str, str] = {
     "cost_controls": "cost_data",
     "cost_device_line": "cost_data",
     "cost_figures": "cost_view",
+    "cost_fit_note": "cost_view",
+    "cost_load_note": "cost_view",
+    "busy_method": "timing_view",
+    "load_note": "timing_view",
+    "race_caption": "timing_view",
+    "race_times": "timing_view",
     "cost_stops": "cost_view",
     "cost_summary": "cost_view",
     "cost_table": "cost_view",
@@ -136,6 +142,8 @@ _EXPORTS: dict[str, str] = {
     "float_formats": "precision_data",
     "precision_choices": "precision_data",
     "precision_result": "precision_data",
+    "precision_timing_notes": "precision_data",
+    "precision_time_caption": "precision_data",
 }
 
 if TYPE_CHECKING:

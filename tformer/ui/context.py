@@ -14,7 +14,7 @@ from ..capture import ATTENTION, TextCapture, available_names
 from ..encoder import Encoder
 from ..figures.attention import Kind
 from ..figures.overview import head_grid_data
-from ..formulas import latex_of
+from ..formulas import latex_of, localized
 from ..i18n import tr
 from ..tokenizer import Tokenizer
 from .binding import bind, set_values, view
@@ -233,8 +233,8 @@ def formula(
 ) -> None:
     """The formula in ``fn``'s docstring, and (collapsed) ``fn``'s source: written once, beside
     the function that computes it, so the page and the code cannot drift apart. ``label``: an
-    English template, translated here."""
-    st.latex(latex_of(resolve(fn)))
+    English template, translated here, as are the formula's words (`localized`)."""
+    st.latex(localized(latex_of(resolve(fn))))
     if code:
         source(fn, label=label)
 

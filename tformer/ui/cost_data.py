@@ -17,7 +17,7 @@ import streamlit as st
 
 from ..capture import capture_ids
 from ..costs import Sweep, WallSettings, wall_sweep
-from ..costs_measure import MIB, Budget, Note, Progress
+from ..costs_measure import MIB, REL_SPREAD, Budget, Note, Progress
 from ..costs_rnn import RnnSettings, rnn_sweep
 from ..costs_sparse import SparseSettings, sparse_sweep
 from ..i18n import tr
@@ -109,7 +109,12 @@ def cost_device_line(sweep: Sweep | None = None) -> str:
     return " ".join(
         [
             where,
-            tr("Time: the median of a few calls after a warm-up call, the device synchronised around each."),
+            tr(
+                "Time: after a warm-up call, the median of repeated calls (the device synchronised "
+                "around each), repeated until their interquartile range is under {share:.0%} of the "
+                "median or a bound on calls or time is reached; the error bars span the quartiles.",
+                share=REL_SPREAD,
+            ),
             tr(MEMORY_METHODS[method]) + ".",
         ]
     )

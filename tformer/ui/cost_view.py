@@ -9,15 +9,21 @@ from typing import Any
 import plotly.graph_objects as go
 
 from ..costs import Sweep, describe_budget
-from ..costs_measure import MIB, Curve
+from ..costs_measure import MIB, R2_MIN, REL_SPREAD, Curve
 from ..figures.costs import Series, cost_lines
 from ..i18n import tr
 from .cost_data import method_names
+from .timing_view import load_note
+
+
+def shown_exponent(c: Curve) -> float | None:
+    """The time exponent a page may show: only a good fit's (`tformer.costs_measure.Fit`)."""
+    return c.time_fit.exponent if c.time_fit is not None and c.time_fit.good else None
 
 
 def _legend(c: Curve, names: dict[str, str], what: str) -> str:
     name = names.get(c.method, c.method)
-    exp = c.time_exponent if what == "time" else c.memory_exponent
+    exp = shown_exponent(c) if what == "time" else c.memory_exponent
     if exp is None:
         return name
     return tr("{method}: ∝ n^{exponent:.2f}", method=name, exponent=exp)
@@ -28,7 +34,15 @@ def cost_figures(sweep: Sweep) -> dict[str, go.Figure]:
     names = method_names()
     x = tr("sequence length n (tokens)")
     time_series = [
-        Series(_legend(c, names, "time"), c.n, c.time_s * 1e3, key=c.method, dash=_dash(c.method))
+        Series(
+            _legend(c, names, "time"),
+            c.n,
+            c.time_s * 1e3,
+            key=c.method,
+            dash=_dash(c.method),
+            lo=c.q1_s * 1e3,
+            hi=c.q3_s * 1e3,
+        )
         for c in sweep.curves
         if len(c.points)
     ]
@@ -128,19 +142,27 @@ def cost_budget_line(sweep: Sweep) -> str:
 
 
 def cost_table(sweep: Sweep) -> list[dict[str, Any]]:
-    """Every measured point: method, n, time, peak memory, the method's fitted exponent."""
+    """Every measured point: method, n, the median time and its quartiles, the timed calls and
+    whether their spread settled, peak memory, the method's time exponent (only from a good
+    fit) and the fit's R²."""
     names = method_names()
     cols = cost_table_columns()
+    yes, no = tr("yes"), tr("no")
     rows = []
     for c in sweep.curves:
+        exponent = shown_exponent(c)
         for p in c.points:
             rows.append(
                 {
                     cols["method"]: names.get(c.method, c.method),
                     cols["n"]: p.n,
                     cols["time"]: round(p.time_s * 1e3, 3),
+                    cols["spread"]: f"{p.q1_s * 1e3:.3g}–{p.q3_s * 1e3:.3g}",
+                    cols["calls"]: p.repeats,
+                    cols["settled"]: yes if p.settled else no,
                     cols["peak"]: None if p.peak_bytes is None else round(p.peak_bytes / MIB, 2),
-                    cols["exponent"]: None if c.time_exponent is None else round(c.time_exponent, 2),
+                    cols["exponent"]: None if exponent is None else round(exponent, 2),
+                    cols["r2"]: None if c.time_fit is None else round(c.time_fit.r2, 3),
                 }
             )
     return rows
@@ -151,9 +173,46 @@ def cost_table_columns() -> dict[str, str]:
         "method": tr("method"),
         "n": tr("n"),
         "time": tr("time (ms)"),
+        "spread": tr("quartiles (ms)"),
+        "calls": tr("timed calls"),
+        "settled": tr("spread under {share:.0%}", share=REL_SPREAD),
         "peak": tr("peak memory (MiB)"),
         "exponent": tr("time exponent"),
+        "r2": tr("R² of the fit"),
     }
+
+
+def cost_fit_note(sweep: Sweep) -> str | None:
+    """Why some curves show no exponent (their fit is not good), one sentence; None when every
+    curve with two points or more has one."""
+    names = method_names()
+    reasons = []
+    for c in sweep.curves:
+        fit = c.time_fit
+        if fit is None or fit.good:
+            continue
+        name = names.get(c.method, c.method)
+        if fit.points < 3:
+            reasons.append(tr("{method} (only {k} lengths past the two shortest)", method=name, k=fit.points))
+        elif not fit.monotonic:
+            reasons.append(tr("{method} (its time fell as n grew)", method=name))
+        else:
+            reasons.append(tr("{method} (R² = {r2:.3f})", method=name, r2=fit.r2))
+    if not reasons:
+        return None
+    return tr(
+        "No time exponent is shown for {methods}: an exponent is shown only when log time follows "
+        "a straight line in log n (R² of at least {r2min}) over at least three lengths past the two "
+        "shortest and the time never falls as n grows. The measurement was noisy, or fixed costs dominate at these "
+        "lengths: measure again on a quiet machine, or up to longer lengths.",
+        methods="; ".join(reasons),
+        r2min=R2_MIN,
+    )
+
+
+def cost_load_note(sweep: Sweep) -> str | None:
+    """Other work that ran during the sweep (`tformer.timing.Load`), or None."""
+    return load_note(sweep.load)
 
 
 def sparse_cost_table(sweep: Sweep) -> list[dict[str, Any]]:
@@ -163,7 +222,9 @@ def sparse_cost_table(sweep: Sweep) -> list[dict[str, Any]]:
     shares = sweep.extra["shares"]
     strides = sweep.extra["strides"]
     names = method_names()
-    times = {c.method: dict(zip(c.n.tolist(), (c.time_s * 1e3).tolist(), strict=True)) for c in sweep.curves}
+    times = {
+        c.method: {p.n: (p.time_s * 1e3, p.q1_s * 1e3, p.q3_s * 1e3) for p in c.points} for c in sweep.curves
+    }
     rows = []
     for i, n in enumerate(lengths.tolist()):
         row: dict[str, Any] = {
@@ -176,7 +237,10 @@ def sparse_cost_table(sweep: Sweep) -> list[dict[str, Any]]:
         }
         for method in ("dense_local", "local", "dense_strided", "strided"):
             t = times.get(method, {}).get(n)
-            row[tr("{method} (ms)", method=names[method])] = None if t is None else round(t, 2)
+            # the median and, in brackets, the quartiles of the timed calls
+            row[tr("{method} (ms)", method=names[method])] = (
+                None if t is None else f"{t[0]:.3g} ({t[1]:.3g}–{t[2]:.3g})"
+            )
         rows.append(row)
     return rows
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import streamlit as st
 
-from ..figures.overview import grid_selection
+from ..figures.overview import grid_labels, grid_selection
 
 _STATIC = Path(__file__).with_name("static")
 _COMPONENT = st.components.v2.component(
@@ -46,8 +46,9 @@ def _no_lists(data: dict[str, Any]) -> dict[str, Any]:
 def head_grid(
     data: dict, selected: tuple[int, int], *, key: str, on_select: Callable[[int, int], None]
 ) -> None:
-    """Draw `head_grid_data`'s ``data`` with ``selected`` outlined; a click calls
-    ``on_select(layer, head)`` before the rerun it starts (so the pickers already show it)."""
+    """Draw `head_grid_data`'s ``data`` with ``selected`` outlined and its words in the
+    session's language (`grid_labels`); a click calls ``on_select(layer, head)`` before the
+    rerun it starts (so the pickers already show it)."""
 
     def _clicked() -> None:
         pick = picked_head(st.session_state.get(key))
@@ -56,7 +57,7 @@ def head_grid(
 
     _COMPONENT(
         key=key,
-        data=_no_lists(grid_selection(data, *selected)),
+        data=_no_lists({**grid_selection(data, *selected), "labels": grid_labels()}),
         on_select_change=_clicked,
         width="stretch",
         height="content",

@@ -13,6 +13,7 @@ import streamlit as st
 from ..i18n import set_resolver, tr
 from .binding import pop_notices, session_language, view
 from .caches import ModelChoice, set_threads
+from .client_messages import install as guard_client_messages
 from .guard import MAX_NOTICES, no_traceback, plain
 from .lesson_mode import lesson_bar
 from .registry import PageSpec, page_for
@@ -34,6 +35,7 @@ class Frame:
 
 def draw_frame(script: str) -> Frame:
     """Draw the frame of the page whose script is ``script`` and its header."""
+    guard_client_messages()  # once per process: no visitor's message may clear what all share
     spec = page_for(script)
     set_resolver(session_language)
     v = view()  # first: a link's language must reach the tab title

@@ -15,7 +15,9 @@ import streamlit as st
 from ..capture import capture_nbytes
 from ..i18n import tr
 from ..precision import (
+    BUDGET_S,
     REFERENCE,
+    REL_SPREAD,
     VARIANTS,
     PrecisionReport,
     Variant,
@@ -26,6 +28,7 @@ from ..precision import (
     variant_pattern,
 )
 from .caches import MAX_CAPTURE_BYTES, CaptureTooLarge, ModelChoice, device, get_capture, get_model
+from .timing_view import busy_method, load_note, spread_ms
 
 NAMES = ("pattern",)
 MB = 2**20
@@ -61,6 +64,7 @@ def precision_table(report: PrecisionReport) -> tuple[list[dict[str, object]], d
         "dtype": tr("weights stored as"),
         "device": tr("device"),
         "ms": tr("forward (ms)"),
+        "spread": tr("quartiles (ms)"),
         "ratio": tr("time / float32's"),
         "runs": tr("timed runs"),
         "mb": tr("weights (MB)"),
@@ -82,6 +86,7 @@ def precision_table(report: PrecisionReport) -> tuple[list[dict[str, object]], d
                 cols["dtype"]: r.dtype if r.problem is None else tr("not available"),
                 cols["device"]: r.device,
                 cols["ms"]: r.forward_ms,
+                cols["spread"]: None if r.timing is None else spread_ms(r.timing),
                 cols["ratio"]: ratio,
                 cols["runs"]: r.runs if r.problem is None else None,
                 cols["mb"]: None if r.weight_bytes is None else r.weight_bytes / MB,
@@ -101,6 +106,46 @@ def precision_table(report: PrecisionReport) -> tuple[list[dict[str, object]], d
         cols[k]: st.column_config.NumberColumn(cols[k], format=f) for k, f in fmt.items()
     }
     return rows, config
+
+
+def precision_timing_notes(report: PrecisionReport) -> tuple[str | None, str | None]:
+    """(the other work that ran while the variants were timed, or None; the variants whose
+    forwards did not settle to a small spread, or None)."""
+    loose = [variant_label(r.name) for r in report.results if r.timing is not None and not r.timing.settled]
+    unsettled = (
+        tr(
+            "The forwards of {variants} varied by more than {share:.0%} of their median (interquartile "
+            "range) up to the bound on runs or time: their times and ratios are rough.",
+            variants=", ".join(loose),
+            share=REL_SPREAD,
+        )
+        if loose
+        else None
+    )
+    return load_note(report.load), unsettled
+
+
+def precision_time_caption(report: PrecisionReport) -> str:
+    """How the forwards were timed, and how a busy machine is recognised."""
+    return " ".join(
+        [
+            tr(
+                "Forward time: the median of plain forwards (no hooks, so attention takes the fused "
+                "kernel) under `torch.inference_mode`, after the forward that captured the attention "
+                "weights (the warm-up), repeated until their interquartile range is under {share:.0%} of "
+                "the median, or up to {runs} forwards or {seconds:g} s per variant; the error bars span "
+                "the quartiles. CPU threads: {threads}; torch's CPU kernels here use {cap}. A lower "
+                "precision is faster only where the device has fast kernels for it. Weights: every "
+                "tensor of each copy's `state_dict()`, in bytes as stored.",
+                share=REL_SPREAD,
+                runs=report.runs,
+                seconds=BUDGET_S,
+                threads=report.threads,
+                cap=report.cpu_capability,
+            ),
+            busy_method(),
+        ]
+    )
 
 
 def precision_result(report: PrecisionReport, name: str) -> VariantResult | None:

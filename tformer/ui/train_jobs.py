@@ -21,8 +21,10 @@ from ..config import EncoderConfig
 from ..i18n import tr
 from ..runs import Run, RunHandle, RunManager
 from ..tasks import TaskSpec, example_texts, task_tokenizer
+from ..timing import timing_of, watch
 from ..training import Recipe, Trainer, training_memory_bytes
 from .caches import device
+from .singletons import shared
 
 MAX_RUNNING_ENV = "TFORMER_MAX_TRAINING"  # runs training at once on this server (default 2)
 IDLE_TIMEOUT_S = 30.0
@@ -35,6 +37,7 @@ MAX_RUN_SECONDS = 10 * 60  # one run's wall-clock limit, watched or not
 HEAD_COUNTS = (1, 2, 4, 8)
 MAX_SNAPSHOTS = 100  # per run: the slider's frames
 MAX_SNAPSHOT_BYTES = 64 * 2**20  # per run: what its attention snapshots may hold in memory
+RACE_WARMUP_UPDATES = 5  # the race's first updates pay for allocation and kernel choice: not timed
 
 
 def snapshot_stride(recipe: Recipe, snapshot_nbytes: int) -> int:
@@ -53,10 +56,14 @@ def max_running() -> int:
     return int(raw) if raw.isdigit() and int(raw) >= 1 else 2
 
 
-@st.cache_resource(show_spinner=False)
 def manager() -> RunManager:
-    """One manager per server, shared by every session."""
-    return RunManager(max_running=max_running(), max_queued=8, idle_timeout_s=IDLE_TIMEOUT_S)
+    """One manager per server process, shared by every session. A process singleton, not a
+    cache: a cache clear would replace it with an empty one that knows none of the runs still
+    training (see `tformer.ui.singletons`)."""
+    return shared(
+        "training.manager",
+        lambda: RunManager(max_running=max_running(), max_queued=8, idle_timeout_s=IDLE_TIMEOUT_S),
+    )
 
 
 def session_id() -> str:
@@ -213,15 +220,28 @@ def _race(
                 handle.report_eval(heads=heads, step=0, accuracy=float("nan"), skipped=1)
                 continue
             trainer = Trainer(dataclasses.replace(cfg, n_heads=heads), spec, recipe, device=dev)
-            started = time.perf_counter()
-            while trainer.step_count < recipe.steps and not handle.should_stop():
-                stats = trainer.step()
-                if stats.step % recipe.eval_every == 0:
-                    acc = trainer.evaluate()
-                    per = (time.perf_counter() - started) / stats.step
-                    handle.report_eval(heads=heads, step=stats.step, accuracy=acc, seconds_per_step=per)
-                    if stop_at is not None and acc >= stop_at:
-                        break
+            times: list[float] = []  # each update's own time (evaluations not counted)
+            with watch() as w:
+                while trainer.step_count < recipe.steps and not handle.should_stop():
+                    stats = trainer.step()
+                    times.append(stats.seconds)
+                    if stats.step % recipe.eval_every == 0:
+                        acc = trainer.evaluate()
+                        t, load = timing_of(times[RACE_WARMUP_UPDATES:] or times), w.so_far()
+                        handle.report_eval(
+                            heads=heads,
+                            step=stats.step,
+                            accuracy=acc,
+                            seconds_per_step=t.median,
+                            seconds_q1=t.q1,
+                            seconds_q3=t.q3,
+                            timed_updates=t.n,
+                            seconds_watched=load.seconds,
+                            other_cpu=load.other_cpu,
+                            other_work="|".join(f"{i}:{kind}" for i, kind in load.work),
+                        )
+                        if stop_at is not None and acc >= stop_at:
+                            break
             if handle.should_stop():
                 return
         handle.set_message("1, 2, 4 and 8 heads trained")

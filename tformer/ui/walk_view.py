@@ -6,6 +6,7 @@ and the code. Long texts and wide tensors show a window of 16 rows and columns a
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,7 +15,7 @@ import streamlit as st
 
 from ..config import EncoderConfig
 from ..figures.walkthrough import row_bars, step_heatmap
-from ..formulas import latex_of
+from ..formulas import latex_of, localized
 from ..i18n import tr
 from ..walkthrough import Step
 from .binding import bind, set_values, view
@@ -59,9 +60,16 @@ def dim_window(d: int, start: int, size: int = WINDOW) -> range:
     return range(start, start + size)
 
 
+# A step title that is a formula of weights (Q = XW_Q, W_O, W_1): set as math.
+_WEIGHT_FORMULA = re.compile(r"[A-Za-z0-9 =+]*_[A-Za-z0-9]+[A-Za-z0-9_ =+]*")
+
+
 def step_title(step: Step) -> str:
-    """A step's title in the interface's language (titles that are formulas stay as they are)."""
-    return tr(step.title)
+    """A step's title in the interface's language; a title that is a formula of weights
+    (``Q = XW_Q``, ``W_O``) is set as inline math, so that its subscript is not shown as an
+    underscore (``√d_k`` stays as the app writes it everywhere)."""
+    title = tr(step.title)
+    return f"${title}$" if _WEIGHT_FORMULA.fullmatch(title) else title
 
 
 def shape_words(step: Step) -> str:
@@ -78,16 +86,14 @@ def step_bar(walk: Walk) -> int:
     i = keys.index(current) if current in keys else keys.index("q") if "q" in keys else 0
     # labels made here, in the session's language (a format_func may be called outside the run)
     shown = {k: f"{n} {short(k)}" for n, k in enumerate(keys, 1)}
-    prev_col, bar, next_col = st.columns([1, 10, 1], vertical_alignment="center")
-    prev_col.button(
+    # One row that does not wrap: the buttons as wide as their labels in any language (fixed
+    # columns cut "◀ 上一步" to "◀ 上…"), the pills take the rest and wrap inside it.
+    row = st.container(horizontal=True, wrap=False, vertical_alignment="center", key="step_bar")
+    row.button(
         tr("◀ back"), key="steps.prev", on_click=set_values, kwargs={"steps.step": keys[max(i - 1, 0)]},
-        disabled=i == 0, width="stretch",
+        disabled=i == 0, width="content",
     )  # fmt: skip
-    next_col.button(
-        tr("next ▶"), key="steps.next", on_click=set_values, kwargs={"steps.step": keys[min(i + 1, len(keys) - 1)]},
-        disabled=i == len(keys) - 1, width="stretch",
-    )  # fmt: skip
-    with bar:
+    with row.container(width="stretch"):
         picked = st.pills(
             tr("step"),
             keys,
@@ -97,6 +103,10 @@ def step_bar(walk: Walk) -> int:
             label_visibility="collapsed",
             **bind("steps.step", keys, fallback=keys[i]),
         )
+    row.button(
+        tr("next ▶"), key="steps.next", on_click=set_values, kwargs={"steps.step": keys[min(i + 1, len(keys) - 1)]},
+        disabled=i == len(keys) - 1, width="content",
+    )  # fmt: skip
     return keys.index(picked) if picked in keys else i
 
 
@@ -155,7 +165,7 @@ def show_step(
     step = walk.steps[index]
     n_steps = len(walk.steps)
     st.subheader(tr("Step {i} of {n}: {title}", i=index + 1, n=n_steps, title=step_title(step)))
-    st.latex(latex_of(step.fn))
+    st.latex(localized(latex_of(step.fn)))
     extra = {}
     if "mean" in step.extra:
         extra = {"mu": float(step.extra["mean"][query, 0]), "sigma": float(step.extra["scale"][query, 0])}

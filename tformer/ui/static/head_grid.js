@@ -3,9 +3,11 @@
 // Streamlit (st.components.v2) calls this on mount and again whenever `data` changes, with the
 // same parentElement each time, so the DOM is built once per grid shape and later calls only
 // move the outline or swap the image source. A click sends the trigger "select" = [layer, head].
-// Nothing here comes from user text: labels are numbers, the image is our own PNG.
+// Nothing here comes from user text: labels are numbers, the image is our own PNG, and every
+// word comes from data.labels (the app's, in the session's language): this file writes none.
 //
-// data: {png, rows, cols, cell, gap, n_pos, display_px, highlight, rev, selected: [layer, head]}
+// data: {png, rows, cols, cell, gap, n_pos, display_px, highlight, rev, selected: [layer, head],
+//        labels: {x, y, alt, cell}}  (cell: a name with {layer} and {head} to fill in)
 // The root's attributes tell tests and benchmarks what is on screen:
 //   data-state "loading" | "ready" | "error", data-rev (digest of the PNG shown),
 //   data-selected "layer,head", data-geometry "rows x cols x cell x gap".
@@ -36,12 +38,9 @@ function build(root, { rows, cols, cell, gap }) {
     rowLabels.appendChild(s);
     for (let c = 0; c < cols; c++) {
       const b = document.createElement("button");
-      const name = `layer ${r}, head ${c}`;
       b.type = "button";
       b.dataset.layer = String(r);
       b.dataset.head = String(c);
-      b.title = name;
-      b.setAttribute("aria-label", name);
       b.style.left = pct(c * pitch, w);
       b.style.top = pct(r * pitch, h);
       b.style.width = pct(cell, w);
@@ -50,6 +49,25 @@ function build(root, { rows, cols, cell, gap }) {
     }
   }
   root.dataset.geometry = `${rows}x${cols}x${cell}x${gap}`;
+  delete root.dataset.words; // new buttons: name them again
+}
+
+// The grid's words (axis titles, image description, each cell's name), set again only when
+// they change (a switch of language).
+function name(root, labels) {
+  const words = JSON.stringify(labels || {});
+  if (root.dataset.words === words) return;
+  const { x = "", y = "", alt = "", cell = "" } = labels || {};
+  const plot = root.querySelector(".tf-hg-plot");
+  plot.querySelector(".tf-hg-xtitle").textContent = x;
+  plot.querySelector(".tf-hg-ytitle").textContent = y;
+  plot.querySelector("img").alt = alt;
+  for (const b of plot.querySelectorAll(".tf-hg-cells button")) {
+    const text = cell.replaceAll("{layer}", b.dataset.layer).replaceAll("{head}", b.dataset.head);
+    b.title = text;
+    b.setAttribute("aria-label", text);
+  }
+  root.dataset.words = words;
 }
 
 function skeleton(parentElement) {
@@ -60,12 +78,10 @@ function skeleton(parentElement) {
   const plot = document.createElement("div");
   plot.className = "tf-hg-plot";
   const img = document.createElement("img");
-  img.alt = "attention pattern of every head: layers are rows, heads are columns";
   img.draggable = false;
-  for (const [cls, text] of [["tf-hg-xtitle", "head"], ["tf-hg-ytitle", "layer"]]) {
+  for (const cls of ["tf-hg-xtitle", "tf-hg-ytitle"]) {
     const t = document.createElement("span");
     t.className = cls;
-    t.textContent = text;
     plot.appendChild(t);
   }
   for (const cls of ["tf-hg-cols", "tf-hg-rows", "tf-hg-cells"]) {
@@ -95,6 +111,7 @@ export default function headGrid({ data, parentElement, setTriggerValue }) {
   plot.style.aspectRatio = `${cols * pitch - gap} / ${rows * pitch - gap}`;
   plot.style.setProperty("--tf-hg-highlight", data.highlight);
   if (root.dataset.geometry !== `${rows}x${cols}x${cell}x${gap}`) build(root, data);
+  name(root, data.labels);
 
   const [sl, sh] = selected || [-1, -1];
   for (const b of plot.querySelectorAll(".tf-hg-cells button")) {

@@ -1,0 +1,255 @@
+"""Reading a model folder's files as untrusted input: sizes bounded before anything is allocated.
+
+A model folder is whatever a user copied into ``TFORMER_MODELS_DIR``: ``config.json`` may claim
+any size, ``pytorch_model.bin`` may be a pickle that runs code, a tensor may have any shape. So:
+
+1. every file's size is checked before it is read (``MAX_*_BYTES``);
+2. ``config.json``'s numbers are checked against hard bounds (``MAX_VOCAB``, ``MAX_D_MODEL``...,
+   ``MAX_MODEL_PARAMS``) before a config, let alone a model, is built (`tformer.families`);
+3. weights come from safetensors, or from ``torch.load(weights_only=True)`` (memory-mapped),
+   which refuses any pickle that holds more than tensors and never runs its code;
+4. tensor names and shapes are read from the file's header and compared with the config before
+   one tensor is loaded.
+
+Every refusal is a `ModelFolderError` (a ValueError) naming the file and the problem.
+The bounds live here as named constants (saved training runs have their own in
+`tformer.checkpoints`; the two sets are meant to be unified).
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .i18n import tr
+
+__all__ = [
+    "ModelFolderError",
+    "WeightsFile",
+    "read_json_file",
+    "open_weights",
+    "find_weights_file",
+    "check_file_size",
+    "MAX_CONFIG_BYTES",
+    "MAX_TOKENIZER_BYTES",
+    "MAX_WEIGHTS_BYTES",
+    "MAX_MODEL_PARAMS",
+    "MAX_VOCAB",
+    "MAX_D_MODEL",
+    "MAX_LAYERS",
+    "MAX_HEADS",
+    "MAX_D_FF",
+    "MAX_POSITIONS",
+    "MAX_TYPE_VOCAB",
+    "MAX_TENSORS",
+]
+
+# --- hard bounds (a model folder is untrusted input) --------------------------------------------
+# config.json files of real models are a few kB; 1 MiB leaves room for long id2label maps.
+MAX_CONFIG_BYTES = 1 * 2**20
+# XLM-R's tokenizer.json, with its 250,002-piece vocabulary, is 17 MB.
+MAX_TOKENIZER_BYTES = 64 * 2**20
+# 400 M parameters: float32 weights of 1.6 GB, room for RoBERTa-large and GPT-2 medium (355 M)
+# on a 24 GB machine that several classroom sessions share; GPT-2 large (774 M) is refused.
+MAX_MODEL_PARAMS = 400_000_000
+# The weights file: float32 at the bound, plus room for heads and buffers the encoder skips.
+MAX_WEIGHTS_BYTES = 4 * MAX_MODEL_PARAMS + 512 * 2**20
+# Per-field bounds, far above every released model of these families (XLM-R: 250,002 tokens;
+# GPT-2 XL: 1600 wide, 48 layers, 25 heads, 1024 positions) and small enough to rule out a
+# config whose product of sizes overflows memory before the parameter bound is even checked.
+MAX_VOCAB = 1_000_000
+MAX_D_MODEL = 8192
+MAX_LAYERS = 128
+MAX_HEADS = 256
+MAX_D_FF = 65536
+MAX_POSITIONS = 16384
+MAX_TYPE_VOCAB = 1024
+# Tensors listed in one weights file (BERT-base: ~200; GPT-2 XL: ~580).
+MAX_TENSORS = 20_000
+
+
+class ModelFolderError(ValueError):
+    """A model folder cannot be loaded; the message names the file and the problem."""
+
+
+def check_file_size(path: Path, limit: int, what: str) -> int:
+    """The size of ``path`` in bytes; ModelFolderError when it is missing, empty or over ``limit``."""
+    if not path.is_file():
+        raise ModelFolderError(tr("missing file {path}", path=path))
+    size = path.stat().st_size
+    if size == 0:
+        raise ModelFolderError(tr("{path} is empty", path=path))
+    if size > limit:
+        raise ModelFolderError(
+            tr(
+                "{path} is {size:.1f} MB, over the {limit:.0f} MB allowed for {what}",
+                path=path,
+                size=size / 2**20,
+                limit=limit / 2**20,
+                what=what,
+            )
+        )
+    return size
+
+
+def read_json_file(path: Path, limit: int = MAX_CONFIG_BYTES) -> dict[str, Any]:
+    """A JSON object from ``path``, its size checked first."""
+    check_file_size(path, limit, tr("a JSON file"))
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise ModelFolderError(tr("{path} is not valid JSON: {err}", path=path, err=exc)) from exc
+    if not isinstance(data, dict):
+        raise ModelFolderError(
+            tr("{path} must hold a JSON object, found {kind}", path=path, kind=type(data).__name__)
+        )
+    return data
+
+
+def find_weights_file(folder: Path) -> Path:
+    """``model.safetensors``, else ``pytorch_model.bin``; ModelFolderError naming both if neither."""
+    for name in ("model.safetensors", "pytorch_model.bin"):
+        if (folder / name).is_file():
+            return folder / name
+    if (folder / "model.safetensors.index.json").is_file() or (
+        folder / "pytorch_model.bin.index.json"
+    ).is_file():
+        raise ModelFolderError(
+            tr(
+                "{folder} holds weights split into shards, which are not supported: save it as one file",
+                folder=folder,
+            )
+        )
+    raise ModelFolderError(
+        tr("{folder} has no weights: expected model.safetensors or pytorch_model.bin", folder=folder)
+    )
+
+
+class WeightsFile:
+    """An open weights file: tensor names and shapes without loading, then tensors one by one.
+
+    Use `open_weights`. ``shapes`` comes from the safetensors header, or from a memory-mapped
+    ``torch.load(weights_only=True)`` (no tensor data is read until a tensor is used).
+    """
+
+    def __init__(self, path: Path, shapes: Mapping[str, tuple[int, ...]], getter: Any) -> None:
+        self.path = path
+        self.shapes = dict(shapes)
+        self._get = getter
+
+    def tensor(self, name: str) -> torch.Tensor:
+        """Tensor ``name`` as float32 on the CPU (floating-point tensors only)."""
+        try:
+            t = self._get(name)
+        except Exception as exc:  # a truncated file fails only when the tensor is read
+            raise ModelFolderError(
+                tr(
+                    "{path} cannot be read (corrupt or not a weights file): {kind}: {err}",
+                    path=self.path,
+                    kind=type(exc).__name__,
+                    err=exc,
+                )
+            ) from exc
+        if not t.is_floating_point():
+            raise ModelFolderError(
+                tr(
+                    "{path}: tensor {name} has dtype {dtype}, not floating point",
+                    path=self.path,
+                    name=repr(name),
+                    dtype=t.dtype,
+                )
+            )
+        return t.to(torch.float32)
+
+
+@contextmanager
+def open_weights(path: Path) -> Iterator[WeightsFile]:
+    """Open ``path`` (safetensors or a weights-only pickle) for `WeightsFile` reads."""
+    check_file_size(path, MAX_WEIGHTS_BYTES, tr("a weights file"))
+    if path.suffix == ".safetensors":
+        with _open_safetensors(path) as weights:
+            yield weights
+    else:
+        yield _open_pickle(path)
+
+
+def _unreadable(path: Path, exc: BaseException) -> ModelFolderError:
+    return ModelFolderError(
+        tr(
+            "{path} cannot be read (corrupt or not a weights file): {kind}: {err}",
+            path=path,
+            kind=type(exc).__name__,
+            err=exc,
+        )
+    )
+
+
+@contextmanager
+def _open_safetensors(path: Path) -> Iterator[WeightsFile]:
+    from safetensors import safe_open
+
+    try:
+        handle = safe_open(str(path), framework="pt", device="cpu")
+    except Exception as exc:  # the library raises its own SafetensorError, OSError, ...
+        raise _unreadable(path, exc) from exc
+    with handle as f:
+        names = list(f.keys())
+        _check_count(path, len(names))
+        try:
+            shapes = {name: tuple(int(n) for n in f.get_slice(name).get_shape()) for name in names}
+        except Exception as exc:
+            raise _unreadable(path, exc) from exc
+        yield WeightsFile(path, shapes, f.get_tensor)
+
+
+# torch's refusal names what the pickle asked for ("Unsupported global: GLOBAL os.system ...").
+_REFUSED = re.compile(r"WeightsUnpickler error: ([^\n]*?)(?: was not an allowed global|\. |\n|$)")
+
+
+def _load_pickle(path: Path) -> Any:
+    # weights_only=True: the unpickler accepts tensors and plain containers only, and never calls
+    # what a pickle names. mmap=True: tensor data stays on disk until it is used; files in the
+    # pre-2020 format cannot be mapped and are read whole (their size is already bounded).
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except RuntimeError as exc:
+        if "mmap can only be used" not in str(exc):
+            raise
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def _open_pickle(path: Path) -> WeightsFile:
+    try:
+        state = _load_pickle(path)
+    except pickle.UnpicklingError as exc:
+        found = _REFUSED.search(str(exc))
+        raise ModelFolderError(
+            tr(
+                "{path} is a pickle that holds more than tensors ({what}), so it was not loaded and "
+                "none of its code ran. Save the weights with safetensors, or as a plain dict of tensors",
+                path=path,
+                what=found.group(1).strip() if found else type(exc).__name__,
+            )
+        ) from exc
+    except Exception as exc:  # zip errors, truncated files
+        raise _unreadable(path, exc) from exc
+    if not isinstance(state, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()
+    ):
+        raise ModelFolderError(tr("{path} does not hold a flat mapping of names to tensors", path=path))
+    _check_count(path, len(state))
+    return WeightsFile(path, {k: tuple(v.shape) for k, v in state.items()}, state.__getitem__)
+
+
+def _check_count(path: Path, n: int) -> None:
+    if n > MAX_TENSORS:
+        raise ModelFolderError(
+            tr("{path} lists {n} tensors, more than the {limit} allowed", path=path, n=n, limit=MAX_TENSORS)
+        )
