@@ -13,10 +13,7 @@ import torch
 from safetensors.torch import save_file
 
 from tformer.checkpoints import save_run
-from tformer.config import EncoderConfig
 from tformer.encoder import Encoder
-from tformer.limits import state_shapes
-from tformer.pretrained import bert_name
 from tformer.tasks import TaskSpec, example_texts, task_tokenizer
 from tformer.tokenizer import scratch_tokenizer
 from tformer.training import model_config
@@ -59,32 +56,39 @@ def bert_config(**overrides: object) -> dict:
     return hf
 
 
+def bert_shapes(hf: dict) -> dict[str, tuple[int, ...]]:
+    """The tensors of a BertModel checkpoint of config ``hf``, by their names in the file."""
+    d, f = hf["hidden_size"], hf["intermediate_size"]
+    shapes: dict[str, tuple[int, ...]] = {
+        "embeddings.word_embeddings.weight": (hf["vocab_size"], d),
+        "embeddings.position_embeddings.weight": (hf["max_position_embeddings"], d),
+        "embeddings.token_type_embeddings.weight": (hf["type_vocab_size"], d),
+        "embeddings.LayerNorm.weight": (d,),
+        "embeddings.LayerNorm.bias": (d,),
+    }
+    for i in range(hf["num_hidden_layers"]):
+        layer = {
+            "attention.self.query": (d, d),
+            "attention.self.key": (d, d),
+            "attention.self.value": (d, d),
+            "attention.output.dense": (d, d),
+            "attention.output.LayerNorm": (d,),
+            "intermediate.dense": (f, d),
+            "output.dense": (d, f),
+            "output.LayerNorm": (d,),
+        }
+        for name, shape in layer.items():
+            shapes[f"encoder.layer.{i}.{name}.weight"] = shape
+            shapes[f"encoder.layer.{i}.{name}.bias"] = shape[:1]
+    return shapes
+
+
 def tiny_bert_folder(path: Path, **overrides: object) -> Path:
     """A local BERT folder: config.json, model.safetensors under BERT's tensor names (random
     values of the right shapes) and the scratch tokenizer.json."""
     hf = bert_config(**overrides)
-    cfg = EncoderConfig(
-        vocab_size=hf["vocab_size"],
-        max_len=hf["max_position_embeddings"],
-        d_model=hf["hidden_size"],
-        n_heads=hf["num_attention_heads"],
-        n_layers=hf["num_hidden_layers"],
-        d_ff=hf["intermediate_size"],
-        pos_encoding="learned",
-        activation="gelu",
-        type_vocab_size=hf["type_vocab_size"],
-        embed_norm=True,
-    )
     g = torch.Generator().manual_seed(5)
-    tensors: dict[str, torch.Tensor] = {}
-    for ours, shape in state_shapes(cfg).items():
-        if ".attn.qkv." in ours:
-            i, p = ours.split(".")[1], ours.split(".")[-1]
-            for part in ("query", "key", "value"):
-                one = (cfg.d_model, *shape[1:])
-                tensors[f"encoder.layer.{i}.attention.self.{part}.{p}"] = 0.1 * torch.randn(one, generator=g)
-        else:
-            tensors[bert_name(ours)] = 0.1 * torch.randn(shape, generator=g)
+    tensors = {name: 0.1 * torch.randn(shape, generator=g) for name, shape in bert_shapes(hf).items()}
     path.mkdir(parents=True, exist_ok=True)
     save_file(tensors, str(path / "model.safetensors"))
     (path / "config.json").write_text(json.dumps(hf))

@@ -34,7 +34,8 @@ import secrets
 import shutil
 import stat
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -45,19 +46,19 @@ import torch
 from .config import EncoderConfig
 from .encoder import Encoder
 from .i18n import tr
-from .limits import (
+from .model_files import (
     MAX_CONFIG_BYTES,
-    MAX_RUN_JSON_BYTES,
     MAX_TOKENIZER_BYTES,
+    ModelFolderError,
     Refusals,
-    check_config,
+    check_config_bounds,
     check_file_size,
     contained,
+    expected_shapes,
     folder_stamp,
-    header_tensors,
     inside,
-    read_json,
-    state_shapes,
+    open_weights,
+    read_json_file,
 )
 from .tokenizer import Tokenizer
 
@@ -93,13 +94,26 @@ _TMP_PREFIX = ".tmp-"  # not a valid run name, so list_runs never shows a half-w
 # A save takes about a second; a temporary folder this old was left by an interrupted one.
 STALE_TMP_S = 10 * 60
 _REFUSED = Refusals()  # refused run folders, per folder state: the next visitor is told at once
+MAX_RUN_JSON_BYTES = 16 * 2**20  # run.json holds the training history
 
 
 _log = logging.getLogger(__name__)
 
 
-class CheckpointError(ValueError):
+class CheckpointError(ModelFolderError):
     """A run folder cannot be written or read; the message names the file and the problem."""
+
+
+@contextmanager
+def _as_checkpoint_error() -> Iterator[None]:
+    """The checks shared with model folders (`tformer.model_files`) raise ModelFolderError;
+    here they are CheckpointErrors, with the same message."""
+    try:
+        yield
+    except CheckpointError:
+        raise
+    except ModelFolderError as exc:
+        raise CheckpointError(str(exc)) from exc
 
 
 @dataclass(frozen=True)
@@ -361,9 +375,9 @@ def _run_info(folder: Path, root: Path) -> RunInfo | None:
     try:
         if not is_run_name(folder.name) or not folder.is_dir() or not inside(folder, root):
             return None
-        for name in RUN_FILES:
-            contained(folder, name, CheckpointError)
-        run = read_json(folder / RUN_FILE, MAX_RUN_JSON_BYTES, CheckpointError)
+        if not all(contained(folder, name).is_file() for name in RUN_FILES):
+            return None
+        run = read_json_file(folder / RUN_FILE, MAX_RUN_JSON_BYTES)
         if run.get("format") != FORMAT:
             return None
         created = datetime.fromisoformat(run["created"])
@@ -419,7 +433,8 @@ def read_run_meta(folder: str | os.PathLike[str]) -> dict[str, Any]:
     as `load_run` (the folder inside `runs_dir()` for a name, the file inside the folder, its
     size bounded); CheckpointError naming the file otherwise."""
     path = _run_folder(folder)
-    run = read_json(contained(path, RUN_FILE, CheckpointError), MAX_RUN_JSON_BYTES, CheckpointError)
+    with _as_checkpoint_error():
+        run = read_json_file(contained(path, RUN_FILE), MAX_RUN_JSON_BYTES)
     if run.get("format") != FORMAT:
         raise CheckpointError(
             tr(
@@ -439,7 +454,7 @@ def load_run(
     ``folder``: a run name (str, under `runs_dir()`) or a `pathlib.Path` (`RunInfo.path`).
     ``run`` is run.json as a dict. Raises CheckpointError naming the file and the problem: a
     missing file, bad JSON, an unknown or invalid config field, a size past
-    `tformer.limits.CONFIG_BOUNDS`, a damaged or truncated safetensors file, a missing, extra or
+    `tformer.model_files.CONFIG_BOUNDS`, a damaged or truncated safetensors file, a missing, extra or
     wrongly shaped tensor, a file that leads outside the folder. Everything is checked before
     the model is built or a weight is read (the weights' header alone gives their shapes);
     weights are only ever read with safetensors (no pickle is unpickled).
@@ -451,7 +466,8 @@ def load_run(
     stamp = folder_stamp(path, RUN_FILES)
     _REFUSED.check(path, stamp, CheckpointError)
     try:
-        return _load_checked(path, device)
+        with _as_checkpoint_error():
+            return _load_checked(path, device)
     except CheckpointError as err:
         _REFUSED.remember(path, stamp, str(err))
         raise
@@ -474,18 +490,20 @@ def _load_checked(path: Path, device: str | torch.device) -> tuple[Encoder, Toke
                 newest=FORMAT_VERSION,
             )
         )
-    config_file = contained(path, CONFIG_FILE, CheckpointError)
+    config_file = contained(path, CONFIG_FILE)
     cfg = _read_config(config_file)
-    check_config(cfg, config_file, error=CheckpointError)
+    check_config_bounds(cfg, config_file)
 
     # The shapes first, from the weights' header: nothing is allocated for a file that lies.
-    weights_file = contained(path, MODEL_FILE, CheckpointError)
-    _check_state(header_tensors(weights_file, CheckpointError), state_shapes(cfg), weights_file)
+    weights_file = contained(path, MODEL_FILE)
+    with open_weights(weights_file) as header:
+        _check_state(header.shapes, expected_shapes(cfg), weights_file)
     tokenizer = _read_tokenizer(path, run, cfg)
     try:
         weights = _read_weights(weights_file)
         model = Encoder(cfg, init_weights=False)
-        _check_state(weights, _shapes_of(model), weights_file)  # the file may have changed since
+        _check_state(_shapes(weights), _shapes(model.state_dict()), weights_file)  # changed since?
+        _check_float(weights, weights_file)
         model.load_state_dict(weights, strict=True)
         model.to(torch.device(device)).eval()
     except (MemoryError, RuntimeError) as exc:
@@ -506,8 +524,8 @@ def _read_tokenizer(path: Path, run: Mapping[str, Any], cfg: EncoderConfig) -> T
         raise CheckpointError(
             tr("missing file {path}: the run cannot tokenize text without it", path=tok_file)
         )
-    contained(path, TOKENIZER_FILE, CheckpointError)
-    check_file_size(tok_file, MAX_TOKENIZER_BYTES, CheckpointError)
+    contained(path, TOKENIZER_FILE)
+    check_file_size(tok_file, MAX_TOKENIZER_BYTES, tr("a tokenizer"))
     max_len = run.get("tokenizer_max_len", cfg.max_len)
     if not isinstance(max_len, int) or isinstance(max_len, bool) or not 1 <= max_len <= cfg.max_len:
         raise CheckpointError(
@@ -537,7 +555,7 @@ def _read_tokenizer(path: Path, run: Mapping[str, Any], cfg: EncoderConfig) -> T
 
 
 def _read_config(path: Path) -> EncoderConfig:
-    data = read_json(path, MAX_CONFIG_BYTES, CheckpointError)
+    data = read_json_file(path, MAX_CONFIG_BYTES)
     known = {f.name for f in dataclasses.fields(EncoderConfig)}
     unknown = sorted(set(data) - known)
     if unknown:
@@ -565,7 +583,7 @@ def _read_weights(path: Path) -> dict[str, torch.Tensor]:
     except Exception as exc:  # safetensors raises its own error type, OSError, or others
         raise CheckpointError(
             tr(
-                "{path} cannot be read (truncated, damaged or not a safetensors file): {kind}: {error}",
+                "{path} cannot be read (truncated, damaged or not a safetensors file): `{kind}: {error}`",
                 path=path,
                 kind=type(exc).__name__,
                 error=exc,
@@ -578,43 +596,43 @@ def _shape(shape: Sequence[int]) -> str:
     return "(" + ", ".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
-def _shapes_of(model: Encoder) -> dict[str, tuple[int, ...]]:
-    return {k: tuple(v.shape) for k, v in model.state_dict().items()}
+def _shapes(state: Mapping[str, torch.Tensor]) -> dict[str, tuple[int, ...]]:
+    return {k: tuple(v.shape) for k, v in state.items()}
+
+
+def _listed(names: list[str], sep: str = ", ") -> str:
+    shown = sep.join(names[:5])
+    return tr("{names} and {n} more", names=shown, n=len(names) - 5) if len(names) > 5 else shown
 
 
 def _check_state(
-    state: Mapping[str, torch.Tensor], expected: Mapping[str, tuple[int, ...]], source: Path
+    shapes: Mapping[str, tuple[int, ...]], expected: Mapping[str, tuple[int, ...]], source: Path
 ) -> None:
-    """Every expected tensor present, floating point and of the right shape; nothing extra."""
-
-    def listed(names: list[str], sep: str = ", ") -> str:
-        shown = sep.join(names[:5])
-        return tr("{names} and {n} more", names=shown, n=len(names) - 5) if len(names) > 5 else shown
-
-    missing = [k for k in expected if k not in state]
+    """Every expected tensor present and of the right shape; nothing extra."""
+    missing = [k for k in expected if k not in shapes]
     if missing:
         raise CheckpointError(
             tr(
                 "{path} lacks tensors that {config} calls for: {names}",
                 path=source,
                 config=CONFIG_FILE,
-                names=listed(missing),
+                names=_listed(missing),
             )
         )
-    extra = sorted(set(state) - set(expected))
+    extra = sorted(set(shapes) - set(expected))
     if extra:
         raise CheckpointError(
-            tr("{path} has tensors this config has no place for: {names}", path=source, names=listed(extra))
+            tr("{path} has tensors this config has no place for: {names}", path=source, names=_listed(extra))
         )
     wrong = [
         tr(
             "{name}: {found} in the file, {expected} expected",
             name=k,
-            found=_shape(state[k].shape),
+            found=_shape(shapes[k]),
             expected=_shape(v),
         )
         for k, v in expected.items()
-        if tuple(state[k].shape) != v
+        if tuple(shapes[k]) != tuple(v)
     ]
     if wrong:
         raise CheckpointError(
@@ -622,11 +640,14 @@ def _check_state(
                 "{path} does not match {config}: {problems}",
                 path=source,
                 config=CONFIG_FILE,
-                problems=listed(wrong, "; "),
+                problems=_listed(wrong, "; "),
             )
         )
-    not_float = [k for k in expected if not state[k].is_floating_point()]
+
+
+def _check_float(state: Mapping[str, torch.Tensor], source: Path) -> None:
+    not_float = [k for k, v in state.items() if not v.is_floating_point()]
     if not_float:
         raise CheckpointError(
-            tr("{path}: tensors {names} are not floating point", path=source, names=listed(not_float))
+            tr("{path}: tensors {names} are not floating point", path=source, names=_listed(not_float))
         )
