@@ -34,13 +34,18 @@ with ui.frame(__file__):
     )
 
     st.subheader(tr("Lessons"))
-    cols = st.columns(len(found))
-    for col, lesson in zip(cols, found, strict=True):
-        with col.container(border=True):
-            st.markdown(f"**{local(lesson.title)}**")
-            st.caption(local(lesson.summary))
-            if st.button(tr("Start ({n} steps)", n=len(lesson.steps)), key=f"start_{lesson.id}"):
-                ui.start_lesson(lesson)
+    # One row, every card as tall as the tallest (a projected row of ragged boxes reads as
+    # unfinished), each card's Start button at its foot.
+    with st.container(horizontal=True, gap="medium", key="lesson_cards"):
+        for lesson in found:
+            card = st.container(
+                border=True, height="stretch", vertical_alignment="distribute", key=f"lesson_card_{lesson.id}"
+            )
+            with card:
+                st.markdown(f"**{local(lesson.title)}**")
+                st.caption(local(lesson.summary))
+                if st.button(tr("Start ({n} steps)", n=len(lesson.steps)), key=f"start_{lesson.id}"):
+                    ui.start_lesson(lesson)
 
     st.subheader(tr("The lesson map"))
     specs = {p.key: p for p in ui.PAGES}

@@ -27,8 +27,13 @@ with ui.page_context(__file__) as ctx:
     c1, c2 = st.columns(2)
     layers = range(min(a.pattern.shape[0], b.pattern.shape[0]))
     heads = range(min(a.pattern.shape[1], b.pattern.shape[1]))
-    layer = int(c1.selectbox(tr("layer (both)"), layers, **ui.bind("layer", layers, clamp=True)))
-    head = int(c2.selectbox(tr("head (both)"), heads, **ui.bind("head", heads, clamp=True)))
+    first_layer, first_head = ctx.chosen()
+    layer = int(
+        c1.selectbox(tr("layer (both)"), layers, **ui.bind("layer", layers, clamp=True, fallback=first_layer))
+    )
+    head = int(
+        c2.selectbox(tr("head (both)"), heads, **ui.bind("head", heads, clamp=True, fallback=first_head))
+    )
     pa, pb = a.pattern[layer, head], b.pattern[layer, head]
     st.text(a.name)  # plain text: no markdown to escape in a run's name or a path
     st.text(b.name)

@@ -129,7 +129,7 @@ with ui.frame(__file__) as fr:
     else:
         if "memory" in figs:
             ui.chart(figs["memory"], key="costs_memory")
-        st.dataframe(ui.sparse_cost_table(sweep), hide_index=True, width="stretch", key="costs_sparse_table")
+        ui.fitted_table(ui.sparse_cost_table(sweep), key="costs_sparse_table")  # turned when too wide
         ui.source("sparse.local_attention", label="The local window, only its blocks: the code")
         ui.source("sparse.strided_attention", label="The strided pattern, only its blocks: the code")
 

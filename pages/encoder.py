@@ -37,7 +37,11 @@ with ui.page_context(__file__, ui.STATS_NAMES) as ctx:
     else:
         c1, c2 = st.columns([1, 3])
         layers = range(cap.n_layers)
-        layer = int(c1.selectbox(tr("layer"), layers, **ui.bind("layer", layers, clamp=True)))
+        layer = int(
+            c1.selectbox(
+                tr("layer"), layers, **ui.bind("layer", layers, clamp=True, fallback=ctx.chosen()[0])
+            )
+        )
         with c2:
             query = ui.query_token(ctx)
 

@@ -17,7 +17,7 @@ data["q"].shape  # [layer, pos, head_index, d_head]"""
 with ui.page_context(__file__) as ctx:
     cap = ctx.capture
     names = ui.head_names(cap.n_layers, cap.n_heads)
-    layer, head = min(ctx.view.layer, cap.n_layers - 1), min(ctx.view.head, cap.n_heads - 1)
+    layer, head = ctx.chosen()
     metrics = ui.head_stats(ctx.choice, ctx.text)
 
     st.subheader(tr("A report that opens anywhere"))

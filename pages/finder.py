@@ -8,15 +8,7 @@ from tformer.figures.roles import role_map_figure
 from tformer.head_roles import role_scores
 from tformer.i18n import tr
 
-# English templates (translated where shown)
-ROLES = {
-    "previous": "previous token",
-    "next": "next token",
-    "self": "itself",
-    "first": "first token / [CLS]",
-    "duplicate": "earlier copy of the same token",
-    "broad": "broad (spread out)",
-}
+ROLES = ui.ROLE_NAMES  # English templates (translated where shown)
 OVER = {"text": "this text", "examples": "the English example texts (averaged)"}
 
 with ui.page_context(__file__) as ctx:
@@ -34,9 +26,8 @@ with ui.page_context(__file__) as ctx:
         scores, n_texts = ui.head_roles(ctx.choice, ctx.text), 1
     ui.formula(role_scores, code=False)
     left, right = st.columns([3, 2])
-    view = ctx.view
     with left:
-        ui.chart(role_map_figure(scores, role, selected=(view.layer, view.head)), key="role_map")
+        ui.chart(role_map_figure(scores, role, selected=ctx.chosen()), key="role_map")
     with right:
         st.markdown(
             tr("**Top heads for “{role}”** (click to open on the Attention page)", role=tr(ROLES[role]))

@@ -8,11 +8,21 @@ import streamlit as st
 from tformer import ui
 from tformer.figures.flash import running_rows, tile_grid
 from tformer.figures.walkthrough import step_heatmap
-from tformer.flash import Footprint, flash_attention, flash_steps, n_tiles, skipped_tiles, step_at
+from tformer.flash import (
+    MAX_AUTO_STEPS,
+    TILE_SIDES,
+    Footprint,
+    auto_tile,
+    flash_attention,
+    flash_steps,
+    n_tiles,
+    skipped_tiles,
+    step_at,
+)
 from tformer.i18n import tr
 from tformer.masks import causal_mask
 
-BLOCKS = (2, 4, 8, 16, 32, 64)
+BLOCKS = (0, *TILE_SIDES)  # 0: sized for the text (auto_tile)
 NUMBERS = 16  # tiles and outputs up to this many rows and columns show every number
 
 
@@ -64,6 +74,26 @@ def without_docstring(source: str) -> str:
     return "".join(lines[:first] + lines[last + 1 :])
 
 
+def tile_picker(column, label: str, key: str, n: int) -> int:
+    """A tile side: "auto" (sized for the text's length, the default) or one of TILE_SIDES."""
+    auto = auto_tile(n)
+    names = {b: str(b) for b in TILE_SIDES} | {0: tr("auto: {side}", side=auto)}
+    picked = column.selectbox(
+        tr(label),
+        BLOCKS,
+        format_func=names.__getitem__,
+        help=tr(
+            "auto: the smallest tiles (4 rows or more) with which this text takes at most {steps} "
+            "steps; {side} rows for these {n} tokens. Smaller tiles: more steps, each easier to read.",
+            steps=MAX_AUTO_STEPS,
+            side=auto,
+            n=n,
+        ),
+        **ui.bind(key, BLOCKS),
+    )
+    return auto if not picked else int(picked)
+
+
 def labels_of(labels: list[str], lo: int, hi: int) -> list[str]:
     return [f"{p} {labels[p]}" for p in range(lo, hi)]
 
@@ -82,10 +112,10 @@ with ui.page_context(__file__, ("q", "k", "v", "z"), one_layer=True) as ctx:
     )
     c1, c2, c3, c4 = st.columns(4)
     layer, head = ui.layer_head(ctx, (c1, c2))
-    block_q = int(c3.selectbox(tr("query tile: rows"), BLOCKS, **ui.bind("flash.block_q", BLOCKS)))
-    block_k = int(c4.selectbox(tr("key tile: rows of K and V"), BLOCKS, **ui.bind("flash.block_k", BLOCKS)))
-    q, k, v, z = (np.ascontiguousarray(cap.at(name, layer)[:, head]) for name in ("q", "k", "v", "z"))
     n, labels = cap.n_pos, ctx.labels
+    block_q = tile_picker(c3, "query tile: rows", "flash.block_q", n)
+    block_k = tile_picker(c4, "key tile: rows of K and V", "flash.block_k", n)
+    q, k, v, z = (np.ascontiguousarray(cap.at(name, layer)[:, head]) for name in ("q", "k", "v", "z"))
     allowed = causal_mask(n) if cfg.causal else None
     t_r, t_c = n_tiles(n, block_q), n_tiles(n, block_k)
     n_steps = t_r * t_c

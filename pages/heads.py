@@ -27,20 +27,32 @@ with ui.page_context(__file__) as ctx:
     part = ui.section("heads.section", SECTIONS)
 
     if part == "compare":
-        layer = min(ctx.view.layer, cap.n_layers - 1)
+        layer = ctx.chosen()[0]
         first_heads = [f"L{layer}H{h}" for h in range(min(4, cap.n_heads))]
-        chosen = st.multiselect(
+        c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
+        chosen = c1.multiselect(
             tr("heads to compare (one color scale)"),
             names,
             max_selections=12,
             **ui.bind("heads.compare", names, fallback=first_heads),
         )
+        scale = ui.weight_scale(c2)
         if chosen:
             idx = [names.index(h) for h in chosen]
             pats = [cap.pattern[i // cap.n_heads, i % cap.n_heads] for i in idx]
-            ui.chart(heads_side_by_side(pats, chosen, ctx.labels), key="side_by_side")
+            ui.chart(heads_side_by_side(pats, chosen, ctx.labels, weight_scale=scale), key="side_by_side")
             st.caption(
                 tr("The same color means the same weight in every panel (0 to 1). LxHy = layer x, head y.")
+                if scale == "linear"
+                else tr(
+                    "The same color means the same weight in every panel, on a log scale from 0.0001 to 1. "
+                    "LxHy = layer x, head y."
+                )
+                if scale == "log"
+                else tr(
+                    "Each row of each panel is divided by its largest weight: the brightest cell of a row "
+                    "is that query's favourite key, however spread the row is. LxHy = layer x, head y."
+                )
             )
 
     elif part == "numbers":
@@ -82,7 +94,7 @@ with ui.page_context(__file__) as ctx:
         )
 
     else:
-        layer = min(ctx.view.layer, cap.n_layers - 1)
+        layer = ctx.chosen()[0]
         ablate = st.multiselect(
             tr("heads to zero"), names, **ui.bind("heads.ablate", names, fallback=[f"L{layer}H0"])
         )

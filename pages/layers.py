@@ -17,10 +17,13 @@ COMBINE = {
     "rollout": "attention rollout",
 }
 SIZES = (16, 32, 64, 128)
+# The zoom's labels read "position token": room for "511 " and the longest word piece, uncut.
+ZOOM_TICK_CHARS = 24
 
 with ui.page_context(__file__) as ctx:
     cap = ctx.capture
     how = ui.section("layers.combine", COMBINE)
+    scale = ui.weight_scale()
     if how == "rollout":
         ui.formula(attention_rollout, code=False)
     if how == "head":
@@ -28,7 +31,11 @@ with ui.page_context(__file__) as ctx:
         matrix, what = cap.pattern[layer, head], tr("layer {layer}, head {head}", layer=layer, head=head)
     else:
         layers = range(cap.n_layers)
-        layer = int(st.selectbox(tr("layer"), layers, **ui.bind("layer", layers, clamp=True)))
+        layer = int(
+            st.selectbox(
+                tr("layer"), layers, **ui.bind("layer", layers, clamp=True, fallback=ctx.chosen()[0])
+            )
+        )
         matrix = ui.combined(ctx.choice, ctx.text, how)[layer]
         what = (
             tr("attention rollout, layers 0–{layer}", layer=layer)
@@ -37,10 +44,12 @@ with ui.page_context(__file__) as ctx:
         )
     n = cap.n_pos
     if n <= 64:
-        ui.chart(attention_heatmap(matrix, ctx.labels, title=what), key="layers_matrix")
+        ui.chart(attention_heatmap(matrix, ctx.labels, title=what, weight_scale=scale), key="layers_matrix")
     else:
         ui.chart(
-            attention_heatmap(matrix, ctx.labels, title=tr("{what}: all {n} tokens", what=what, n=n)),
+            attention_heatmap(
+                matrix, ctx.labels, title=tr("{what}: all {n} tokens", what=what, n=n), weight_scale=scale
+            ),
             key="layers_matrix",
         )
         st.markdown(tr("**Zoom: a window at full resolution**"))
@@ -58,6 +67,7 @@ with ui.page_context(__file__) as ctx:
                 [f"{i} {ctx.labels[i]}" for i in rows], [f"{j} {ctx.labels[j]}" for j in cols],
                 highlight=found - q0 if found is not None and found in rows else None,
                 weights=True, numbers=size <= 16, row_title=tr("query token"), col_title=tr("key token"),
+                tick_chars=ZOOM_TICK_CHARS, weight_scale=scale, row_max=matrix[q0 : q0 + size].max(axis=-1),
                 title=tr("queries {q0}–{q1}, keys {k0}–{k1}", q0=q0, q1=q0 + size - 1, k0=k0, k1=k0 + size - 1),
             ),
             key="layers_zoom",

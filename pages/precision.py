@@ -27,7 +27,7 @@ with ui.page_context(__file__, ["pattern"]) as ctx:
         )
     )
     rows, config = ui.precision_table(report)
-    st.dataframe(rows, hide_index=True, width="stretch", column_config=config, key="precision_table")
+    ui.fitted_table(rows, column_config=config, key="precision_table")  # turned when too wide
     for r in report.results:
         if r.problem is not None:
             st.warning(

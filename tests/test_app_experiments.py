@@ -30,7 +30,7 @@ def heatmap_z(fig: dict) -> np.ndarray:
 def test_scaling_at_tau_1_is_the_model_and_a_low_tau_sharpens():
     from tformer import capture_text, load_pretrained
 
-    at = open_app("pages/scaling.py", text="The cat sat on the mat.")
+    at = open_app("pages/scaling.py", text="The cat sat on the mat.", layer="0", head="0")
     assert_clean(at)
     model, tok = load_pretrained("minilm")
     cap = capture_text(model, tok, "The cat sat on the mat.")

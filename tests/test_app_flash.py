@@ -164,3 +164,23 @@ def test_every_kind_of_step_in_chinese_has_no_english_left(step):
     assert not english_words(visible_strings(at)), english_words(visible_strings(at))
     if step == "999":
         assert at.success and "最大差值" in at.success[0].value
+
+
+def test_tiles_scale_with_the_length_and_a_chosen_size_stays():
+    # 470 words make 472 tokens: 4-token tiles would take 118 x 118 = 13,924 steps
+    at = open_flash(text="word " * 470)
+    m = meta(at)
+    assert m["n_steps"] <= 64 and (m["block_q"], m["block_k"]) == (64, 64), m
+    assert at.subheader[0].value.startswith(f"Step 1 of {m['n_steps']}:")
+    assert at.selectbox(key="flash.block_q").value == 0  # "auto", which says its size
+    assert at.selectbox(key="flash.block_q").format_func(0) == "auto: 64"
+    at.selectbox(key="flash.block_q").set_value(32).run()  # the user's own choice wins
+    assert_clean(at)
+    assert (meta(at)["block_q"], meta(at)["block_k"]) == (32, 64)
+    at.text_area(key="text").input("word " * 200).run()
+    assert_clean(at)
+    assert (meta(at)["block_q"], meta(at)["block_k"]) == (32, 32)  # k follows the new length
+    assert at.query_params["flash.block_q"] == "32" and "flash.block_k" not in at.query_params
+    at.selectbox(key="flash.block_q").set_value(0).run()  # and back to auto
+    assert_clean(at)
+    assert meta(at)["block_q"] == 32 and "flash.block_q" not in at.query_params

@@ -27,12 +27,12 @@ def test_one_click_starts_the_first_lesson_and_next_previous_walk_it():
     assert first.steps[0].say["en"][:40] in bar_text(at)
     assert at.text_area(key="text").value == first.steps[0].text["en"]
 
-    at.button(key="lesson_next").click().run()  # step 2: the Q, K, V page, layer 0 head 0
+    at.button(key="lesson_next").click().run()  # step 2: the Q, K, V page, layer 3 head 1
     assert_clean(at)
     assert "step 2 of" in bar_text(at)
     assert first.steps[1].say["en"][:40] in bar_text(at)
     assert at.radio(key="qkv.kind").value == "attn_scores"
-    assert at.selectbox(key="layer").value == 0
+    assert (at.selectbox(key="layer").value, at.selectbox(key="head").value) == (3, 1)
 
     at.button(key="lesson_next").click().run()  # step 3: step by step, at the raw scores
     assert_clean(at)
@@ -78,3 +78,23 @@ def test_a_hostile_lesson_link_falls_back():
     assert_clean(at)
     assert not [b for b in at.button if b.key == "lesson_next"]
     assert any("From the link" in i.value for i in at.info), [i.value for i in at.info]
+
+
+def _next_buttons(at) -> list[str]:
+    return [b.label for b in at.button if "next" in b.label.lower()]
+
+
+def test_lesson_mode_shows_one_next_on_the_step_by_step_page():
+    # attention-basics step 3 is on the step-by-step page, which has its own step bar
+    at = open_app("pages/steps.py", lesson="attention-basics", lesson_step="2")
+    assert_clean(at)
+    assert "step 3 of" in bar_text(at)
+    assert _next_buttons(at) == ["Next ▶"], _next_buttons(at)
+    # the step bar still walks the layer: its pills choose a step
+    at.button_group(key="steps.step").set_value("scale").run()
+    assert_clean(at)
+    assert at.query_params["steps.step"] == "scale"
+    # outside a lesson the step bar keeps its own back / next
+    at.button(key="lesson_end").click().run()
+    assert_clean(at)
+    assert [b.key for b in at.button if b.key in ("steps.prev", "steps.next")] == ["steps.prev", "steps.next"]

@@ -150,13 +150,14 @@ def overview(at: AppTest) -> dict:
 def test_overview_grid_follows_the_model_shape_and_the_chosen_head():
     at = open_app(text="Birds sing at dawn.")
     grid = overview(at)
-    assert (grid["rows"], grid["cols"], grid["n_pos"], grid["selected"]) == (6, 12, 7, [0, 0])
+    # no head chosen: the model's clearest head (the previous-token head, tformer.ui.opening)
+    assert (grid["rows"], grid["cols"], grid["n_pos"], grid["selected"]) == (6, 12, 7, [0, 2])
     png = base64.b64decode(grid["png"])
     assert png.startswith(b"\x89PNG")
     at.selectbox(key="layer").set_value(4).run()
-    at.selectbox(key="head").set_value(9).run()
+    at.selectbox(key="head").set_value(10).run()
     moved = overview(at)
-    assert moved["selected"] == [4, 9] and moved["rev"] == grid["rev"]  # same image, new outline
+    assert moved["selected"] == [4, 10] and moved["rev"] == grid["rev"]  # same image, new outline
     at.radio(key="source").set_value("scratch").run()
     at.number_input(key="n_layers").set_value(3).run()
     at.number_input(key="n_heads").set_value(8).run()

@@ -57,7 +57,11 @@ def first_step(at: AppTest) -> None:
 @pytest.mark.parametrize(
     ("params", "n_steps", "last"),
     [
-        ({}, 22, "LayerNorm"),  # MiniLM layer 0: embeddings, segment, sum, LayerNorm, then the layer
+        (
+            {"layer": "0"},
+            22,
+            "LayerNorm",
+        ),  # MiniLM layer 0: embeddings, segment, sum, LayerNorm, then the layer
         ({"layer": "5"}, 18, "LayerNorm"),
         ({"source": "scratch", "norm": "pre", "causal": "1", "layer": "1"}, 19, "final LayerNorm"),
         ({"source": "scratch", "n_layers": "1"}, 20, "LayerNorm"),
@@ -75,7 +79,7 @@ def test_every_step_draws_in_order_and_equals_the_model(params, n_steps, last):
 
 
 def test_every_check_on_the_page_is_a_real_comparison():
-    at = open_steps(**{"steps.step": "softmax"})
+    at = open_steps(layer="0", **{"steps.step": "softmax"})
     lines = checks_on_screen(at)
     assert lines and all(line.startswith("✓ equals") for line in lines)
     assert "blocks.0.attn.hook_pattern" in lines[0]

@@ -308,3 +308,17 @@ def test_causal_from_scratch_head_gives_the_models_own_z():
     for layer in range(model.cfg.n_layers):
         for head in range(model.cfg.n_heads):
             check_head(cap, layer, head, allowed, [(1, 1), (4, 4), (3, 8)])
+
+
+def test_auto_tiles_step_any_length_in_at_most_64_steps():
+    from tformer.flash import TILE_SIDES, auto_tile
+
+    assert auto_tile(16) == 4 and auto_tile(3) == 4  # 16 steps of 4 x 4; one tile
+    assert auto_tile(472) == 64 and n_tiles(472, 64) ** 2 == 64  # not 118 x 118 = 13,924
+    for n in range(1, 4097):
+        side = auto_tile(n)
+        assert n_tiles(n, side) ** 2 <= 64
+        smaller = [s for s in TILE_SIDES if 4 <= s < side]
+        assert all(n_tiles(n, s) ** 2 > 64 for s in smaller), n  # the smallest that fits
+    assert auto_tile(10_000) == TILE_SIDES[-1]  # beyond every side: the largest
+    assert n_tiles(10_000, auto_tile(10_000, max_steps=2000)) ** 2 <= 2000

@@ -350,3 +350,29 @@ def test_the_readme_names_the_heads_the_finder_ranks_first(minilm_scores):
 
     for role, k in (("previous", 1), ("next", 1), ("first", 3)):
         assert named(role, k) in row, (named(role, k), row)
+
+
+def test_telling_heads_pick_the_clearest_habit_and_leave_out_cls_and_broad_heads():
+    from tformer.head_roles import telling_heads
+
+    shape = (3, 4)
+    scores = {role: np.zeros(shape) for role in ROLES}
+    scores["first"][0, 0] = 0.99  # resting on [CLS]: not telling
+    scores["broad"][0, 1] = 0.98  # spread out: not telling
+    scores["previous"][1, 2] = 0.9
+    scores["duplicate"][2, 3] = 0.6
+    scores["self"][2, 1] = np.nan  # no row counted: as 0
+    (best, per_layer, role, score) = telling_heads(scores)
+    assert best == (1, 2) and role == "previous" and score == pytest.approx(0.9)
+    assert per_layer == [0, 2, 3]
+    with pytest.raises(ValueError, match="lack the roles"):
+        telling_heads({"previous": np.zeros(shape)})
+
+
+def test_minilm_opens_on_its_previous_token_head_not_layer_0_head_0(minilm_scores):
+    from tformer.head_roles import telling_heads
+
+    best, per_layer, role, score = telling_heads(minilm_scores)
+    assert best == (0, 2) and role == "previous" and score > 0.99
+    assert len(per_layer) == 6 and per_layer[0] == 2
+    assert minilm_scores["broad"][0, 0] > 0.85  # layer 0 head 0: spread over every token

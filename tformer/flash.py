@@ -25,6 +25,8 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "TILE_SIDES",
+    "auto_tile",
     "Flash",
     "FlashStep",
     "Footprint",
@@ -86,6 +88,25 @@ def n_tiles(n: int, block: int) -> int:
     if block < 1:
         raise ValueError(f"block={block} must be at least 1")
     return -(-n // block)
+
+
+# Tile sides a page offers; a stepped loop starts from 4 x 4 tiles (2 x 2 ones teach nothing more).
+TILE_SIDES = (2, 4, 8, 16, 32, 64, 128, 256, 512)
+SMALLEST_AUTO_TILE = 4
+MAX_AUTO_STEPS = 64
+
+
+def auto_tile(n: int, max_steps: int = MAX_AUTO_STEPS) -> int:
+    """The tile side that steps ``n`` tokens in at most ``max_steps`` steps with square tiles:
+    the smallest of `TILE_SIDES` from 4 up with ``n_tiles(n, side) ** 2 <= max_steps`` (the
+    largest side when none is enough). A class clicks through 16 tokens in 16 steps of 4 x 4
+    tiles and 472 tokens in 64 steps of 64 x 64, never 13,924 steps of 4 x 4."""
+    if n < 1 or max_steps < 1:
+        raise ValueError(f"n={n} and max_steps={max_steps} must be at least 1")
+    for side in (s for s in TILE_SIDES if s >= SMALLEST_AUTO_TILE):
+        if n_tiles(n, side) ** 2 <= max_steps:
+            return side
+    return TILE_SIDES[-1]
 
 
 def tile_of(step: int, n_q: int, n_k: int, block_q: int, block_k: int) -> tuple[int, int, int, int, int, int]:

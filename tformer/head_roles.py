@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["ROLES", "role_scores", "rank_heads", "average_scores"]
+__all__ = ["ROLES", "TELLING_ROLES", "role_scores", "rank_heads", "average_scores", "telling_heads"]
 
 FloatArray = npt.NDArray[np.float64]
 Positions = int | Iterable[int] | npt.NDArray[np.integer] | npt.NDArray[np.bool_]
@@ -227,3 +227,31 @@ def rank_heads(
     order = np.argsort(key, kind="stable")[: a.size if top is None else top]
     n_head = a.shape[1]
     return [(int(i // n_head), int(i % n_head), float(flat[i])) for i in order]
+
+
+# The roles whose heads show a pattern a class can see and name (a line beside the diagonal,
+# the diagonal itself, links between repeated words); "first" heads rest on [CLS] and "broad"
+# ones spread out: neither is a telling first sight.
+TELLING_ROLES = ("previous", "next", "self", "duplicate")
+
+
+def telling_heads(
+    scores: Mapping[str, npt.ArrayLike], roles: Iterable[str] = TELLING_ROLES
+) -> tuple[tuple[int, int], list[int], str, float]:
+    """The head that shows most clearly what it does, and the clearest head of each layer.
+
+    A head's clarity is its highest score over ``roles`` (default `TELLING_ROLES`; NaN counts
+    as 0). Returns ``((layer, head), [head of each layer], role, score)`` for the clearest head
+    overall (ties: lowest layer, then lowest head) and the role and score that made it so.
+    """
+    names = list(roles)
+    missing = [r for r in names if r not in scores]
+    if not names or missing:
+        raise ValueError(f"scores lack the roles {missing or names}; they hold {list(scores)}")
+    stack = np.stack([np.nan_to_num(np.asarray(scores[r], dtype=np.float64), nan=0.0) for r in names])
+    if stack.ndim != 3 or 0 in stack.shape[1:]:
+        raise ValueError(f"each score must be [layer, head_index], got shape {stack.shape[1:]}")
+    best = stack.max(axis=0)  # [layer, head_index]
+    layer, head = divmod(int(np.argmax(best)), best.shape[1])
+    role = names[int(np.argmax(stack[:, layer, head]))]
+    return (layer, head), [int(np.argmax(row)) for row in best], role, float(best[layer, head])

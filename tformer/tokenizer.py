@@ -6,9 +6,12 @@ keeps three views of every position side by side:
 - ``ids``: what the model reads;
 - ``tokens``: the vocabulary pieces (``"##ing"``, ``"[UNK]"``);
 - ``labels``: what a person should read on an axis. A label is the slice of the input text the
-  token came from (``offsets``), so an ``[UNK]`` shows the real characters, Chinese stays
-  readable, case is kept and ``##`` never shows. Specials show their name (``"[CLS]"``).
-  Whitespace, control and invisible format characters are replaced by visible stand-ins.
+  token came from (``offsets``), so Chinese stays readable and case is kept, with what the
+  model saw marked on it: a piece that continues a word keeps the vocabulary's ``##``
+  (``"Una ##ffa ##ble"``: three tokens, one word) and a token the vocabulary does not have, which
+  the model reads as ``[UNK]``, shows its characters followed by ``?`` (`UNK_MARK`: ``"爱?"``).
+  Specials show their name (``"[CLS]"``). Whitespace, control and invisible format characters
+  are replaced by visible stand-ins.
 
 `scratch_tokenizer()` loads the offline WordPiece vocabulary shipped in ``tformer/data`` (built by
 ``scripts/build_scratch_tokenizer.py``): common English words and every CJK character of the
@@ -26,9 +29,12 @@ from pathlib import Path
 
 import tokenizers
 
-__all__ = ["Encoded", "Tokenizer", "scratch_tokenizer", "visible_label", "SCRATCH_TOKENIZER_FILE"]
+__all__ = ["Encoded", "Tokenizer", "scratch_tokenizer", "visible_label", "SCRATCH_TOKENIZER_FILE", "UNK_MARK"]
 
 SCRATCH_TOKENIZER_FILE = "scratch_tokenizer.json"
+# Follows the characters of a token the model reads as [UNK]: "爱?" (MiniLM knows few Chinese
+# characters; an axis that printed them bare would claim the model read them).
+UNK_MARK = "?"
 
 # Texts up to this many characters are tokenized whole, so n_input_tokens is exact.
 # Longer texts are tokenized from a prefix just long enough to fill max_len (see Tokenizer.encode).
@@ -43,7 +49,7 @@ class Encoded:
 
     ids: list[int]  # [pos] vocabulary ids, specials included
     tokens: list[str]  # [pos] vocabulary pieces, e.g. "[CLS]", "trans", "##former"
-    labels: list[str]  # [pos] display labels: the text each token came from, made visible
+    labels: list[str]  # [pos] display labels: the text each token came from, made visible, "##" / "?" marked
     offsets: list[tuple[int, int]]  # [pos] (start, end) character span in the text; (0, 0) for specials
     special: list[bool]  # [pos] True for the specials the post-processor added ([CLS], [SEP])
     truncated: bool  # the text had more than max_len tokens; the tail was dropped, [SEP] kept
@@ -199,6 +205,12 @@ class Tokenizer:
         self._max_len = max_len
         self._pad_id = self._find_pad_id(padding)
         self._cls_token, self._sep_token = self._find_specials()
+        model = self._tok.model
+        unk = getattr(model, "unk_token", None)
+        self._unk_token = unk if isinstance(unk, str) else None
+        # WordPiece's "##": labels keep it on the pieces that continue a word
+        piece = getattr(model, "continuing_subword_prefix", None)
+        self._piece_prefix = piece if isinstance(piece, str) else ""
 
     @classmethod
     def from_file(cls, path: str | Path, max_len: int) -> Tokenizer:
@@ -342,11 +354,15 @@ class Tokenizer:
             return token
         start, end = offset
         span = text[start:end]
-        if span:
-            return visible_label(span)
-        # A token that covers no characters (a normalizer inserted it): fall back on its piece.
-        piece = token[2:] if token.startswith("##") and len(token) > 2 else token
-        return visible_label(piece)
+        prefix = self._piece_prefix
+        continues = bool(prefix) and token.startswith(prefix) and len(token) > len(prefix)
+        if not span:
+            # A token that covers no characters (a normalizer inserted it): fall back on its piece.
+            span = token[len(prefix) :] if continues else token
+        label = visible_label(span)
+        if token == self._unk_token:
+            return label + UNK_MARK
+        return prefix + label if continues else label
 
     # --- helpers -------------------------------------------------------------------------------
 

@@ -26,8 +26,9 @@ LOCAL = "Local BERT folder (TFORMER_MODEL_DIR)"
 
 def test_clicking_a_head_in_the_overview_opens_it_in_the_detail_view(page, probe):
     open_page(page, "attention")
-    assert (widget_value(page, "layer"), widget_value(page, "head")) == ("0", "0")
-    assert grid_button(page, 0, 0).get_attribute("aria-pressed") == "true"
+    # the first example opens on the head it names (tformer.ui.opening): layer 3, head 1
+    assert (widget_value(page, "layer"), widget_value(page, "head")) == ("3", "1")
+    assert grid_button(page, 3, 1).get_attribute("aria-pressed") == "true"
     m = mark(page)
     grid_button(page, 3, 7).click()
     wait_idle(page, 60_000, since=m)
@@ -36,7 +37,7 @@ def test_clicking_a_head_in_the_overview_opens_it_in_the_detail_view(page, probe
     title = charts(page).nth(0).locator(".gtitle").text_content()
     assert "layer 3, head 7" in title
     assert grid_button(page, 3, 7).get_attribute("aria-pressed") == "true"
-    assert grid_button(page, 0, 0).get_attribute("aria-pressed") == "false"
+    assert grid_button(page, 3, 1).get_attribute("aria-pressed") == "false"
     assert exception_boxes(page) == 0 and probe.page_errors == []
 
 

@@ -28,7 +28,16 @@ import plotly.graph_objects as go
 
 from ..i18n import tr
 from .checks import Float32Array, square_matrix
-from .colors import SymmetricScale, pattern_colorscale, robust_symmetric
+from .colors import (
+    SymmetricScale,
+    check_weight_scale,
+    log_weights,
+    robust_symmetric,
+    row_normalized,
+    weight_colors,
+    weight_scale_ticks,
+    weight_scale_title,
+)
 from .labels import TokenAxis, block_labels, token_axes
 from .layout import (
     DETAIL_WIDTH,
@@ -65,6 +74,31 @@ def weight_ticks() -> dict[str, Any]:
     return {"tickmode": "array", "tickvals": [0.0, 0.25, 0.5, 0.75, 1.0], "ticktext": ["0", *WEIGHT_TICKS]}
 
 
+def weight_hover(scale: str, block: int) -> str:
+    """What the hover calls a cell's value on weight scale ``scale`` (translated)."""
+    if block == 1:
+        names = {"linear": "weight", "log": "log₁₀ weight", "row": "weight ÷ row's largest"}
+        return tr(names[scale])
+    pooled = {
+        "linear": "max weight in block of {block}x{block}",
+        "log": "log₁₀ of the max weight in block of {block}x{block}",
+        "row": "max weight ÷ row's largest in block of {block}x{block}",
+    }
+    return tr(pooled[scale], block=block)
+
+
+def weight_values(matrix: Float32Array, scale: str, block: int) -> npt.NDArray[np.float32]:
+    """Weights [query_pos, key_pos] as drawn on ``scale``, pooled in ``block x block`` cells:
+    each row divided by its largest weight first ("row", on the exact rows), block maxima, then
+    log10 ("log": the log of a block's maximum is its largest log)."""
+    check_weight_scale(scale)
+    w = np.nan_to_num(matrix, nan=0.0)
+    if scale == "row":
+        w = row_normalized(w)
+    z = max_pool_2d(w, block)
+    return log_weights(z) if scale == "log" else np.asarray(z, dtype=np.float32)
+
+
 def score_scale(matrix: Float32Array) -> SymmetricScale:
     """The diverging range of ``attn_scores``: symmetric over the finite values, robust to a few
     outliers (see :func:`~tformer.figures.colors.robust_symmetric`)."""
@@ -79,13 +113,15 @@ def attention_traces(
     max_side: int | None = MAX_SIDE,
     coloraxis: str | None = None,
     scores: SymmetricScale | None = None,
+    weight_scale: str = "linear",
 ) -> tuple[list[dict[str, Any]], int]:
     """The heatmap trace dicts of :func:`attention_heatmap` and its pooling block (1 = exact).
 
     ``matrix`` must already be validated float32 [query_pos, key_pos]; ``kind`` as in
     :func:`attention_heatmap`; with ``coloraxis`` the heatmap uses that layout color axis
     instead of its own scale; ``scores`` overrides the attn_scores range (default
-    :func:`score_scale`). Shared with the multi-panel figures (qkv, heads side by side) so
+    :func:`score_scale`); ``weight_scale`` ("linear", "log", "row": see
+    :data:`~tformer.figures.colors.WEIGHT_SCALES`) how weights become colors. Shared with the multi-panel figures (qkv, heads side by side) so
     every panel hovers and pools alike. Returns ``[heatmap]``, or ``[mask_layer, heatmap]`` when
     some attn_scores are masked: the mask layer (uint8, drawn beneath in light gray) answers the
     hover on the heatmap's NaN gaps, because plotly's hover prints a NaN as "NaN" and ignores
@@ -100,9 +136,9 @@ def attention_traces(
     traces: list[dict[str, Any]] = []
     z: npt.NDArray[np.floating]
     if kind == "pattern":
-        z = max_pool_2d(np.nan_to_num(matrix, nan=0.0), block)
-        value = tr("weight") if block == 1 else tr("max weight in block of {block}x{block}", block=block)
-        colors: dict[str, Any] = {"zmin": 0.0, "zmax": 1.0, "colorscale": pattern_colorscale()}
+        z = weight_values(matrix, weight_scale, block)
+        value = weight_hover(weight_scale, block)
+        colors: dict[str, Any] = weight_colors(weight_scale)
     else:
         z = np.where(np.isfinite(matrix), matrix, np.float32(np.nan)).astype(np.float32)
         scale = score_scale(z) if scores is None else scores
@@ -152,11 +188,15 @@ def attention_heatmap(
     title: str | None = None,
     max_side: int | None = MAX_SIDE,
     width: int = DETAIL_WIDTH,
+    weight_scale: str = "linear",
 ) -> go.Figure:
     """Heatmap of one head's ``matrix`` [query_pos, key_pos] with token tick labels.
 
     ``kind="pattern"``: softmax weights on a fixed 0..1 sequential scale (colored by
-    ``weight ** PATTERN_GAMMA`` so that small weights show; the colorbar reads true weights).
+    ``weight ** PATTERN_GAMMA`` so that small weights show; the colorbar reads true weights),
+    or with ``weight_scale="log"`` log10 of the weights from 0.0001 to 1, or with
+    ``weight_scale="row"`` each row divided by its largest weight; the colorbar's title says
+    which (``layout.meta["weight_scale"]``).
     ``kind="attn_scores"``: scaled, masked dot products on a diverging scale centred at 0,
     symmetric over the finite values, or over their 99th percentile when a few outliers are
     more than 1.5 times larger (the colorbar's end labels then read "\u2264" and "\u2265");
@@ -174,14 +214,19 @@ def attention_heatmap(
     n = len(tokens)
     m = square_matrix(matrix, n)
     scale = score_scale(m) if kind == "attn_scores" else None
-    traces, block = attention_traces(m, tokens, kind=kind, max_side=max_side, scores=scale)
-    ticks = weight_ticks() if scale is None else scale.colorbar_ticks()
+    traces, block = attention_traces(
+        m, tokens, kind=kind, max_side=max_side, scores=scale, weight_scale=weight_scale
+    )
+    ticks = weight_scale_ticks(weight_scale) if scale is None else scale.colorbar_ticks()
     r = colorbar_px(ticks["ticktext"])
-    traces[-1]["colorbar"] = colorbar(tr("weight") if scale is None else tr("score"), ticks=ticks)
+    bar_title = weight_scale_title(weight_scale) if scale is None else tr("score")
+    traces[-1]["colorbar"] = colorbar(bar_title, ticks=ticks)
     layout = square_token_layout(
         tokens, width=width, colorbar_px=r, block=block, title=title, min_plot_px=MIN_DETAIL_PX
     )
     layout["meta"].update({"kind": kind, **({"color": scale.meta()} if scale is not None else {})})
+    if scale is None:
+        layout["meta"]["weight_scale"] = weight_scale
     if title:
         layout["title"] = figure_title(title)
     return go.Figure({"data": traces, "layout": layout})

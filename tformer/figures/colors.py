@@ -190,3 +190,67 @@ def format_value(v: float) -> str:
         if "e" in text:
             text = f"{a:.1e}"
     return ("\u2212" + text) if v < 0 and text != "0" else text
+
+
+# --- weight scales: how attention weights become colors ---------------------------------------
+# "linear": weights on the fixed 0..1 scale (colored by weight ** PATTERN_GAMMA, above);
+# "log": log10 of the weight from LOG_FLOOR to 1, so that a diffuse head's 1/512 differs from
+#   its 1/50 (on 0..1 both are the darkest color);
+# "row": each row divided by its largest weight, so every query's favourite key is bright
+#   however spread the row is (rows are no longer comparable with each other).
+WEIGHT_SCALES = ("linear", "log", "row")
+LOG_FLOOR = 1e-4  # weights at or below it take the darkest color of the log scale
+# What each scale is called in the interface, and on its colorbar (English templates).
+WEIGHT_SCALE_NAMES = {"linear": "0 to 1", "log": "log", "row": "per row"}
+WEIGHT_SCALE_TITLES = {"linear": "weight", "log": "weight (log scale)", "row": "weight ÷ row's largest"}
+
+
+def check_weight_scale(scale: str) -> None:
+    """ValueError unless ``scale`` is one of `WEIGHT_SCALES`."""
+    if scale not in WEIGHT_SCALES:
+        raise ValueError(f"weight scale must be one of {WEIGHT_SCALES}, got {scale!r}")
+
+
+def row_normalized(weights: npt.NDArray[np.floating]) -> npt.NDArray[np.float32]:
+    """Each row [..., key_pos] divided by its largest entry (a row of zeros, a fully masked
+    query, stays 0)."""
+    w = np.asarray(weights, dtype=np.float32)
+    top = w.max(axis=-1, keepdims=True) if w.shape[-1] else np.zeros((*w.shape[:-1], 1), np.float32)
+    return np.divide(w, top, out=np.zeros_like(w), where=top > 0)
+
+
+def log_weights(weights: npt.NDArray[np.floating]) -> npt.NDArray[np.float32]:
+    """log10 of the weights, from log10(LOG_FLOOR) (0 and anything smaller) to 0 (weight 1)."""
+    w = np.asarray(weights, dtype=np.float32)
+    return np.log10(np.clip(w, LOG_FLOOR, 1.0)).astype(np.float32)
+
+
+def weight_colors(scale: str, prefix: str = "z") -> dict[str, Any]:
+    """``zmin``/``zmax`` (``cmin``/``cmax`` with ``prefix="c"``) and the colorscale of values
+    on ``scale`` (the values: `row_normalized` for "row", `log_weights` for "log")."""
+    check_weight_scale(scale)
+    if scale == "log":
+        return {f"{prefix}min": float(np.log10(LOG_FLOOR)), f"{prefix}max": 0.0, "colorscale": SEQUENTIAL}
+    return {f"{prefix}min": 0.0, f"{prefix}max": 1.0, "colorscale": pattern_colorscale()}
+
+
+def weight_scale_ticks(scale: str) -> dict[str, Any]:
+    """Colorbar ticks of ``scale``: true weights (0, 0.25 ... 1; 0.0001 ... 1 on the log scale)
+    or shares of the row's largest weight."""
+    check_weight_scale(scale)
+    if scale == "log":
+        exponents = range(int(np.log10(LOG_FLOOR)), 1)
+        text = [f"{10.0**e:g}" for e in exponents]
+        text[0] = "\u2264" + text[0]
+        return {"tickmode": "array", "tickvals": [float(e) for e in exponents], "ticktext": text}
+    return {
+        "tickmode": "array",
+        "tickvals": [0.0, 0.25, 0.5, 0.75, 1.0],
+        "ticktext": ["0", "0.25", "0.5", "0.75", "1"],
+    }
+
+
+def weight_scale_title(scale: str) -> str:
+    """The colorbar title of ``scale``, translated: the chart says which scale it uses."""
+    check_weight_scale(scale)
+    return tr(WEIGHT_SCALE_TITLES[scale])

@@ -14,7 +14,13 @@ import plotly.graph_objects as go
 from ..i18n import tr
 from .attention import attention_traces, pooled_note, weight_ticks
 from .checks import as_float32, check_tokens
-from .colors import SEQUENTIAL, pattern_colorscale, robust_symmetric
+from .colors import (
+    SEQUENTIAL,
+    robust_symmetric,
+    weight_colors,
+    weight_scale_ticks,
+    weight_scale_title,
+)
 from .labels import (
     TokenAxis,
     axis_title,
@@ -29,6 +35,7 @@ from .labels import (
 from .layout import (
     EDGE_PX,
     FULL_WIDTH,
+    MODEBAR_PX,
     PANEL_GAP_PX,
     PANEL_VGAP_PX,
     TOP_BARE_PX,
@@ -77,6 +84,7 @@ def heads_side_by_side(
     *,
     shared_scale: bool = True,
     width: int = FULL_WIDTH,
+    weight_scale: str = "linear",
 ) -> go.Figure:
     """1..12 heads' ``pattern`` [n_panels, query_pos, key_pos] in a grid of square panels.
 
@@ -84,7 +92,9 @@ def heads_side_by_side(
     ``shared_scale=True``: one color axis, weights 0..1 (the same scale as
     :func:`attention_heatmap`), one colorbar beside the top row, as tall as a panel.
     ``shared_scale=False``: each panel is colored from 0 to its own largest weight (compare
-    shapes, not strengths); no colorbar, the hover still shows true weights.
+    shapes, not strengths); no colorbar, the hover still shows true weights. ``weight_scale``
+    ("linear", "log", "row") colors the weights as :func:`attention_heatmap` does; the colorbar
+    says which.
 
     Sized for a column ``width`` px wide (default 940). Up to 64 tokens every token is labelled
     (x labels under the bottom panel of each column, y labels left of the first column), so
@@ -119,13 +129,15 @@ def heads_side_by_side(
             kind="pattern",
             max_side=panel_max_side(n_panels),
             coloraxis="coloraxis" if shared_scale else None,
+            weight_scale=weight_scale,
         )
         heat = {**traces[-1], "xaxis": f"x{sx}", "yaxis": f"y{sx}"}
         if not shared_scale:
-            heat.update(zmax=max(float(np.nanmax(heat["z"])), 1e-6), showscale=False)
+            low = heat["zmin"]
+            heat.update(zmax=max(float(np.nanmax(heat["z"])), low + 1e-6), showscale=False)
         data.append(heat)
 
-    ticks = weight_ticks()
+    ticks = weight_scale_ticks(weight_scale)
     r = colorbar_px(ticks["ticktext"]) if shared_scale else EDGE_PX
     cols = panel_cols(n, n_panels, width - r - 90, max_cols=PANEL_COLS, long_side=LONG_PANEL_PX)
     rows = math.ceil(n_panels / cols)
@@ -145,7 +157,7 @@ def heads_side_by_side(
     x_axis, y_axis = plan[-1]
     paper_w = cols * side + (cols - 1) * PANEL_GAP_PX
     plot_h = rows * side + (rows - 1) * PANEL_VGAP_PX
-    margin = {"l": width - r - paper_w, "r": r, "t": TOP_PANEL_TITLE_PX, "b": x_axis.margin}
+    margin = {"l": width - r - paper_w, "r": r, "t": TOP_PANEL_TITLE_PX + MODEBAR_PX, "b": x_axis.margin}
     annotations: list[dict[str, Any]] = []
     layout: dict[str, Any] = {"annotations": annotations}
     for i in range(n_panels):
@@ -171,11 +183,11 @@ def heads_side_by_side(
         annotations.append(panel_title(titles[i], xd, yd))
     if shared_scale:
         layout["coloraxis"] = {
-            "cmin": 0.0,
-            "cmax": 1.0,
-            "colorscale": pattern_colorscale(),
+            **weight_colors(weight_scale, prefix="c"),
             # beside the top row, as tall as one panel
-            "colorbar": colorbar(tr("weight"), y=1.0 - side / 2 / plot_h, length=side / plot_h, ticks=ticks),
+            "colorbar": colorbar(
+                weight_scale_title(weight_scale), y=1.0 - side / 2 / plot_h, length=side / plot_h, ticks=ticks
+            ),
         }
     layout.update(
         height=plot_h + margin["t"] + margin["b"],
@@ -185,6 +197,7 @@ def heads_side_by_side(
             "block": block,
             "n_pos": n,
             "shared_scale": shared_scale,
+            "weight_scale": weight_scale,
             "width": width,
             "cols": cols,
             "plot_px": side,

@@ -353,6 +353,7 @@ def tick_step(
     block: int = 1,
     label_all: int = LABEL_ALL,
     edges: bool = True,
+    max_chars: int = MAX_TICK_CHARS,
 ) -> int:
     """Every how many positions a label goes, the same for all of a figure's token axes.
 
@@ -364,7 +365,7 @@ def tick_step(
     n = len(tokens)
     if n <= label_all:
         return max(1, block)
-    texts = [_visible(str(t), MAX_TICK_CHARS) for t in tokens]
+    texts = [_visible(str(t), max_chars) for t in tokens]
     # steps in whole cells when positions are pooled: every cell, every 2nd cell, ...
     steps = NICE_STEPS if block == 1 else tuple(block * s for s in (1, *NICE_STEPS))
     for upright_only in (True, False):  # rotate CJK labels only if nothing else fits
@@ -396,6 +397,7 @@ def token_axis(
     title: str | None = None,
     max_margin: float | None = None,
     edges: bool = True,
+    max_chars: int = MAX_TICK_CHARS,
 ) -> TokenAxis:
     """A token axis ``axis_px`` long, labelling every ``step``-th position (see the module
     docstring). Category axis over ``ceil(n / block)`` cells; ``title`` in plain words.
@@ -403,7 +405,8 @@ def token_axis(
     ``max_margin``: px the labels and title may take at most (a y axis beside a plot that must
     keep its size); over it the tick font goes down to 12 px, then y labels go back to one
     column however tight, then labels are cut to 8 and 6 characters. ``edges=False`` keeps flat x labels within the axis's ends (panels side by
-    side, whose end labels would meet).
+    side, whose end labels would meet). ``max_chars``: labels longer than this are cut (default
+    :data:`MAX_TICK_CHARS`; a zoom window's "512 token" labels need more).
     """
     if side not in ("x", "y"):
         raise ValueError(f"side must be 'x' or 'y', got {side!r}")
@@ -412,7 +415,7 @@ def token_axis(
     n = len(tokens)
     positions = list(range(0, n, step))
     pitch = axis_px * step / max(n, 1)
-    chars = MAX_TICK_CHARS
+    chars = max_chars
     texts = [_visible(str(tokens[p]), chars) for p in positions]
     ends = _ends(n, positions, block, axis_px)
     lay = _plan(texts, pitch, side, edges, ends)
@@ -420,10 +423,12 @@ def token_axis(
     title_px = AXIS_TITLE_PX if title is not None else 4
     # Over budget (a y axis beside a plot that must keep its size): smaller fonts, then one
     # column of labels however tight, then shorter labels.
-    fallbacks = [(MAX_TICK_CHARS, lay.rows, f) for f in TICK_FONTS if f < lay.font]
+    fallbacks = [(max_chars, lay.rows, f) for f in TICK_FONTS if f < lay.font]
     if side == "y" and lay.rows > 1:
-        fallbacks.append((MAX_TICK_CHARS, 1, TICK_FONT_PX))
-    fallbacks += [(c, 1 if side == "y" else lay.rows, TICK_FONT_PX) for c in (8, 6)]
+        fallbacks.append((max_chars, 1, TICK_FONT_PX))
+    fallbacks += [
+        (c, 1 if side == "y" else lay.rows, TICK_FONT_PX) for c in (MAX_TICK_CHARS, 8, 6) if c < max_chars
+    ]
     for chars, rows, font in fallbacks:
         if max_margin is None or labels_px + title_px <= max_margin:
             break

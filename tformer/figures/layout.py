@@ -33,6 +33,10 @@ PANEL_TITLE_PX = 15
 TOP_TITLE_PX = 44
 TOP_PANEL_TITLE_PX = 30
 TOP_BARE_PX = 24  # room for the top row's label and the colorbar's end label
+# Plotly's toolbar (zoom, pan, reset...) shows at a chart's top right while the pointer is on
+# it: panel titles that reach the right edge start below it, or a teacher pointing at the chart
+# hides the title of its last panel.
+MODEBAR_PX = 28
 # Below/right of a plot with nothing there.
 EDGE_PX = 20  # a rotated last label hangs out by half a line
 

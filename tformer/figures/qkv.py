@@ -34,6 +34,7 @@ from .labels import (
 )
 from .layout import (
     FULL_WIDTH,
+    MODEBAR_PX,
     TOP_BARE_PX,
     TOP_PANEL_TITLE_PX,
     TOP_TITLE_PX,
@@ -166,7 +167,7 @@ def qkv_figure(
     margin = {
         "l": width - fixed - side,
         "r": bar2,
-        "t": TOP_PANEL_TITLE_PX,
+        "t": TOP_PANEL_TITLE_PX + MODEBAR_PX,
         "b": max(key_x.margin, x_numeric_margin()),
     }
     paper_w = width - margin["l"] - margin["r"]

@@ -39,7 +39,16 @@ import plotly.graph_objects as go
 from ..i18n import tr
 from .attention import weight_ticks
 from .checks import Float32Array, as_float32
-from .colors import SymmetricScale, pattern_colorscale, robust_symmetric
+from .colors import (
+    SymmetricScale,
+    check_weight_scale,
+    log_weights,
+    robust_symmetric,
+    row_normalized,
+    weight_colors,
+    weight_scale_ticks,
+    weight_scale_title,
+)
 from .labels import (
     LABEL_ALL,
     MAX_TICK_CHARS,
@@ -82,12 +91,17 @@ Y_LABEL_STANDOFF_PX = 6
 MARK = "\u25b6 "  # before the highlighted row's tick label
 # Heights (px): rows stay readable while every label is shown, the figure fits a screen.
 MIN_ROW_PX = 16
-NUMBER_ROW_PX = 26
+NUMBER_ROW_PX = 30
 MAX_ROW_PX = 44
 MIN_PLOT_PX = 140
 MAX_PLOT_PX = 700
-NUMBER_FONTS = (14, 13, 12)
-NUMBER_PAD_PX = 2  # text_px errs wide already
+# Cell numbers are what the class reads off the step: as large as the cells allow (18 px in a
+# 16 x 16 window at the page's full width), 12 px at the least.
+NUMBER_FONTS = (18, 17, 16, 15, 14, 13, 12)
+NUMBER_PAD_PX = 2  # each side of a number, within its cell
+# Widths (em) of what cell_text writes, in the sans-serif fonts plotly falls back on: tabular
+# digits are ~0.55 em; text_px's 0.62 em for any character would shrink the numbers a size.
+_NUMBER_EM = {".": 0.28, "−": 0.6, "-": 0.35, "k": 0.52, "e": 0.56, "∞": 0.72}
 # Bars
 BAR_PLOT_PX = 300
 BAR_POSITIVE = "#b2182b"
@@ -246,22 +260,27 @@ def _plot_height(row_cells: int, rows: int, cell_w: float, numbers: bool) -> int
     return int(min(max(row_cells * row_px, MIN_PLOT_PX), MAX_PLOT_PX))
 
 
+def number_px(text: str, font: float) -> float:
+    """Drawn width (px) of a number written by :func:`cell_text` at ``font`` px."""
+    return sum(_NUMBER_EM.get(ch, 0.56) for ch in text) * font
+
+
 def _number_font(texts: Sequence[str], cell_w: float, row_px: float) -> int:
-    """The largest cell font (14..12 px) at which the widest number fits its cell."""
+    """The largest cell font (18..12 px) at which the widest number fits its cell."""
+    widest_em = max((number_px(t, 1.0) for t in texts), default=0.0)
     for font in NUMBER_FONTS:
-        widest = max((text_px(t, font) for t in texts), default=0.0)
-        if widest + NUMBER_PAD_PX <= cell_w and 1.3 * font <= row_px:
+        if widest_em * font + 2 * NUMBER_PAD_PX <= cell_w and 1.3 * font <= row_px:
             return font
     return NUMBER_FONTS[-1]
 
 
 def _scale_colors(
-    grid: _Grid, weights: bool, value_title: str
+    grid: _Grid, weights: bool, value_title: str, weight_scale: str = "linear"
 ) -> tuple[dict[str, Any], SymmetricScale | None]:
     """The heatmap's color fields (with its colorbar) and the diverging scale, if any."""
     if weights:
-        ticks = weight_ticks()
-        colors: dict[str, Any] = {"zmin": 0.0, "zmax": 1.0, "colorscale": pattern_colorscale()}
+        ticks = weight_scale_ticks(weight_scale)
+        colors: dict[str, Any] = weight_colors(weight_scale)
         return {**colors, "colorbar": colorbar(value_title, ticks=ticks)}, None
     scale = robust_symmetric(grid.z)
     return {**scale.colors(), "colorbar": colorbar(value_title, ticks=scale.colorbar_ticks())}, scale
@@ -330,6 +349,9 @@ def step_heatmap(
     width: int = DETAIL_WIDTH,
     value_title: str | None = None,
     max_side: int | None = MAX_SIDE,
+    tick_chars: int = MAX_TICK_CHARS,
+    weight_scale: str = "linear",
+    row_max: npt.ArrayLike | None = None,
 ) -> go.Figure:
     """One step's ``value`` [rows, cols] as a heatmap, row 0 on top.
 
@@ -339,10 +361,16 @@ def step_heatmap(
     gaps (hover "masked (−∞)"; with ``numbers`` the cell reads "−∞"); a fully masked row is
     simply gray. ``highlight`` (a row index, e.g. the query token) gets a black-and-white frame
     across the plot and a bold "▶" tick label. ``numbers=True`` writes every value in its cell
-    (12-14 px, plotly picks dark or light text for the cell color) and never pools; otherwise
+    (12-18 px, plotly picks dark or light text for the cell color) and never pools; otherwise
     a side longer than ``max_side`` is pooled (see the module docstring) and its axis title
     says how many positions a cell covers. ``value_title`` names the values on the colorbar
-    and in the hover (default "weight" or "value").
+    and in the hover (default "weight" or "value"). ``tick_chars``: tick labels longer than
+    this are cut (labels numbered "position token" need more than the default).
+    ``weight_scale`` (weights only: "linear", "log", "row", as in
+    :func:`~tformer.figures.attention.attention_heatmap`) sets the colors, and the colorbar
+    says which; cell numbers stay true weights. For "row", ``row_max`` [rows] is each row's
+    largest weight over all its keys (a window of keys shows part of a row); default: the
+    largest shown.
 
     Rows are 16 px at least while every row is labelled (up to 64), about as tall as the cells
     are wide, within 140..700 px. ``layout.meta``: rows, cols, highlight, numbers, weights,
@@ -358,25 +386,29 @@ def step_heatmap(
     _check_labels("value", shape, col_labels, 1, "column")
     rows, cols = shape
     hl = _check_index("highlight", highlight, rows)
-    name = value_title or (tr("weight") if weights else tr("value"))
+    scale = weight_scale if weights else "linear"
+    name = value_title or (weight_scale_title(scale) if weights else tr("value"))
     row_title = tr("token (row)") if row_title is None else row_title
     col_title = tr("dimension") if col_title is None else col_title
 
-    grid = _grid(m, weights=weights, numbers=numbers, max_side=max_side)
-    colors, scale = _scale_colors(grid, weights, name)
+    grid = _grid(_on_scale(m, scale, row_max), weights=weights, numbers=numbers, max_side=max_side)
+    if scale == "log":
+        grid = _Grid(log_weights(grid.z), grid.masked, grid.row_block, grid.col_block)
+    colors, diverging = _scale_colors(grid, weights, name, scale)
     r = colorbar_px(colors["colorbar"]["ticktext"])
     row_cells, col_cells = grid.z.shape
     y_name, x_name = _pooled_title(row_title, grid.row_block), _pooled_title(col_title, grid.col_block)
-    mark_px = text_px(MARK, 14) + 0.1 * text_px("M" * MAX_TICK_CHARS, 14) if hl is not None else 0.0
+    mark_px = text_px(MARK, 14) + 0.1 * text_px("M" * tick_chars, 14) if hl is not None else 0.0
     plans: dict[float, tuple[int, TokenAxis]] = {}
 
     def plan(plot_w: float) -> tuple[int, TokenAxis]:
         if plot_w not in plans:
             h = _plot_height(row_cells, rows, plot_w / col_cells, numbers)
-            step = tick_step(row_labels, [("y", h)], block=grid.row_block)
+            step = tick_step(row_labels, [("y", h)], block=grid.row_block, max_chars=tick_chars)
             axis = token_axis(
-                row_labels, h, "y", step=step, block=grid.row_block, title=y_name, max_margin=0.35 * width
-            )
+                row_labels, h, "y", step=step, block=grid.row_block, title=y_name, max_margin=0.35 * width,
+                max_chars=tick_chars,
+            )  # fmt: skip
             plans[plot_w] = (h, axis)
         return plans[plot_w]
 
@@ -385,8 +417,10 @@ def step_heatmap(
 
     plot_w = int(fit_side(available, width - r - 100))
     plot_h, y_axis = plan(plot_w)
-    x_step = tick_step(col_labels, [("x", plot_w)], block=grid.col_block)
-    x_axis = token_axis(col_labels, plot_w, "x", step=x_step, block=grid.col_block, title=x_name)
+    x_step = tick_step(col_labels, [("x", plot_w)], block=grid.col_block, max_chars=tick_chars)
+    x_axis = token_axis(
+        col_labels, plot_w, "x", step=x_step, block=grid.col_block, title=x_name, max_chars=tick_chars
+    )
 
     xs, ys = _block_names(col_labels, grid.col_block), _block_names(row_labels, grid.row_block)
     what = safe_label(name)
@@ -429,9 +463,7 @@ def step_heatmap(
     if hl is not None:
         cell = hl // grid.row_block
         reach = max(1, y_axis.step // grid.row_block)
-        y_props = _mark_tick(
-            y_props, cell, safe_label(row_labels[hl], MAX_TICK_CHARS), reach=reach, prefix=MARK
-        )
+        y_props = _mark_tick(y_props, cell, safe_label(row_labels[hl], tick_chars), reach=reach, prefix=MARK)
         shapes = _frame(cell, plot_w, plot_h / grid.z.shape[0])
     top = TOP_TITLE_PX if title else TOP_BARE_PX
     margin = {"l": width - r - plot_w, "r": r, "t": top, "b": x_axis.margin}
@@ -455,12 +487,27 @@ def step_heatmap(
             "row_tick_step": y_axis.step,
             "col_tick_step": x_axis.step,
             **({"number_font": font} if numbers else {}),
-            **({"color": scale.meta()} if scale is not None else {}),
+            **({"color": diverging.meta()} if diverging is not None else {}),
+            **({"weight_scale": scale} if weights else {}),
         },
     }
     if title:
         layout["title"] = figure_title(title)
     return go.Figure({"data": data, "layout": layout})
+
+
+def _on_scale(m: Float32Array, scale: str, row_max: npt.ArrayLike | None) -> Float32Array:
+    """Weights divided by their row's largest ("row"; ``row_max`` or the largest shown), else
+    as they are (the log is taken after pooling: the log of a block's maximum is its largest)."""
+    check_weight_scale(scale)
+    if scale != "row":
+        return m
+    if row_max is None:  # NaN (a fully masked row) stays NaN: drawn gray
+        return np.where(np.isnan(m), np.float32(np.nan), row_normalized(np.nan_to_num(m, nan=0.0)))
+    top = np.asarray(row_max, dtype=np.float32).reshape(-1)
+    if top.shape != (m.shape[0],):
+        raise ValueError(f"row_max has shape {top.shape}; value has {m.shape[0]} rows")
+    return np.divide(m, top[:, None], out=np.zeros_like(m), where=top[:, None] > 0).astype(np.float32)
 
 
 # ---------------------------------------------------------------------------------------------

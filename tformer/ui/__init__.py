@@ -39,6 +39,10 @@ _EXPORTS: dict[str, str] = {
     "matrix_kind": "context",
     "overview": "context",
     "section": "context",
+    "fitted_table": "tables",
+    "opening_note": "opening",
+    "ROLE_NAMES": "opening",
+    "weight_scale": "context",
     "select_head": "context",
     "source": "context",
     "source_text": "context",
@@ -171,6 +175,7 @@ if TYPE_CHECKING:
         select_head,
         source,
         source_text,
+        weight_scale,
     )
     from .encoder_data import architecture_of, ffn_stats, layernorm_io, residual_norms
     from .entry import frame, page_context
@@ -188,6 +193,7 @@ if TYPE_CHECKING:
     from .export_view import chart, chart_in, csv_file, image_buttons, npz_file, report_file
     from .guard import no_traceback, plain
     from .lesson_mode import lesson_bar, start_lesson
+    from .opening import ROLE_NAMES, opening_note
     from .page_data import (
         ablation_change,
         head_names,
@@ -209,6 +215,7 @@ if TYPE_CHECKING:
         StepsState,
         ViewState,
     )
+    from .tables import fitted_table
     from .train_jobs import current_run, saved_name, start_race, start_training
     from .train_view import (
         live_view,

@@ -14,9 +14,10 @@ from typing import Any
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from .state import ViewState
+from .state import SHAPED, ViewState, shaped_asks
 
 _VIEW = "view"
+_ASKED = "_link_asked"  # a link's layer / head / query, until a page that knows the model reads them
 
 
 def view() -> ViewState:
@@ -25,9 +26,11 @@ def view() -> ViewState:
     state = st.session_state.get(_VIEW)
     if isinstance(state, ViewState):
         return state
-    params = {k: st.query_params.get_all(k) for k in st.query_params}
+    params, asked = shaped_asks({k: st.query_params.get_all(k) for k in st.query_params})
     state, notices = ViewState.from_query(params) if params else (ViewState(), [])
     st.session_state[_VIEW] = state
+    if asked:
+        st.session_state[_ASKED] = asked
     if notices:
         st.session_state["_view_notices"] = notices
     return state
@@ -40,6 +43,21 @@ def session_language() -> str | None:
         return None
     state = st.session_state.get(_VIEW)
     return state.lang if isinstance(state, ViewState) else None
+
+
+def pop_link_asks() -> dict[str, int]:
+    """What the session's link asked for as layer / head / query (`state.shaped_asks`), once:
+    the values the user has changed since are left out (nothing to report about them)."""
+    asked = st.session_state.pop(_ASKED, None)
+    if not isinstance(asked, dict):
+        return {}
+    v = view()
+    out = {}
+    for key in SHAPED:
+        value = asked.get(key)
+        if isinstance(value, int) and v.get(key) == min(value, v.bounds(key)[1]):
+            out[key] = value
+    return out
 
 
 def pop_notices() -> list[str]:

@@ -13,13 +13,16 @@ import streamlit as st
 from ..capture import ATTENTION, TextCapture, available_names
 from ..encoder import Encoder
 from ..figures.attention import Kind
+from ..figures.colors import WEIGHT_SCALE_NAMES
 from ..figures.overview import head_grid_data
 from ..formulas import latex_of, localized
 from ..i18n import tr
-from ..tokenizer import Tokenizer
-from .binding import bind, set_values, view
+from ..tokenizer import UNK_MARK, Tokenizer
+from .binding import bind, pop_link_asks, set_values, view
 from .caches import ModelChoice, get_capture, get_model
+from .guard import plain
 from .head_grid import head_grid
+from .opening import chosen_head
 from .page_data import row_focus
 from .page_frame import Frame, draw_frame
 from .state import ViewState
@@ -44,6 +47,11 @@ class PageContext:
     def labels(self) -> list[str]:
         return self.capture.labels
 
+    def chosen(self) -> tuple[int, int]:
+        """The layer and head shown: the user's, else the one this model and text open on
+        (`tformer.ui.opening`)."""
+        return chosen_head(self.choice, self.text, self.capture.n_layers, self.capture.n_heads)
+
 
 def open_page(script: str, names: Iterable[str] | None = None, *, one_layer: bool = False) -> PageContext:
     """The frame drawn and the capture of ``names`` (default: the attention set; names the
@@ -63,11 +71,15 @@ def open_page(script: str, names: Iterable[str] | None = None, *, one_layer: boo
     try:
         model, tokenizer = get_model(choice)
         has = available_names(model.cfg)  # e.g. only BERT has a segment embedding
-        layers = (min(fr.view.layer, model.cfg.n_layers - 1),) if one_layer else None
+        cfg = model.cfg
+        layers = (chosen_head(choice, fr.text, cfg.n_layers, cfg.n_heads)[0],) if one_layer else None
         capture = get_capture(choice, fr.text, [n for n in names if n in has], layers)
     except (ValueError, MemoryError, RuntimeError) as err:  # a refused folder, a model too big here
         st.error(tr("Could not run {model}: {err}", model=choice.label, err=err))
         st.stop()
+    beyond = link_beyond_shape(capture)
+    if beyond:
+        st.info(tr("From the link: {listed}.", listed="; ".join(beyond)))
     if choice.source == "scratch":
         whole = "pattern" in capture and capture.layers is None
         focus = row_focus(choice, fr.text, capture.names) if whole else None
@@ -86,6 +98,42 @@ def open_page(script: str, names: Iterable[str] | None = None, *, one_layer: boo
             )
         )
     return PageContext(fr, choice, capture, model)
+
+
+def link_beyond_shape(capture: TextCapture) -> list[str]:
+    """What the session's link asked for beyond this model's shape (a layer it does not have,
+    a head, a token past the text's end), each with what is shown instead; said once."""
+    asked = pop_link_asks()
+    out = []
+    layer, head, query = asked.get("layer"), asked.get("head"), asked.get("query")
+    if layer is not None and layer >= capture.n_layers:
+        out.append(
+            tr(
+                "layer {asked} is not in this model ({n} layers, 0–{last}): layer {last} is shown",
+                asked=layer,
+                n=capture.n_layers,
+                last=capture.n_layers - 1,
+            )
+        )
+    if head is not None and head >= capture.n_heads:
+        out.append(
+            tr(
+                "head {asked} is not in this model ({n} heads a layer, 0–{last}): head {last} is shown",
+                asked=head,
+                n=capture.n_heads,
+                last=capture.n_heads - 1,
+            )
+        )
+    if query is not None and query >= capture.n_pos:
+        out.append(
+            tr(
+                "token {asked} is past the text's end ({n} tokens, 0–{last}): token {last} is shown",
+                asked=query,
+                n=capture.n_pos,
+                last=capture.n_pos - 1,
+            )
+        )
+    return out
 
 
 def random_weights_note(choice: ModelChoice, focus: tuple[float, float] | None) -> str:
@@ -115,13 +163,23 @@ def unknown_tokens(capture: TextCapture, tokenizer: Tokenizer) -> str | None:
     n = sum(1 for i in capture.encoded.ids if i == unk) if unk is not None else 0
     if n == 0 or n < 0.2 * capture.n_pos:
         return None
-    return tr(
-        "{n} of the {total} tokens are unknown to this model's vocabulary (its [UNK] token): "
-        "the model sees them all as the same token, so their rows and columns look alike. MiniLM "
-        "was trained on English text; the from-scratch encoder's vocabulary has every Chinese "
-        "character (its weights are random until trained).",
-        n=n,
-        total=capture.n_pos,
+    return (
+        tr(
+            "{n} of the {total} tokens are unknown to this model's vocabulary (its [UNK] token): "
+            "the model sees them all as the same token, so their rows and columns look alike. MiniLM "
+            "was trained on English text; the from-scratch encoder's vocabulary has every Chinese "
+            "character (its weights are random until trained).",
+            n=n,
+            total=capture.n_pos,
+        )
+        + " "
+        + tr(
+            "On the axes each of them keeps its characters followed by “{mark}” (“{example}”).",
+            mark=UNK_MARK,
+            example=plain(
+                next(lab for lab, i in zip(capture.labels, capture.encoded.ids, strict=True) if i == unk)
+            ),
+        )
     )
 
 
@@ -130,8 +188,9 @@ def layer_head(ctx: PageContext, columns: Sequence[Any] | None = None) -> tuple[
     two new columns or the two given."""
     c1, c2 = st.columns(2) if columns is None else columns
     layers, heads = range(ctx.capture.n_layers), range(ctx.capture.n_heads)
-    layer = c1.selectbox(tr("layer"), layers, **bind("layer", layers, clamp=True))
-    head = c2.selectbox(tr("head"), heads, **bind("head", heads, clamp=True))
+    first_layer, first_head = ctx.chosen()
+    layer = c1.selectbox(tr("layer"), layers, **bind("layer", layers, clamp=True, fallback=first_layer))
+    head = c2.selectbox(tr("head"), heads, **bind("head", heads, clamp=True, fallback=first_head))
     return int(layer), int(head)
 
 
@@ -171,6 +230,28 @@ def matrix_kind(label: str, key: str) -> Kind:
     names = {c: tr(MATRIX_LABELS[c]) for c in choices}  # translated now (see sidebar.shown)
     picked = st.radio(tr(label), choices, horizontal=True, format_func=names.__getitem__, **bind(key))
     return "attn_scores" if picked == "attn_scores" else "pattern"
+
+
+def weight_scale(container: Any = None, *, disabled: bool = False) -> str:
+    """The color scale of the attention weights (0 to 1, log, per row), bound to the view's
+    ``weight_scale`` (so a share link keeps it), in ``container`` (default: the page)."""
+    choices = view().choices("weight_scale")
+    names = {c: tr(WEIGHT_SCALE_NAMES[c]) for c in choices}  # translated now (see sidebar.shown)
+    picked = (container or st).segmented_control(
+        tr("color scale"),
+        choices,
+        required=True,
+        format_func=names.__getitem__,
+        disabled=disabled,
+        help=tr(
+            "0 to 1: a weight's color is the same on every head and text. Log: weights from 0.0001 "
+            "to 1 on a log scale, so a head that spreads its weight over hundreds of tokens still "
+            "shows where it leans. Per row: each row divided by its largest weight, so every "
+            "query's favourite key is bright (rows then no longer compare)."
+        ),
+        **bind("weight_scale"),
+    )
+    return str(picked) if picked in choices else "linear"
 
 
 def section(key: str, labels: dict[str, str], *, label: str = "show") -> str:

@@ -24,6 +24,7 @@ from ..i18n import tr
 from ..sparse import local_mask, strided_mask
 from .binding import bind, view
 from .caches import ModelChoice, device, get_capture, get_model
+from .opening import chosen_head
 from .state import CostsState
 
 COST_SECTIONS = {
@@ -283,8 +284,9 @@ def sparse_on_text(choice: ModelChoice | None, text: str) -> dict[str, Any] | No
         return None
     model, _ = get_model(choice)
     layers, heads = range(model.cfg.n_layers), range(model.cfg.n_heads)
-    layer = int(c3.selectbox(tr("layer"), layers, **bind("layer", layers, clamp=True)))
-    head = int(c4.selectbox(tr("head"), heads, **bind("head", heads, clamp=True)))
+    first_layer, first_head = chosen_head(choice, text, model.cfg.n_layers, model.cfg.n_heads)
+    layer = int(c3.selectbox(tr("layer"), layers, **bind("layer", layers, clamp=True, fallback=first_layer)))
+    head = int(c4.selectbox(tr("head"), heads, **bind("head", heads, clamp=True, fallback=first_head)))
     try:
         found = sparse_patterns(choice, text, layer, int(window), int(stride))
     except ValueError as err:

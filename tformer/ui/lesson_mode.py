@@ -32,6 +32,13 @@ def _apply(lesson: Lesson, index: int) -> str:
     return next(p.script for p in PAGES if p.key == step.page)
 
 
+def in_lesson() -> bool:
+    """Whether the view is in a lesson (a lesson bar with its own Previous / Next is drawn):
+    a page's own back / next buttons give way to it, so a class sees one Next."""
+    lesson_id = view().lesson
+    return lesson_id is not None and lesson_by_id(lesson_id) is not None
+
+
 def start_lesson(lesson: Lesson, index: int = 0) -> None:
     """Open ``lesson`` at step ``index`` (switches page; does not return)."""
     st.switch_page(_apply(lesson, index))

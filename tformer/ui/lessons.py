@@ -11,6 +11,18 @@ A lesson is a JSON file in ``assets/lessons/``::
                 "title": {"en": "...", "zh": "..."},
                 "say": {"en": "...", "zh": "..."}}]}
 
+A step that says what a head does names it and carries the claim, so that it can be checked
+against the model (tests/test_lessons.py runs every claim on MiniLM)::
+
+    "claims": [{"layer": 3, "head": 1, "query": "it", "key": "animal", "weight": 0.68},
+               {"layer": 0, "head": 2, "role": "previous", "over": "examples", "score": 1.0},
+               {"layer": 0, "head": 2, "role": "previous", "positions": "off", "score": 0.1,
+                "top": false}]
+
+(`Claim`: a weight one query gives one key, or a head's score for a role and whether it is
+that role's top head; numbers as the step's text quotes them, to 2 decimals). The example
+texts name the head they open on the same way (assets/examples.json, "opens").
+
 The settings use the share links' keys and string values, so they are checked by the same
 parser (`ViewState.from_query`); `check_lesson` refuses a lesson whose page or settings the app
 would not accept, and the tests run it over every file. No Streamlit here.
@@ -30,6 +42,70 @@ from ..i18n import LANGUAGES, language
 LESSON_ID = r"[a-z0-9-]{1,40}"
 
 
+CLAIM_ROLES = ("previous", "next", "self", "first", "duplicate", "broad")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a lesson step or an example says one head does, checkable on the model.
+
+    Either a weight: on the step's text, the query token ``query`` (the first position with
+    that label) gives the key token ``key`` the weight ``weight`` (as quoted, 2 decimals); or a
+    role (`tformer.head_roles.ROLES`): the head scores ``score`` (2 decimals) and, with ``top``,
+    no head scores more; scored on the step's text or averaged over the example texts
+    (``over``), with the positions on or switched off.
+    """
+
+    layer: int
+    head: int
+    query: str | None = None
+    key: str | None = None
+    weight: float | None = None
+    role: str | None = None
+    score: float | None = None
+    top: bool = True
+    over: str = "text"  # "text" | "examples"
+    positions: bool = True
+
+    @property
+    def kind(self) -> str:
+        return "weight" if self.weight is not None else "role"
+
+
+def _index(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 64
+
+
+def parse_claim(data: Any, where: str) -> Claim:
+    """A `Claim` from its JSON object (ValueError naming ``where`` and the part that is wrong)."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: a claim is a JSON object")
+    known = {"layer", "head", "query", "key", "weight", "role", "score", "top", "over", "positions"}
+    if set(data) - known:
+        raise ValueError(f"{where}: unknown claim fields {sorted(set(data) - known)}")
+    layer, head = data.get("layer"), data.get("head")
+    if not (_index(layer) and _index(head)):
+        raise ValueError(f"{where}: a claim names its head: layer and head in 0..63")
+    assert isinstance(layer, int) and isinstance(head, int)
+    numbers = [data[k] for k in ("weight", "score") if k in data]
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1 for v in numbers):
+        raise ValueError(f"{where}: weight and score are numbers in 0..1")
+    over, positions, top = data.get("over", "text"), data.get("positions", "on"), data.get("top", True)
+    if over not in ("text", "examples") or positions not in ("on", "off") or not isinstance(top, bool):
+        raise ValueError(f"{where}: over is 'text' or 'examples', positions 'on' or 'off', top true or false")
+    pair = all(isinstance(data.get(k), str) and data.get(k) for k in ("query", "key")) and "weight" in data
+    role = data.get("role") in CLAIM_ROLES and "score" in data
+    if pair == role or (pair and {"role", "score", "top"} & set(data)):
+        raise ValueError(
+            f"{where}: a claim is a weight (query, key, weight) or a role ({', '.join(CLAIM_ROLES)}) with a score"
+        )
+    return Claim(
+        layer, head, data.get("query"), data.get("key"),
+        None if "weight" not in data else float(data["weight"]), data.get("role"),
+        None if "score" not in data else float(data["score"]), top, over, positions == "on",
+    )  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Step:
     page: str
@@ -37,6 +113,7 @@ class Step:
     text: dict[str, str] | None
     title: dict[str, str]
     say: dict[str, str]
+    claims: tuple[Claim, ...] = ()
 
     def text_in(self, lang: str) -> str | None:
         return None if self.text is None else self.text.get(lang) or self.text["en"]
@@ -85,6 +162,9 @@ def parse_lesson(data: Any) -> Lesson:
         if not isinstance(settings, dict) or not all(isinstance(v, str) for v in settings.values()):
             raise ValueError(f"{where}: settings map keys to string values")
         text = _both(s["text"], f"{where} text") if "text" in s else None
+        claims = s.get("claims", [])
+        if not isinstance(claims, list):
+            raise ValueError(f"{where}: claims must be a list")
         parsed.append(
             Step(
                 s["page"],
@@ -92,6 +172,7 @@ def parse_lesson(data: Any) -> Lesson:
                 text,
                 _both(s.get("title"), f"{where} title"),
                 _both(s.get("say"), f"{where} say"),
+                tuple(parse_claim(c, f"{where}, claim {k + 1}") for k, c in enumerate(claims)),
             )
         )
     order = data.get("order", 99)

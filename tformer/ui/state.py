@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ..config import NORMS, POS_ENCODINGS
+from ..figures.colors import WEIGHT_SCALES
 from ..i18n import LANGUAGES, tr, use_language
 from ..resources import examples
 
@@ -187,10 +188,11 @@ class CostsState:  # pages/costs.py (issue 14); fields are the page's own choice
 @dataclass
 class FlashState:  # pages/flash.py (issue 14)
     step: int = _bounded(0, 0, 1_000_000)  # the tiled loop's step shown
-    # rows of a query tile and of a key tile (the page offers 2, 4, ..., 64); 4 x 4 gives a
-    # 16-token text 16 steps over 4 x 4 tiles. The page counts `step` from 1 (0 shows step 1).
-    block_q: int = _bounded(4, 1, 64)
-    block_k: int = _bounded(4, 1, 64)
+    # rows of a query tile and of a key tile (the page offers `flash.TILE_SIDES`); 0: sized for
+    # the text's length (`flash.auto_tile`: at most 64 steps), so 16 tokens step over 4 x 4
+    # tiles and 472 over 64 x 64. The page counts `step` from 1 (0 shows step 1).
+    block_q: int = _bounded(0, 0, 512)
+    block_k: int = _bounded(0, 0, 512)
 
 
 @dataclass
@@ -248,10 +250,13 @@ class ViewState:
     norm: str = _one_of("post", NORMS)
     causal: bool = False
     seed: int = _bounded(0, 0, 2**31 - 1)
-    # what is looked at, on every page (clamped to the model's shape where used)
-    layer: int = _bounded(0, 0, 63)
-    head: int = _bounded(0, 0, 63)
+    # what is looked at, on every page (clamped to the model's shape where used); layer and
+    # head None: not chosen yet, so pages open on a head that shows something (ui.opening)
+    layer: int | None = _bounded(None, 0, 63)
+    head: int | None = _bounded(None, 0, 63)
     query: int = _bounded(0, 0, 4095)
+    # how attention weights become colors on the heatmaps that offer the choice (figures.colors)
+    weight_scale: str = _one_of("linear", WEIGHT_SCALES)
     pages: dict[str, Any] = field(default_factory=lambda: {k: cls() for k, cls in PAGE_STATES.items()})
 
     # --- typed access ---
@@ -277,6 +282,12 @@ class ViewState:
         """The values a choice field allows, in order."""
         owner, name = self._owner(key)
         return tuple(_field(type(owner), name).metadata["choices"])
+
+    def bounds(self, key: str) -> tuple[int, int]:
+        """The smallest and largest value an integer field allows."""
+        owner, name = self._owner(key)
+        meta = _field(type(owner), name).metadata
+        return int(meta["min"]), int(meta["max"])
 
     def default(self, key: str) -> Any:
         owner, name = self._owner(key)
@@ -327,6 +338,37 @@ class ViewState:
                 except ValueError as err:
                     notices.append(tr("ignored {key}: {err}", key=key, err=err))
         return view, notices
+
+
+# The settings whose range is the model's shape (layers, heads, the text's tokens): a link may
+# ask for more than the model has, and is then clamped to the model when it is known.
+SHAPED = ("layer", "head", "query")
+
+
+def shaped_asks(
+    params: typing.Mapping[str, str | list[str]],
+) -> tuple[dict[str, str | list[str]], dict[str, int]]:
+    """``params`` with every model-shaped value (`SHAPED`) that is a whole number above its
+    field's bound lowered to that bound, and what each of them asked for.
+
+    A link made on a bigger model (layer 9 of a 12-layer BERT) or by hand (layer 99) is then
+    no error: the view keeps the largest value it allows, and the page that knows the model
+    clamps it to the model's shape and names what was asked (`tformer.ui.context`). Negative
+    numbers and text are left to `ViewState.from_query`, which ignores them with a notice.
+    """
+    out = dict(params)
+    asked: dict[str, int] = {}
+    for key in SHAPED:
+        raw = params.get(key)
+        text = raw[-1] if isinstance(raw, list) and raw else raw
+        if not isinstance(text, str) or not text.strip().isdigit() or len(text.strip()) > 12:
+            continue
+        value = int(text)
+        asked[key] = value
+        bound = ViewState().bounds(key)[1]
+        if value > bound:
+            out[key] = str(bound)
+    return out, asked
 
 
 T = TypeVar("T")

@@ -14,6 +14,7 @@ import numpy as np
 import streamlit as st
 
 from ..config import EncoderConfig
+from ..figures.layout import FULL_WIDTH
 from ..figures.walkthrough import row_bars, step_heatmap
 from ..formulas import latex_of, localized
 from ..i18n import tr
@@ -21,6 +22,7 @@ from ..walkthrough import Step
 from .binding import bind, set_values, view
 from .export_view import chart
 from .guard import plain
+from .lesson_mode import in_lesson
 from .step_notes import note, short
 from .walk_data import Walk
 
@@ -80,12 +82,16 @@ def shape_words(step: Step) -> str:
 
 
 def step_bar(walk: Walk) -> int:
-    """The step bar (every step of the layer, in order) with previous / next; the index chosen."""
+    """The step bar (every step of the layer, in order) with previous / next; the index chosen.
+    In a lesson the lesson bar's Previous / Next are the only ones (two "Next" buttons on one
+    projected page leave a class guessing which one the teacher means): the pills remain."""
     keys = [s.key for s in walk.steps]
     current = view().get("steps.step")
     i = keys.index(current) if current in keys else keys.index("q") if "q" in keys else 0
     # labels made here, in the session's language (a format_func may be called outside the run)
     shown = {k: f"{n} {short(k)}" for n, k in enumerate(keys, 1)}
+    if in_lesson():
+        return _step_pills(keys, shown, i)
     # One row that does not wrap: the buttons as wide as their labels in any language (fixed
     # columns cut "◀ 上一步" to "◀ 上…"), the pills take the rest and wrap inside it.
     row = st.container(horizontal=True, wrap=False, vertical_alignment="center", key="step_bar")
@@ -94,19 +100,24 @@ def step_bar(walk: Walk) -> int:
         disabled=i == 0, width="content",
     )  # fmt: skip
     with row.container(width="stretch"):
-        picked = st.pills(
-            tr("step"),
-            keys,
-            required=True,
-            wrap=True,
-            format_func=shown.__getitem__,
-            label_visibility="collapsed",
-            **bind("steps.step", keys, fallback=keys[i]),
-        )
+        picked = _step_pills(keys, shown, i)
     row.button(
         tr("next ▶"), key="steps.next", on_click=set_values, kwargs={"steps.step": keys[min(i + 1, len(keys) - 1)]},
         disabled=i == len(keys) - 1, width="content",
     )  # fmt: skip
+    return picked
+
+
+def _step_pills(keys: list[str], shown: dict[str, str], i: int) -> int:
+    picked = st.pills(
+        tr("step"),
+        keys,
+        required=True,
+        wrap=True,
+        format_func=shown.__getitem__,
+        label_visibility="collapsed",
+        **bind("steps.step", keys, fallback=keys[i]),
+    )
     return keys.index(picked) if picked in keys else i
 
 
@@ -194,6 +205,7 @@ def show_step(
             weights=step.key == "softmax",
             row_title=axis_word(row_axis),
             col_title=axis_word(col_axis),
+            width=FULL_WIDTH,  # the page's whole width: the larger the cells, the larger the numbers
         ),
         key="step_tensor",
     )

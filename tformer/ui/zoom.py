@@ -6,21 +6,27 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..i18n import tr
+from ..tokenizer import UNK_MARK
 from .binding import bind, set_values, view
 
 
 def find_token(labels: Sequence[str], typed: str) -> int | None:
     """The first position whose token equals ``typed`` (case-insensitive, the "##" of a word
-    piece ignored), or, failing that, the first that contains it; None when none does."""
+    piece and the "?" of an unknown token ignored), or, failing that, the first that contains
+    it; None when none does."""
     want = typed.strip().lower()
     if not want:
         return None
-    clean = [lab.lower().removeprefix("##") for lab in labels]
+    clean = [_unmarked(lab.lower().removeprefix("##")) for lab in labels]
     for match in (lambda c: c == want, lambda c: want in c):
         for i, c in enumerate(clean):
             if match(c):
                 return i
     return None
+
+
+def _unmarked(label: str) -> str:
+    return label[: -len(UNK_MARK)] if len(label) > len(UNK_MARK) and label.endswith(UNK_MARK) else label
 
 
 def center_window(position: int, size: int, n: int) -> None:
