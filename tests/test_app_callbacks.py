@@ -237,6 +237,9 @@ def test_every_widget_with_a_callback_is_driven_on_every_page(env: Folders) -> N
     long = " ".join(["the cat sat on the mat"] * 20)  # the layers page's zoom window
     at = open_at("pages/layers.py", source="scratch", text=long)
     explore(at, check, keep=lambda t: not t.sidebar, driven=driven)
+    # a step wider than the 16-column window (the layer's input, d_model 64): its first dimension
+    at = open_at("pages/steps.py", source="scratch", **{"steps.step": "input", "steps.zoom": "window"})
+    explore(at, check, keep=lambda t: t.key == "steps.dim", driven=driven)
     at = open_at()
     explore(at, check, keep=lambda t: t.key == "lang", driven=driven)  # last: the page in 中文
     assert driven["lang"] == {"中文", "英文"}  # to Chinese, and back (its label then in Chinese)
