@@ -19,8 +19,8 @@ from pathlib import Path
 import torch
 
 from tformer import Encoder, EncoderConfig, capture_text
-from tformer.capture import ATTENTION, available_names, capture_nbytes
-from tformer.tokenizer import scratch_tokenizer
+from tformer.model.capture import ATTENTION, available_names, capture_nbytes
+from tformer.model.tokenizer import scratch_tokenizer
 
 TEXT = "Attention lets every token look at every other token and decide what matters. " * 80
 

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import median_ms, print_table
 
 from tformer import Encoder, EncoderConfig, pick_device
-from tformer.process import keep_freed_memory
+from tformer.ui.process import keep_freed_memory
 
 
 def main() -> None:

@@ -5,7 +5,7 @@ against a GRU, sparse against dense attention.
 
 Prints one row per measured point (method, n, time ms, peak MiB, the method's fitted time
 exponent), why each method stopped, and the total wall time (the acceptance bar: at most 30 s
-on 2 CPU cores). Threads default to what the app uses (`tformer.process.app_threads`).
+on 2 CPU cores). Threads default to what the app uses (`tformer.ui.process.app_threads`).
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import print_table
 
-from tformer.costs import wall_sweep
-from tformer.costs_measure import MIB, Note
-from tformer.costs_rnn import rnn_sweep
-from tformer.costs_sparse import sparse_sweep
-from tformer.device import pick_device
-from tformer.process import app_threads
+from tformer.efficiency.costs import wall_sweep
+from tformer.efficiency.measure import MIB, Note
+from tformer.efficiency.rnn import rnn_sweep
+from tformer.efficiency.sparse_costs import sparse_sweep
+from tformer.model.device import pick_device
+from tformer.ui.process import app_threads
 
 
 def english(template: str, /, **values: object) -> str:
@@ -34,7 +34,7 @@ def english(template: str, /, **values: object) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default=None, help="default: tformer.device.pick_device()")
+    parser.add_argument("--device", default=None, help="default: tformer.model.device.pick_device()")
     parser.add_argument("--threads", type=int, default=None, help="default: the app's (half the cores)")
     args = parser.parse_args()
     device = str(args.device or pick_device())

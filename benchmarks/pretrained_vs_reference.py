@@ -24,8 +24,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import print_table
 
-from tformer.pretrained import load_pretrained, minilm_path
-from tformer.process import keep_freed_memory
+from tformer.model.pretrained import load_pretrained, minilm_path
+from tformer.ui.process import keep_freed_memory
 
 GOALS = {16: 0.8, 128: 1.0, 512: 1.0}
 TEXT = "Attention lets every token look at every other token and decide what matters. " * 80

@@ -39,8 +39,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _timing import print_table
 
-from tformer.tasks import TaskSpec
-from tformer.training import Recipe, Trainer, model_config
+from tformer.training.recipe import Recipe, model_config
+from tformer.training.tasks import TaskSpec
+from tformer.training.trainer import Trainer
 
 REFERENCE_S = {"copy": 0.9, "reverse": 1.7, "sort": 5.1}
 GOAL = 1.5

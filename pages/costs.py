@@ -21,7 +21,7 @@ with ui.frame(__file__) as fr:
                 "(SDPA) under each backend this device offers, and our tiled loop, which never builds it."
             )
         )
-        ui.formula("tiled.tiled_attention", label="Our tiled loop: the code that ran")
+        ui.formula("efficiency.tiled.tiled_attention", label="Our tiled loop: the code that ran")
     elif part == "rnn":
         st.markdown(
             tr(
@@ -32,7 +32,7 @@ with ui.frame(__file__) as fr:
                 "and one self-attention layer of the same width are timed on the same input."
             )
         )
-        ui.source("costs_rnn.SelfAttentionLayer", label="The self-attention layer that is timed")
+        ui.source("efficiency.rnn.SelfAttentionLayer", label="The self-attention layer that is timed")
     else:
         st.markdown(
             tr(
@@ -130,8 +130,10 @@ with ui.frame(__file__) as fr:
         if "memory" in figs:
             ui.chart(figs["memory"], key="costs_memory")
         ui.fitted_table(ui.sparse_cost_table(sweep), key="costs_sparse_table")  # turned when too wide
-        ui.source("sparse.local_attention", label="The local window, only its blocks: the code")
-        ui.source("sparse.strided_attention", label="The strided pattern, only its blocks: the code")
+        ui.source("efficiency.sparse.local_attention", label="The local window, only its blocks: the code")
+        ui.source(
+            "efficiency.sparse.strided_attention", label="The strided pattern, only its blocks: the code"
+        )
 
     st.markdown(tr("**Where each method stopped**"))
     st.markdown("\n".join(ui.cost_stops(sweep)))

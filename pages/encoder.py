@@ -4,10 +4,10 @@ residual stream and LayerNorm on the user's text, layer by layer."""
 import streamlit as st
 
 from tformer import ui
+from tformer.analysis.layer_stats import ffn_sparsity, layernorm_stats, sublayer_norms
 from tformer.figures.architecture import architecture_figure
 from tformer.figures.encoder import ffn_activations_figure, layernorm_figure, sublayer_norms_figure
 from tformer.i18n import tr
-from tformer.layer_stats import ffn_sparsity, layernorm_stats, sublayer_norms
 
 SECTIONS = {
     "architecture": "The architecture",

@@ -4,8 +4,8 @@ copy of the same token, broad; each role ranked, and a click opens the head."""
 import streamlit as st
 
 from tformer import ui
+from tformer.analysis.head_roles import role_scores
 from tformer.figures.roles import role_map_figure
-from tformer.head_roles import role_scores
 from tformer.i18n import tr
 
 ROLES = ui.ROLE_NAMES  # English templates (translated where shown)

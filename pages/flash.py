@@ -1,14 +1,13 @@
 """FlashAttention, stepped: the chosen head's attention on the user's text, computed tile by tile
-with the online softmax (`tformer.flash`); each step's tiles, running max, running sum,
+with the online softmax (`tformer.efficiency.flash`); each step's tiles, running max, running sum,
 rescaling and partial output; at the end, the model's own z and the memory the loop needed."""
 
 import numpy as np
 import streamlit as st
 
 from tformer import ui
-from tformer.figures.flash import running_rows, tile_grid
-from tformer.figures.walkthrough import step_heatmap
-from tformer.flash import (
+from tformer.analysis.masks import causal_mask
+from tformer.efficiency.flash import (
     MAX_AUTO_STEPS,
     TILE_SIDES,
     Footprint,
@@ -19,8 +18,9 @@ from tformer.flash import (
     skipped_tiles,
     step_at,
 )
+from tformer.figures.flash import running_rows, tile_grid
+from tformer.figures.walkthrough import step_heatmap
 from tformer.i18n import tr
-from tformer.masks import causal_mask
 
 BLOCKS = (0, *TILE_SIDES)  # 0: sized for the text (auto_tile)
 NUMBERS = 16  # tiles and outputs up to this many rows and columns show every number
@@ -199,7 +199,7 @@ with ui.page_context(__file__, ("q", "k", "v", "z"), one_layer=True) as ctx:
             key="flash_p",
         )  # fmt: skip
     with right:
-        st.markdown(tr("**The loop** (`tformer.flash.flash_steps`), as it ran:"))
+        st.markdown(tr("**The loop** (`tformer.efficiency.flash.flash_steps`), as it ran:"))
         st.code(without_docstring(ui.source_text(flash_steps)), language="python", wrap_lines=True)
     ui.chart(
         running_rows(

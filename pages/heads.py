@@ -3,7 +3,7 @@
 import streamlit as st
 
 from tformer import ui
-from tformer.analysis import head_metrics, js_divergence_matrix, metrics_table
+from tformer.analysis.metrics import head_metrics, js_divergence_matrix, metrics_table
 from tformer.figures.heads import (
     ablation_effect_figure,
     head_metrics_figure,

@@ -4,10 +4,10 @@ long texts zoom into a window of queries and keys, and a typed token jumps there
 import streamlit as st
 
 from tformer import ui
+from tformer.analysis.rollout import attention_rollout
 from tformer.figures.attention import attention_heatmap
 from tformer.figures.walkthrough import step_heatmap
 from tformer.i18n import tr
-from tformer.rollout import attention_rollout
 
 # English templates (ui.section translates them)
 COMBINE = {

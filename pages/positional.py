@@ -3,7 +3,7 @@
 import streamlit as st
 
 from tformer import ui
-from tformer.analysis import offset_similarity
+from tformer.analysis.metrics import offset_similarity
 from tformer.figures.colors import ROBUST_PERCENTILE
 from tformer.figures.positional import (
     attention_diff_figure,

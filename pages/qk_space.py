@@ -4,9 +4,9 @@ dot product with it is large."""
 import streamlit as st
 
 from tformer import ui
+from tformer.analysis.rollout import project_2d, top_pairs
 from tformer.figures.layers import qk_space_figure
 from tformer.i18n import tr
-from tformer.rollout import project_2d, top_pairs
 
 with ui.page_context(__file__) as ctx:
     cap = ctx.capture

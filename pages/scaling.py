@@ -4,10 +4,10 @@ beside a sweep over d_k computed from random queries and keys."""
 import streamlit as st
 
 from tformer import ui
+from tformer.analysis.scaling import scaling_sweep, temperature_pattern
 from tformer.figures.attention import attention_heatmap
 from tformer.figures.scaling import row_stats_figure, sweep_figure
 from tformer.i18n import tr
-from tformer.scaling import scaling_sweep, temperature_pattern
 
 with ui.page_context(__file__) as ctx:
     cfg = ctx.capture.cfg

@@ -4,9 +4,9 @@ code that computed them; one score dimension by dimension; the seeds' two layout
 import streamlit as st
 
 from tformer import ui
+from tformer.analysis.walkthrough import neuron_view
 from tformer.figures.walkthrough import neuron_figure
 from tformer.i18n import tr
-from tformer.walkthrough import neuron_view
 
 SECTIONS = {
     "walk": "Walk through a layer",
@@ -110,7 +110,7 @@ with ui.page_context(__file__, ui.WALK_NAMES, one_layer=True) as ctx:
             )
         )
         ui.source(
-            "layouts.attend",
+            "analysis.layouts.attend",
             label="Steps 2-6, shared by both: score, scale, mask, softmax, weight the values",
         )
         ui.source("split_fused", label="How the fused weights split into the separate ones")

@@ -12,11 +12,11 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from tformer.checkpoints import save_run
-from tformer.encoder import Encoder
-from tformer.tasks import TaskSpec, example_texts, task_tokenizer
-from tformer.tokenizer import scratch_tokenizer
-from tformer.training import model_config
+from tformer.model.encoder import Encoder
+from tformer.model.tokenizer import scratch_tokenizer
+from tformer.training.checkpoints import save_run
+from tformer.training.recipe import model_config
+from tformer.training.tasks import TaskSpec, example_texts, task_tokenizer
 
 SCRATCH_JSON = Path(__file__).resolve().parent.parent / "tformer" / "data" / "scratch_tokenizer.json"
 RUN_TASK = TaskSpec("copy", length=8, vocab=6)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tformer.analysis import (
+from tformer.analysis.metrics import (
     METRICS,
     cluster_order,
     head_metrics,

@@ -17,7 +17,7 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest
 
 from tformer.i18n import catalog
-from tformer.tasks import TaskSpec
+from tformer.training.tasks import TaskSpec
 from tformer.ui.registry import PAGES as SPECS
 from tformer.ui.state import PAGE_STATES, ViewState
 

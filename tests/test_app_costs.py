@@ -229,15 +229,15 @@ def test_a_quiet_sweep_has_no_busy_note(monkeypatch):
 
 
 def _sweep_of(points, fit):
-    from tformer.costs import Sweep
-    from tformer.costs_measure import Curve
+    from tformer.efficiency.costs import Sweep
+    from tformer.efficiency.measure import Curve
 
     curve = Curve("explicit", tuple(points), None, fit.exponent, None, fit)
     return Sweep("wall", "cpu", "cpu", 2, "none", 0, None, (curve,), (), 1.0)
 
 
 def test_the_legend_shows_an_exponent_only_from_a_good_fit():
-    from tformer.costs_measure import Fit, Point
+    from tformer.efficiency.measure import Fit, Point
     from tformer.ui.cost_view import cost_figures, cost_fit_note, cost_table
 
     points = [

@@ -306,7 +306,7 @@ def test_a_link_sets_the_view_and_bad_values_fall_back_with_a_notice():
 def test_damaged_local_checkpoint_gives_a_clear_message(tmp_path, monkeypatch):
     import shutil
 
-    from tformer.pretrained import minilm_path
+    from tformer.model.pretrained import minilm_path
 
     folder = tmp_path / "bert"
     folder.mkdir()

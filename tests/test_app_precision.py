@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("streamlit")
 
-from tformer.precision import VARIANTS
+from tformer.efficiency.precision import VARIANTS
 
 from .test_app_experiments import chart
 from .test_app_pages import assert_clean, decode, open_app

@@ -165,10 +165,10 @@ def test_both_layouts_agree_on_the_text():
 def fully_masked_script(offset: int) -> None:
     import numpy as np
 
-    from tformer.config import EncoderConfig
+    from tformer.analysis.walkthrough import walk_layer
+    from tformer.model.config import EncoderConfig
     from tformer.ui.walk_data import Walk
     from tformer.ui.walk_view import show_step, step_facts
-    from tformer.walkthrough import walk_layer
 
     rng = np.random.default_rng(0)
     n, d = 4, 8

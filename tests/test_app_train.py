@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest
 
-from tformer.checkpoints import list_runs
+from tformer.training.checkpoints import list_runs
 
 from .test_app_pages import APP, TIMEOUT, assert_clean
 
@@ -116,7 +116,7 @@ def test_the_heads_race_trains_every_head_count(runs_dir):
 
 
 def test_snapshots_are_bounded_in_number_and_memory():
-    from tformer.training import Recipe
+    from tformer.training.recipe import Recipe
     from tformer.ui.train_jobs import MAX_SNAPSHOT_BYTES, MAX_SNAPSHOTS, snapshot_stride
 
     assert snapshot_stride(Recipe(steps=2000, snapshot_every=5), 8_192) == 20  # 100 frames
@@ -181,9 +181,10 @@ def test_the_race_times_updates_by_their_median_not_the_mean_with_evaluations(mo
     training run of another session (in another thread) is named as other work."""
     import threading
 
-    from tformer.tasks import TaskSpec
     from tformer.timing import activity
-    from tformer.training import Recipe, StepStats, Trainer, model_config
+    from tformer.training.recipe import Recipe, model_config
+    from tformer.training.tasks import TaskSpec
+    from tformer.training.trainer import StepStats, Trainer
     from tformer.ui import train_jobs
 
     durations = {1: 0.010, 2: 0.030, 4: 0.010, 8: 0.010}  # 2 heads: slower by 20 ms an update

@@ -73,7 +73,7 @@ def test_a_diverging_run_in_chinese_names_the_setting_in_chinese(runs_dir):
 
 def test_a_runs_messages_are_worded_when_read_not_when_written():
     from tformer.i18n import use_language
-    from tformer.runs import RunManager
+    from tformer.training.runs import RunManager
 
     runs = RunManager(max_running=1)
 

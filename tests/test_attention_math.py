@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tformer import Encoder
-from tformer.attention import scaled_dot_product_attention
+from tformer.model.attention import scaled_dot_product_attention
 
 from ._models import model_and_ids, tiny
 

@@ -107,3 +107,42 @@ def test_every_lazy_name_resolves(package):
     pkg = importlib.import_module(package)
     for name in pkg.__all__:
         assert getattr(pkg, name) is not None, name
+
+
+CORE_PACKAGES = ["tformer.model", "tformer.analysis", "tformer.efficiency", "tformer.training"]
+
+
+@pytest.mark.parametrize("package", CORE_PACKAGES)
+def test_no_reexported_name_is_also_a_submodule(package):
+    """Importing ``tformer.analysis.masks`` sets the package attribute ``masks`` to the module,
+    so a re-exported name of that spelling would change with import order."""
+    import importlib
+
+    pkg = importlib.import_module(package)
+    folder = Path(pkg.__file__).parent
+    assert len(set(pkg.__all__)) == len(pkg.__all__)  # no name twice
+    clashes = [n for n in pkg.__all__ if (folder / f"{n}.py").exists() or (folder / n).is_dir()]
+    assert clashes == []
+    assert [n for n in pkg.__all__ if getattr(pkg, n, None) is None] == []
+
+
+# Core modules the app imports before torch loads (the view state, the Flash page, the Train
+# page's settings): a package __init__ that re-exported a torch module would load it with them.
+TORCH_FREE = [
+    "tformer.model.config",
+    "tformer.analysis",
+    "tformer.analysis.walkthrough",
+    "tformer.analysis.masks",
+    "tformer.efficiency.flash",
+    "tformer.training.tasks",
+    "tformer.training.recipe",
+    "tformer.training.runs",
+    "tformer.ui",
+    "tformer.ui.state",
+]
+
+
+def test_the_modules_the_app_imports_before_torch_load_no_torch():
+    code = f"import sys\nimport {', '.join(TORCH_FREE)}\nprint('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "False"

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 from tformer import Encoder
-from tformer.capture import ATTENTION, available_names, capture_nbytes, capture_text
-from tformer.hooks import ACTS, act_name
-from tformer.interventions import ablate_heads, patterns_without_positions
-from tformer.tokenizer import scratch_tokenizer
+from tformer.model.capture import ATTENTION, available_names, capture_nbytes, capture_text
+from tformer.model.hooks import ACTS, act_name
+from tformer.model.interventions import ablate_heads, patterns_without_positions
+from tformer.model.tokenizer import scratch_tokenizer
 
 from ._models import tiny
 

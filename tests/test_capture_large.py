@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from tformer import Encoder, EncoderConfig
-from tformer.capture import ATTENTION, available_names, capture_ids, capture_nbytes
-from tformer.tokenizer import Encoded
+from tformer.model.capture import ATTENTION, available_names, capture_ids, capture_nbytes
+from tformer.model.tokenizer import Encoded
 
 # BERT-base's shape (bert-base-uncased, RoBERTa-base, ELECTRA-base discriminator: 12 x 12 x 768).
 BERT_BASE = EncoderConfig(

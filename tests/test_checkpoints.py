@@ -15,8 +15,8 @@ from safetensors.torch import load_file, save_file
 from tokenizers import models, pre_tokenizers, processors
 
 from tformer import Encoder, Tokenizer
-from tformer import checkpoints as ck
-from tformer.checkpoints import (
+from tformer.training import checkpoints as ck
+from tformer.training.checkpoints import (
     RUNS_DIR_ENV,
     CheckpointError,
     is_run_name,

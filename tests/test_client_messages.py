@@ -15,7 +15,7 @@ import streamlit as st
 from streamlit.proto.BackMsg_pb2 import BackendOperationRequest, BackMsg
 from streamlit.runtime.app_session import AppSession
 
-from tformer.runs import RunHandle
+from tformer.training.runs import RunHandle
 from tformer.ui import client_messages, singletons
 from tformer.ui.client_messages import BACKEND_OPERATIONS, MESSAGES, refusal
 

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from tformer import Encoder, EncoderConfig
-from tformer.activations import gelu_tanh
-from tformer.capture import available_names, capture_ids, capture_nbytes
-from tformer.tokenizer import Encoded, scratch_tokenizer
+from tformer.model.activations import gelu_tanh
+from tformer.model.capture import available_names, capture_ids, capture_nbytes
+from tformer.model.tokenizer import Encoded, scratch_tokenizer
 
 from ._models import tiny
 

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from tformer.costs import WallSettings, wall_sweep
-from tformer.costs_measure import (
+from tformer.efficiency.costs import WallSettings, wall_sweep
+from tformer.efficiency.measure import (
     MIB,
     Budget,
     Method,
@@ -26,10 +26,10 @@ from tformer.costs_measure import (
     memory_budget,
     peak_memory,
 )
-from tformer.costs_rnn import RnnSettings, path_lengths, rnn_sweep
-from tformer.costs_sparse import SparseSettings, sparse_sweep, stride_for
+from tformer.efficiency.rnn import RnnSettings, path_lengths, rnn_sweep
+from tformer.efficiency.sparse_costs import SparseSettings, sparse_sweep, stride_for
+from tformer.efficiency.tiled import explicit_attention
 from tformer.figures.costs import Series, cost_lines
-from tformer.tiled import explicit_attention
 
 CPU = torch.device("cpu")
 SMALL = Budget(call_s=0.5, total_s=20.0)

@@ -98,7 +98,7 @@ def test_capture_on_cuda_matches_cpu():
 
 
 def test_app_threads_takes_half_the_cores_or_the_override(monkeypatch):
-    from tformer.process import app_threads
+    from tformer.ui.process import app_threads
 
     monkeypatch.delenv("TFORMER_THREADS", raising=False)
     monkeypatch.setattr("os.cpu_count", lambda: 8)

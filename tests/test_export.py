@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from tformer import load_pretrained
-from tformer.analysis import head_metrics, metrics_table
-from tformer.capture import ATTENTION, capture_text
+from tformer.analysis.metrics import head_metrics, metrics_table
 from tformer.export import capture_npz, rows_csv
 from tformer.figures.attention import attention_heatmap
 from tformer.figures.images import figure_image, image_export_problem
 from tformer.figures.report import build_report
 from tformer.i18n import use_language
+from tformer.model.capture import ATTENTION, capture_text
 
 WORDS = "cats chase small mice quickly".split()
 TEXT_128 = " ".join(WORDS[i % 5] for i in range(126))  # 126 one-token words + [CLS], [SEP]

@@ -16,10 +16,10 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from tformer.capture import available_names, capture_text
-from tformer.model_files import ModelFolderError
-from tformer.model_loader import load_model_folder
-from tformer.pretrained import load_pretrained
+from tformer.model.capture import available_names, capture_text
+from tformer.model.model_files import ModelFolderError
+from tformer.model.model_loader import load_model_folder
+from tformer.model.pretrained import load_pretrained
 
 from . import _hf_models as H
 

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from tformer import Encoder
-from tformer.architecture import architecture_spec, parameter_counts
+from tformer.analysis.architecture import architecture_spec, parameter_counts
 from tformer.figures.architecture import architecture_figure, compact
 from tformer.figures.labels import text_px
 from tformer.figures.layout import FULL_WIDTH

@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from tformer.analysis.layer_stats import layernorm_stats, sublayer_norms
 from tformer.figures.encoder import (
     FFN_MAX_CELLS,
     MAX_LN_TOKENS,
@@ -16,7 +17,6 @@ from tformer.figures.encoder import (
     signed_absmax_pool,
     sublayer_norms_figure,
 )
-from tformer.layer_stats import layernorm_stats, sublayer_norms
 
 SCRIPT = "<script>alert(1)</script>"
 CJK = ["[CLS]", "小", "猫", "跳", "了", "。", "[SEP]"]

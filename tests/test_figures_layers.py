@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from tformer.analysis.rollout import project_2d, top_pairs
 from tformer.figures.labels import MAX_TICK_CHARS
 from tformer.figures.layers import (
     KEY_NAME,
@@ -18,7 +19,6 @@ from tformer.figures.layers import (
     pc_title,
     qk_space_figure,
 )
-from tformer.rollout import project_2d, top_pairs
 
 WORDS = "[CLS] the cat sat on the mat because it was tired [SEP]".split()
 CHINESE = ["[CLS]", *"小猫跳到了桌子上", "[SEP]"]

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from tformer.analysis import offset_similarity
+from tformer.analysis.metrics import offset_similarity
 from tformer.figures.positional import (
     attention_diff_figure,
     pe_matrix_heatmap,

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from tformer.analysis.scaling import row_entropy, row_max, scaling_sweep, temperature_pattern
 from tformer.figures.labels import LABEL_ALL
 from tformer.figures.layout import DETAIL_WIDTH, FULL_WIDTH, HALF_WIDTH
 from tformer.figures.scaling import (
@@ -20,7 +21,6 @@ from tformer.figures.scaling import (
     row_stats_figure,
     sweep_figure,
 )
-from tformer.scaling import row_entropy, row_max, scaling_sweep, temperature_pattern
 
 HOSTILE = "<b>x</b>"
 CHINESE = list("小猫跳到了桌子上然后睡觉")

@@ -21,7 +21,7 @@ from tformer.figures.training import (
     schedule_figure,
     training_curves,
 )
-from tformer.training import Recipe, noam_lr, schedule_curve
+from tformer.training.recipe import Recipe, noam_lr, schedule_curve
 
 
 def fake_run(n: int = 600, *, every: int = 25, seed: int = 0) -> tuple[list[dict], list[dict]]:

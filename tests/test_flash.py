@@ -1,4 +1,4 @@
-"""FlashAttention's tiled loop (`tformer.flash`) equals the explicit softmax(QKᵀ/√d_k)V: for every
+"""FlashAttention's tiled loop (`tformer.efficiency.flash`) equals the explicit softmax(QKᵀ/√d_k)V: for every
 block size, with no mask, causal, padded and custom masks, fully masked rows and one token; its
 running m and ℓ are the rows' max and sum; it never holds an n × n array; and on a real head of
 MiniLM and of a causal from-scratch encoder it gives the model's own z."""
@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tformer.flash import (
+from tformer.analysis.masks import causal_mask
+from tformer.efficiency.flash import (
     explicit_attention,
     flash_attention,
     flash_steps,
@@ -21,7 +22,6 @@ from tformer.flash import (
     step_at,
     tile_of,
 )
-from tformer.masks import causal_mask
 
 N = 16
 BLOCKS = [(1, 1), (2, 2), (3, 3), (7, 7), (16, 16), (N, N), (40, 40), (2, 5), (7, 3), (1, 16), (16, 1)]
@@ -311,7 +311,7 @@ def test_causal_from_scratch_head_gives_the_models_own_z():
 
 
 def test_auto_tiles_step_any_length_in_at_most_64_steps():
-    from tformer.flash import TILE_SIDES, auto_tile
+    from tformer.efficiency.flash import TILE_SIDES, auto_tile
 
     assert auto_tile(16) == 4 and auto_tile(3) == 4  # 16 steps of 4 x 4; one tile
     assert auto_tile(472) == 64 and n_tiles(472, 64) ** 2 == 64  # not 118 x 118 = 13,924

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import tformer.formulas
-from tformer import walkthrough
+from tformer.analysis import walkthrough
 from tformer.formulas import latex_of, localized
 from tformer.i18n import use_language
 

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-from tformer.head_roles import ROLES, average_scores, rank_heads, role_scores
+from tformer.analysis.head_roles import ROLES, average_scores, rank_heads, role_scores
 
 
 def _stack(*heads: np.ndarray) -> np.ndarray:
@@ -353,7 +353,7 @@ def test_the_readme_names_the_heads_the_finder_ranks_first(minilm_scores):
 
 
 def test_telling_heads_pick_the_clearest_habit_and_leave_out_cls_and_broad_heads():
-    from tformer.head_roles import telling_heads
+    from tformer.analysis.head_roles import telling_heads
 
     shape = (3, 4)
     scores = {role: np.zeros(shape) for role in ROLES}
@@ -370,7 +370,7 @@ def test_telling_heads_pick_the_clearest_habit_and_leave_out_cls_and_broad_heads
 
 
 def test_minilm_opens_on_its_previous_token_head_not_layer_0_head_0(minilm_scores):
-    from tformer.head_roles import telling_heads
+    from tformer.analysis.head_roles import telling_heads
 
     best, per_layer, role, score = telling_heads(minilm_scores)
     assert best == (0, 2) and role == "previous" and score > 0.99

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from tformer import Encoder, act_name, capturing
-from tformer.hooks import _ACTIVE
+from tformer.model.hooks import _ACTIVE
 
 from ._models import model_and_ids, tiny
 
@@ -163,7 +163,7 @@ def test_hook_receives_its_hookpoint_with_its_name():
 
 
 def test_every_short_name_is_a_hook_of_a_model_that_has_it():
-    from tformer.hooks import ACTS
+    from tformer.model.hooks import ACTS
 
     model = Encoder(tiny(type_vocab_size=2, embed_norm=True, pos_encoding="learned", norm="pre", n_outputs=5))
     built = {act_name(n, 0 if a.per_layer else None) for n, a in ACTS.items()}

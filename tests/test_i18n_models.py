@@ -10,7 +10,7 @@ import pytest
 
 from tformer.i18n import catalog
 
-ROOT = Path(__file__).resolve().parent.parent / "tformer"
+ROOT = Path(__file__).resolve().parent.parent / "tformer" / "model"
 MODULES = ["config", "families", "model_files", "model_loader", "models_dir", "predictions", "pretrained"]
 
 

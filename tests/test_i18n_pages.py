@@ -129,7 +129,7 @@ def test_the_heads_overview_speaks_the_sessions_language():
 def _minilm_copy(folder, *, damaged: bool = False):
     import shutil
 
-    from tformer.pretrained import minilm_path
+    from tformer.model.pretrained import minilm_path
 
     folder.mkdir()
     for name in ("config.json", "tokenizer.json", "vocab.txt", "model.safetensors"):

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from tformer import Encoder, capture_text, scratch_tokenizer
-from tformer.capture import available_names
+from tformer.analysis.layer_stats import ffn_sparsity, layernorm_stats, sublayer_norms
+from tformer.analysis.walkthrough import layer_norm
 from tformer.formulas import latex_of
-from tformer.layer_stats import ffn_sparsity, layernorm_stats, sublayer_norms
-from tformer.walkthrough import layer_norm
+from tformer.model.capture import available_names
 
 from ._models import tiny
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from tformer import Encoder, capture_text, load_pretrained
-from tformer.layouts import FusedQKV, SeparateQKV, compare_layouts, fused_from_model, split_fused
+from tformer.analysis.layouts import FusedQKV, SeparateQKV, compare_layouts, fused_from_model, split_fused
 
 from ._models import tiny
 

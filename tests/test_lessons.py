@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tformer.head_roles import average_scores, rank_heads, role_scores
+from tformer.analysis.head_roles import average_scores, rank_heads, role_scores
 from tformer.i18n import LANGUAGES
 from tformer.ui.lessons import Claim, check_lesson, lesson_by_id, lessons, local, parse_lesson
 from tformer.ui.registry import LESSON_MAP, PAGES
@@ -118,7 +118,7 @@ _MODEL: dict = {}
 
 def _scores(text: str, positions: bool) -> dict:
     from tformer import capture_text
-    from tformer.interventions import patterns_without_positions
+    from tformer.model.interventions import patterns_without_positions
 
     model, tok = _MODEL["minilm"]
     cap = capture_text(model, tok, text, ["pattern"])

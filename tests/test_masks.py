@@ -12,8 +12,7 @@ import pytest
 import torch
 
 from tformer import Encoder, load_pretrained
-from tformer.capture import ATTENTION, capture_batch, capture_ids, capture_text
-from tformer.masks import (
+from tformer.analysis.masks import (
     MAX_ITEMS,
     causal_mask,
     custom_mask,
@@ -22,7 +21,8 @@ from tformer.masks import (
     output_shift,
     window_mask,
 )
-from tformer.tokenizer import scratch_tokenizer
+from tformer.model.capture import ATTENTION, capture_batch, capture_ids, capture_text
+from tformer.model.tokenizer import scratch_tokenizer
 
 from ._models import model_and_ids, tiny
 

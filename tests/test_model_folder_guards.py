@@ -14,13 +14,19 @@ from pathlib import Path
 import pytest
 import torch
 
-import tformer.checkpoints as ck
-import tformer.model_files as mf
-import tformer.model_loader as loader
+import tformer.model.model_files as mf
+import tformer.model.model_loader as loader
+import tformer.training.checkpoints as ck
 from tformer import Encoder, EncoderConfig
-from tformer.checkpoints import CheckpointError, list_runs, load_run, read_run_meta, remove_stale_temp
-from tformer.model_files import CONFIG_BOUNDS, MAX_CONFIG_BYTES, MAX_MODEL_PARAMS, expected_shapes
-from tformer.pretrained import load_pretrained
+from tformer.model.model_files import CONFIG_BOUNDS, MAX_CONFIG_BYTES, MAX_MODEL_PARAMS, expected_shapes
+from tformer.model.pretrained import load_pretrained
+from tformer.training.checkpoints import (
+    CheckpointError,
+    list_runs,
+    load_run,
+    read_run_meta,
+    remove_stale_temp,
+)
 
 from ._folders import tiny_bert_folder, tiny_run
 

@@ -12,12 +12,12 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-import tformer.model_files
-import tformer.model_loader
+import tformer.model.model_files
+import tformer.model.model_loader
 from tformer.i18n import use_language
-from tformer.model_files import MAX_MODEL_PARAMS, ModelFolderError
-from tformer.model_loader import load_model_folder
-from tformer.pretrained import load_pretrained
+from tformer.model.model_files import MAX_MODEL_PARAMS, ModelFolderError
+from tformer.model.model_loader import load_model_folder
+from tformer.model.pretrained import load_pretrained
 
 from . import _hf_models as H
 
@@ -41,14 +41,14 @@ def gpt2(hf_root: Path, tmp_path: Path) -> Path:
 def no_allocation(monkeypatch: pytest.MonkeyPatch) -> None:
     """Building the model fails the test: what is refused must be refused before it."""
 
-    real = tformer.model_loader.Encoder
+    real = tformer.model.model_loader.Encoder
 
     def allocate(*args, **kwargs):
         if torch.get_default_device().type == "meta":  # shapes only: no memory
             return real(*args, **kwargs)
         raise AssertionError("the model was allocated before the folder was refused")
 
-    monkeypatch.setattr(tformer.model_loader, "Encoder", allocate)
+    monkeypatch.setattr(tformer.model.model_loader, "Encoder", allocate)
 
 
 def test_the_allocation_guard_fires_on_a_folder_that_loads(bert: Path, no_allocation) -> None:
@@ -221,7 +221,7 @@ def test_broken_zip_pickle(bert: Path) -> None:
 
 
 def test_oversized_weights_are_not_read(bert: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tformer.model_files, "MAX_WEIGHTS_BYTES", 1000)
+    monkeypatch.setattr(tformer.model.model_files, "MAX_WEIGHTS_BYTES", 1000)
     refusal(bert, "model.safetensors", "allowed for a weights file")
 
 
@@ -237,7 +237,7 @@ def test_tokenizer_larger_than_the_embedding_is_refused(bert: Path, no_allocatio
 def test_damaged_or_oversized_tokenizer(bert: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (bert / "tokenizer.json").write_text('{"model": ', encoding="utf-8")
     refusal(bert, "tokenizer.json")
-    monkeypatch.setattr(tformer.model_loader, "MAX_TOKENIZER_BYTES", 4)
+    monkeypatch.setattr(tformer.model.model_loader, "MAX_TOKENIZER_BYTES", 4)
     # a refusal is remembered while the folder is unchanged: change the file, it is read again
     (bert / "tokenizer.json").write_text('{"model": null}', encoding="utf-8")
     refusal(bert, "tokenizer.json", "allowed for a tokenizer")

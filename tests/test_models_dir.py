@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-import tformer.model_files
-import tformer.model_loader
-from tformer.model_loader import load_model_folder
-from tformer.models_dir import MODELS_DIR_ENV, describe_model, find_models, models_dirs
+import tformer.model.model_files
+import tformer.model.model_loader
+from tformer.model.model_loader import load_model_folder
+from tformer.model.models_dir import MODELS_DIR_ENV, describe_model, find_models, models_dirs
 
 from . import _hf_models as H
 
@@ -42,8 +42,8 @@ def no_weights_read(monkeypatch: pytest.MonkeyPatch) -> None:
     def fail(*args, **kwargs):
         raise AssertionError("a weights file was opened")
 
-    monkeypatch.setattr(tformer.model_files, "open_weights", fail)
-    monkeypatch.setattr(tformer.model_loader, "open_weights", fail)
+    monkeypatch.setattr(tformer.model.model_files, "open_weights", fail)
+    monkeypatch.setattr(tformer.model.model_loader, "open_weights", fail)
 
 
 def test_lists_models_with_family_size_and_parameters(models: Path, no_weights_read) -> None:

@@ -51,7 +51,7 @@ def test_the_wheel_holds_every_module_and_asset(wheel):
 def test_the_library_reads_its_files_from_the_installed_wheel(wheel, tmp_path):
     code = (
         "import tformer, tformer.resources as r\n"
-        "from tformer.tokenizer import scratch_tokenizer\n"
+        "from tformer.model.tokenizer import scratch_tokenizer\n"
         "assert 'tformer-' in tformer.__file__ and tformer.__file__.startswith(sys.path[0]), tformer.__file__\n"
         "print(len(r.examples()), scratch_tokenizer().encode('attention').ids[:1] != [])\n"
     )

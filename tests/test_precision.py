@@ -1,4 +1,4 @@
-"""float32, bfloat16, float16 and INT8 copies of a model on one text (`tformer.precision`).
+"""float32, bfloat16, float16 and INT8 copies of a model on one text (`tformer.efficiency.precision`).
 
 Measured here (torch 2.13 CPU, AVX512, x86 quantized engine, MiniLM on "The cat sat on the
 mat.", 9 tokens): bfloat16 moves a weight by at most 0.016 (mean 5e-4), float16 by 0.0015;
@@ -16,8 +16,7 @@ import pytest
 import torch
 
 from tformer import capture_text, load_pretrained
-from tformer.encoder import Encoder
-from tformer.precision import (
+from tformer.efficiency.precision import (
     FLOAT_DTYPES,
     VARIANTS,
     compare,
@@ -30,7 +29,8 @@ from tformer.precision import (
     variant_pattern,
     weight_bytes,
 )
-from tformer.tokenizer import scratch_tokenizer
+from tformer.model.encoder import Encoder
+from tformer.model.tokenizer import scratch_tokenizer
 
 from ._models import tiny
 
@@ -165,7 +165,7 @@ def test_an_unsupported_dtype_is_reported_not_crashed(minilm, monkeypatch):
 
 
 def test_missing_int8_is_reported(minilm, monkeypatch):
-    import tformer.precision as precision
+    import tformer.efficiency.precision as precision
 
     model, tok = minilm
     monkeypatch.setattr(precision, "int8_problem", lambda: "this torch build has no quantized engine")
@@ -199,7 +199,7 @@ def test_a_from_scratch_model_works(text):
 
 
 def test_a_single_position_compares_to_zero_in_every_format():
-    from tformer.tokenizer import Encoded
+    from tformer.model.tokenizer import Encoded
 
     model = Encoder(tiny()).eval()
     one = Encoded(ids=[5], tokens=["x"], labels=["x"], offsets=[(0, 1)], special=[False], truncated=False,

@@ -12,9 +12,9 @@ import torch
 import transformers as hf
 
 from tformer import Encoder
-from tformer.capture import capture_text
-from tformer.model_loader import load_model_folder
-from tformer.predictions import (
+from tformer.model.capture import capture_text
+from tformer.model.model_loader import load_model_folder
+from tformer.model.predictions import (
     MAX_NEW_TOKENS,
     generate_greedy,
     output_head_kind,
@@ -23,7 +23,7 @@ from tformer.predictions import (
     softmax_with_temperature,
     top_k,
 )
-from tformer.tokenizer import scratch_tokenizer, visible_label
+from tformer.model.tokenizer import scratch_tokenizer, visible_label
 
 from . import _hf_models as H
 from ._models import tiny

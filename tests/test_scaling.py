@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tformer import Encoder, capture_text, scratch_tokenizer
-from tformer.scaling import (
+from tformer.analysis.scaling import (
     ScalingSweep,
     jacobian_norm,
     row_entropy,

@@ -9,8 +9,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tformer.masks import window_mask
-from tformer.sparse import (
+from tformer.analysis.masks import window_mask
+from tformer.efficiency.sparse import (
     allowed_count,
     computed_count,
     local_attention,
@@ -18,7 +18,7 @@ from tformer.sparse import (
     strided_attention,
     strided_mask,
 )
-from tformer.tiled import explicit_attention
+from tformer.efficiency.tiled import explicit_attention
 
 TOL = 1e-5
 

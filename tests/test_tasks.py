@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tformer.tasks import (
+from tformer.training.tasks import (
     BLANK_ID,
     TASKS,
     TaskSpec,

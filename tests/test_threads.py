@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 
 from tformer import Encoder
-from tformer.hooks import _ACTIVE
+from tformer.model.hooks import _ACTIVE
 
 from ._models import tiny
 
@@ -76,7 +76,7 @@ def test_a_thread_does_not_see_another_threads_hooks():
 
 
 def test_numpy_can_be_told_not_to_advise_huge_pages():
-    from tformer.process import plain_pages_for_arrays
+    from tformer.ui.process import plain_pages_for_arrays
 
     try:
         from numpy._core.multiarray import _set_madvise_hugepage

@@ -7,8 +7,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tformer.costs import BACKENDS, sdpa_backends, sdpa_call
-from tformer.tiled import explicit_attention, tile_bytes, tiled_attention
+from tformer.efficiency.costs import BACKENDS, sdpa_backends, sdpa_call
+from tformer.efficiency.tiled import explicit_attention, tile_bytes, tiled_attention
 
 TOL = 1e-5
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"

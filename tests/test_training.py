@@ -10,17 +10,9 @@ import pytest
 import torch
 
 from tformer import Encoder
-from tformer.tasks import TaskSpec, is_held_out, task_tokenizer
-from tformer.training import (
-    Recipe,
-    Trainer,
-    label_smoothed_loss,
-    model_config,
-    noam_lr,
-    recipe_help,
-    schedule_curve,
-    training_memory_bytes,
-)
+from tformer.training.recipe import Recipe, model_config, noam_lr, recipe_help, schedule_curve
+from tformer.training.tasks import TaskSpec, is_held_out, task_tokenizer
+from tformer.training.trainer import Trainer, label_smoothed_loss, training_memory_bytes
 
 from ._models import model_and_ids
 
@@ -289,9 +281,10 @@ def test_logits_fire_the_logits_hook_and_need_a_head():
 PEAK_SCRIPT = """
 import json, sys
 import torch
-from tformer.process import keep_freed_memory
-from tformer.tasks import TaskSpec
-from tformer.training import Recipe, Trainer, model_config, training_memory_bytes
+from tformer.ui.process import keep_freed_memory
+from tformer.training.recipe import Recipe, model_config
+from tformer.training.tasks import TaskSpec
+from tformer.training.trainer import Trainer, training_memory_bytes
 
 def status(field):
     with open("/proc/self/status") as f:

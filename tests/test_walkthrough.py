@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from tformer import Encoder, capture_text, load_pretrained, scratch_tokenizer
-from tformer.capture import available_names
+from tformer.analysis.walkthrough import layer_weights, walk_layer
 from tformer.formulas import latex_of
-from tformer.walkthrough import layer_weights, walk_layer
+from tformer.model.capture import available_names
 
 from ._models import tiny
 
@@ -75,7 +75,7 @@ def test_minilm_every_step_is_the_models():
 
 
 def test_a_fully_masked_row_gives_zero_weights_not_nan():
-    from tformer.walkthrough import apply_mask, softmax_rows
+    from tformer.analysis.walkthrough import apply_mask, softmax_rows
 
     s = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
     p = softmax_rows(apply_mask(s, np.array([[True, False], [False, False]])))
@@ -84,7 +84,7 @@ def test_a_fully_masked_row_gives_zero_weights_not_nan():
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_neuron_view_adds_up_to_the_models_score_and_weight(causal):
-    from tformer.walkthrough import neuron_view
+    from tformer.analysis.walkthrough import neuron_view
 
     tok = scratch_tokenizer(max_len=64)
     model = Encoder(tiny(vocab_size=tok.vocab_size, causal=causal)).eval()
@@ -111,7 +111,7 @@ def test_neuron_view_adds_up_to_the_models_score_and_weight(causal):
     ],
 )
 def test_parameter_counts_sum_to_the_models_total(overrides):
-    from tformer.architecture import parameter_counts
+    from tformer.analysis.architecture import parameter_counts
 
     model = Encoder(tiny(**overrides))
     parts = parameter_counts(model)
@@ -125,7 +125,7 @@ def test_parameter_counts_sum_to_the_models_total(overrides):
 
 @pytest.mark.slow
 def test_minilm_parameter_counts_sum_to_its_total():
-    from tformer.architecture import parameter_counts
+    from tformer.analysis.architecture import parameter_counts
 
     model, _ = load_pretrained("minilm")
     assert sum(p.params for p in parameter_counts(model)) == sum(p.numel() for p in model.parameters())
@@ -134,7 +134,7 @@ def test_minilm_parameter_counts_sum_to_its_total():
 def check_input_and_final(model, cap) -> int:
     """walk_input ends at the first layer's resid_pre; a pre-norm model's walk_final equals
     the ln_final hooks."""
-    from tformer.walkthrough import input_weights, walk_final, walk_input
+    from tformer.analysis.walkthrough import input_weights, walk_final, walk_input
 
     cfg = model.cfg
     acts = {n: cap[n] for n in ("embed", "pos_embed", "token_type_embed") if n in cap}
@@ -177,7 +177,7 @@ def test_minilm_input_is_the_models():
 
 
 def test_gelu_matches_math_erf():
-    from tformer.walkthrough import activation
+    from tformer.analysis.walkthrough import activation
 
     h = np.linspace(-12, 12, 20001, dtype=np.float32)
     exact = np.array([0.5 * x * (1 + math.erf(x / math.sqrt(2))) for x in h.astype(np.float64)])

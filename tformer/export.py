@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .capture import TextCapture
+from .model.capture import TextCapture
 
 TENSORS = ("q", "k", "v", "attn_scores", "pattern", "z")  # what the NPZ holds when captured
 

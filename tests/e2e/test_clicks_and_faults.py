@@ -55,7 +55,7 @@ def test_a_head_can_be_chosen_from_the_keyboard(page, probe):
 @pytest.fixture()
 def damaged_checkpoint(tmp_path: Path) -> Path:
     """A BERT folder with a real config and tokenizer but a truncated model.safetensors."""
-    from tformer.pretrained import minilm_path
+    from tformer.model.pretrained import minilm_path
 
     src, folder = minilm_path(), tmp_path / "damaged-bert"
     folder.mkdir()

@@ -10,7 +10,7 @@ before it:
     x' = \mathrm{LayerNorm}(x + \mathrm{SubLayer}(x))\ \text{(post-norm)},\qquad
     x' = x + \mathrm{SubLayer}(\mathrm{LayerNorm}(x))\ \text{(pre-norm)}
 
-The diagram reads the fields of ``tformer.architecture.ArchitectureSpec`` by name
+The diagram reads the fields of ``tformer.analysis.architecture.ArchitectureSpec`` by name
 (:class:`ArchitectureLike`), so this module does not import it. The per-layer figures of
 :mod:`.encoder` share its text colors (:data:`INK`, :data:`MUTED`).
 """
@@ -55,7 +55,7 @@ def compact(n: int) -> str:
 
 
 class ArchitectureLike(Protocol):
-    """The fields of ``tformer.architecture.ArchitectureSpec`` the diagram reads."""
+    """The fields of ``tformer.analysis.architecture.ArchitectureSpec`` the diagram reads."""
 
     @property
     def n_layers(self) -> int: ...
@@ -428,7 +428,7 @@ def architecture_figure(
 ) -> go.Figure:
     """The encoder drawn bottom to top, as in the paper: tokens, embeddings, N × block, output.
 
-    ``spec`` is ``tformer.architecture.architecture_spec(cfg, n_pos, parameter_counts(model))``.
+    ``spec`` is ``tformer.analysis.architecture.architecture_spec(cfg, n_pos, parameter_counts(model))``.
     Each box names its part (bold) with a detail line; beside it, the tensor the part outputs
     for the current text ("[16 × 384]") and its parameter count (3 significant digits, the
     exact count on a small second line and in the box's hover; block parts per layer and

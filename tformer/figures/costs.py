@@ -1,4 +1,4 @@
-"""Figures of what attention costs (the sweeps of ``tformer.costs``): lines on log-log axes.
+"""Figures of what attention costs (the sweeps of ``tformer.efficiency.costs``): lines on log-log axes.
 
 On log-log axes a cost that grows like n^p is a straight line of slope p, so the n² wall is
 the steepest line and its exponent can be read off (the legend names each fitted exponent).

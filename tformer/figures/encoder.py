@@ -10,7 +10,7 @@ The encoder as a whole, drawn as boxes and arrows, is :mod:`.architecture`; thes
 its text colors and mark attention and the FFN in the hues of its boxes.
 
 Inputs are numpy arrays and plain objects: the builders read the fields of
-``tformer.layer_stats.SublayerNorms`` by name (:class:`SublayerNormsLike`), so this module
+``tformer.analysis.layer_stats.SublayerNorms`` by name (:class:`SublayerNormsLike`), so this module
 does not import it.
 """
 
@@ -147,7 +147,7 @@ def ffn_activations_figure(
 
     The titles give the share of h ≤ 0 (left) and the shares of exact zeros and of |a| < ``tol``
     (right), computed at full resolution here unless ``zero_share`` / ``near_zero_share`` are
-    passed (e.g. from ``tformer.layer_stats.ffn_sparsity``). ``activation`` ("relu", "gelu")
+    passed (e.g. from ``tformer.analysis.layer_stats.ffn_sparsity``). ``activation`` ("relu", "gelu")
     names the nonlinearity in the title.
 
     Payload: a panel holds at most 65,536 cells. Above that, cells keep the value of largest
@@ -291,7 +291,7 @@ def ffn_activations_figure(
 # Sublayer norms
 # =============================================================================================
 class SublayerNormsLike(Protocol):
-    """The fields of ``tformer.layer_stats.SublayerNorms`` the figure reads."""
+    """The fields of ``tformer.analysis.layer_stats.SublayerNorms`` the figure reads."""
 
     @property
     def resid_pre(self) -> npt.NDArray[np.floating]: ...  # [layer, pos]
@@ -337,7 +337,7 @@ def sublayer_norms_figure(
     Top: for ``layer``, per token, the L2 norms ‖x‖ (the block's input, ``resid_pre``),
     ‖attn_out‖ and ‖mlp_out‖ (grouped bars up to 64 tokens, lines beyond). Bottom: per layer,
     the mean over tokens of ‖attn_out‖/‖x‖ and ‖mlp_out‖/‖x‖ (lines with markers), the chosen
-    layer shaded. ``norms`` is ``tformer.layer_stats.sublayer_norms(...)``; ``labels`` are the
+    layer shaded. ``norms`` is ``tformer.analysis.layer_stats.sublayer_norms(...)``; ``labels`` are the
     tokens (escaped here). Colors: gray for x, orange for attention, blue for the FFN, as in
     the architecture diagram.
 
@@ -617,7 +617,7 @@ def layernorm_figure(
     [pos, d_model], orange: the normalised values, or the output with γ and β; ``after_name``
     says which) as box plots on one axis: the box spans the quartiles, the line is the median,
     the whiskers reach the smallest and largest value. Only these five numbers per box are sent.
-    ``mean`` and ``sigma`` are [pos] or [pos, 1] (``tformer.layer_stats.layernorm_stats`` or
+    ``mean`` and ``sigma`` are [pos] or [pos, 1] (``tformer.analysis.layer_stats.layernorm_stats`` or
     the ``ln*_scale`` hook). ``highlight``: a token position, shaded in both panels.
 
     .. math::

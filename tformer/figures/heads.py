@@ -61,7 +61,7 @@ METRIC_WIDTH = 370
 CELL_TEXT_PX = 13
 CELL_TEXT_PAD = 8
 JS_TITLE = "JS divergence, 0 = identical"  # an English template, translated where drawn
-# The head metrics (:data:`tformer.analysis.METRICS` keys) are named on screen by their key in
+# The head metrics (:data:`tformer.analysis.metrics.METRICS` keys) are named on screen by their key in
 # English, and by the key's translation (the key is the template) in another language.
 METRIC_NAMES = ("entropy", "entropy_norm", "mean_distance", "self", "prev", "first", "cls", "sep", "max")
 
@@ -244,7 +244,7 @@ def head_metrics_figure(
 ) -> go.Figure:
     """Heatmap of ``metrics[metric]`` [layer, head_index]; the hover names layer, head and value.
 
-    ``metrics`` is :func:`tformer.analysis.head_metrics`'s output (or any mapping of
+    ``metrics`` is :func:`tformer.analysis.metrics.head_metrics`'s output (or any mapping of
     [layer, head_index] arrays); ``metric`` must be one of its keys. Metrics that are never
     negative are sequential from 0 (to 1 when every value lies in 0..1, as shares do; to the
     largest value otherwise); signed ones diverge around 0. Each value is also written in its
@@ -316,13 +316,13 @@ def head_similarity_heatmap(
 ) -> go.Figure:
     """Jensen-Shannon divergence between every pair of n heads, ``sim`` [n, n] in 0..1.
 
-    ``sim`` is :func:`tformer.analysis.js_divergence_matrix`'s output (0 = identical patterns,
+    ``sim`` is :func:`tformer.analysis.metrics.js_divergence_matrix`'s output (0 = identical patterns,
     1 = no overlap); ``labels`` name the heads (escaped here). Sequential colors on a fixed
     0..1 scale: **dark = 0 = identical**, bright yellow = 1 = nothing in common; NaN (no row to
     compare) is a gap. The colorbar and hover say "JS divergence"; ``layout.meta`` holds
     ``value``, ``dark_end`` and ``order``.
 
-    ``order`` (a permutation of ``range(n)``, e.g. :func:`tformer.analysis.cluster_order`)
+    ``order`` (a permutation of ``range(n)``, e.g. :func:`tformer.analysis.metrics.cluster_order`)
     sets the order of the heads on both axes, so that heads of one cluster form a dark block
     on the diagonal; their labels follow. Every head is labelled on both axes; the plot is
     square and fills a column ``width`` px wide (default 940).
@@ -400,7 +400,7 @@ def ablation_effect_figure(
 ) -> go.Figure:
     """Bars per position: how much each token's output changed (``delta`` [pos]).
 
-    Typically :func:`tformer.analysis.output_change`, the relative change
+    Typically :func:`tformer.analysis.metrics.output_change`, the relative change
     ``||out_ablated[pos] - out[pos]|| / ||out[pos]||``; signed values are allowed (negative bars
     in blue). Every token is labelled up to 64 tokens, every k-th beyond (the hover names
     each). ``title`` is shown as given (escape user text with ``safe_label``).

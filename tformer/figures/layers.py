@@ -6,9 +6,9 @@ A head's weights come from dot products of queries and keys,
     p_{ij} = \operatorname{softmax}_j\!\Big(\frac{q_i \cdot k_j}{\sqrt{d_\text{head}}}\Big),
 
 so drawing both sets of vectors in one plane (the first two principal components of the
-stacked queries and keys, :func:`tformer.rollout.project_2d`) shows which keys each query
+stacked queries and keys, :func:`tformer.analysis.rollout.project_2d`) shows which keys each query
 points towards (AttentionViz, Yeh et al., 2023). Lines join the (query, key) pairs with the
-largest weights (:func:`tformer.rollout.top_pairs`), so a class can check the picture
+largest weights (:func:`tformer.analysis.rollout.top_pairs`), so a class can check the picture
 against the heatmap.
 
 The builder duck-types its input (:class:`QKProjection`: anything with ``q2``, ``k2`` and
@@ -76,7 +76,7 @@ PAIRS_NAME = "query \u2192 key it attends to (darker = more weight)"
 
 
 class QKProjection(Protocol):
-    """What :func:`qk_space_figure` reads (e.g. :class:`tformer.rollout.Projection`)."""
+    """What :func:`qk_space_figure` reads (e.g. :class:`tformer.analysis.rollout.Projection`)."""
 
     @property
     def q2(self) -> npt.ArrayLike: ...  # [pos, 2] queries (PC1, PC2)
@@ -269,7 +269,7 @@ def qk_space_figure(
     title: str | None = None,
     width: int = DETAIL_WIDTH,
 ) -> go.Figure:
-    """One head's queries and keys (``proj``, e.g. from :func:`tformer.rollout.project_2d`) in
+    """One head's queries and keys (``proj``, e.g. from :func:`tformer.analysis.rollout.project_2d`) in
     the plane of their first two principal components.
 
     Queries are purple circles, keys orange diamonds (the neuron view's q and k colors), each
@@ -278,7 +278,7 @@ def qk_space_figure(
     ``query`` are labelled, and the other points fade; the hover names every point. Points
     that coincide on screen (closer than :data:`COINCIDE_PX`) share one label ``"a · b · c
     +2"``, and a word is not repeated right beside itself. ``pairs``: ``(query_pos, key_pos,
-    weight)`` tuples (e.g. :func:`tformer.rollout.top_pairs`), each drawn as a line from the
+    weight)`` tuples (e.g. :func:`tformer.analysis.rollout.top_pairs`), each drawn as a line from the
     query to the key, darker for more weight (opacity relative to the heaviest pair drawn; the
     hover gives the weight). ``query``: a position whose query marker gets a red ring and a
     label. Both axes have one scale (a circle stays a circle); their titles say how much of

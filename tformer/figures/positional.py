@@ -375,7 +375,7 @@ def pe_offset_figure(
 ) -> go.Figure:
     r"""Similarity :math:`PE_i \cdot PE_{i+k}` against the offset k, with a ±std band.
 
-    Takes the output of :func:`tformer.analysis.offset_similarity`; three 1-D arrays of one
+    Takes the output of :func:`tformer.analysis.metrics.offset_similarity`; three 1-D arrays of one
     length. A band of width ~0 shows the similarity depends on k alone, not on i. Sized for a
     column ``width`` px wide (default ~460, beside :func:`pe_similarity_heatmap`), as tall as
     that figure unless ``height`` is given.

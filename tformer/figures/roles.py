@@ -1,7 +1,7 @@
 """Heads by what they do: one role's score for every head, and the heads that score highest.
 
-Inputs are :func:`tformer.head_roles.role_scores` (or ``average_scores``) output, a mapping
-``{role: [layer, head_index]}`` of scores in 0..1, and :func:`tformer.head_roles.rank_heads`
+Inputs are :func:`tformer.analysis.head_roles.role_scores` (or ``average_scores``) output, a mapping
+``{role: [layer, head_index]}`` of scores in 0..1, and :func:`tformer.analysis.head_roles.rank_heads`
 output, ``[(layer, head, score), ...]``. Both figures color a score alike (sequential, fixed
 0..1), so a head has the same color in the map and in the ranking.
 """
@@ -43,7 +43,7 @@ INDEX_FONT_PX = 14
 # The ranking: px per bar (bar and gap), label and value fonts.
 BAR_PX = 34
 BAR_FONT_PX = 14
-# The roles of :data:`tformer.head_roles.ROLES`, named on screen by their key in English and by
+# The roles of :data:`tformer.analysis.head_roles.ROLES`, named on screen by their key in English and by
 # the key's translation (the key is the template) in another language.
 ROLE_NAMES = ("previous", "next", "self", "first", "duplicate", "broad")
 
@@ -191,7 +191,7 @@ def role_ranking_figure(
     ranked: Sequence[tuple[int, int, float]], role: str, *, width: int = HALF_WIDTH
 ) -> go.Figure:
     """Horizontal bars, one per head of ``ranked`` (``[(layer, head, score), ...]``, best
-    first, as :func:`tformer.head_roles.rank_heads` returns it), the first on top.
+    first, as :func:`tformer.analysis.head_roles.rank_heads` returns it), the first on top.
 
     Each bar is named ``"L0H2"`` (layer 0, head 2) and labelled with its score (two decimals);
     the x axis is fixed at 0..1 and bars take the map's colors. A NaN score gets no bar and

@@ -1,7 +1,7 @@
 r"""Figures of the "why scale by √d_k" experiment.
 
 :func:`sweep_figure` draws what a sweep over head widths measured on random vectors (see
-``tformer.scaling.scaling_sweep``), without and with the division by √d_k, in three panels
+``tformer.analysis.scaling.scaling_sweep``), without and with the division by √d_k, in three panels
 side by side over d_k:
 
 .. math::
@@ -183,7 +183,7 @@ def sweep_figure(
     ‖diag(p) − p pᵀ‖_F, each without (vermillion, circles) and with (blue, squares) the
     division by √d_k. One legend names the two; the colors are the same in every panel.
 
-    ``sweep``: any object with the arrays of :class:`SweepLike` (``tformer.scaling``'s
+    ``sweep``: any object with the arrays of :class:`SweepLike` (``tformer.analysis.scaling``'s
     ``ScalingSweep``), d_k increasing. ``mark_dk``: draw a dotted vertical line at the current
     head's d_k in every panel (named in the legend); the x axis widens to include it.
     ``title`` is shown as given (escape user text in it with ``safe_label``). In a column too
@@ -437,7 +437,7 @@ def row_stats_figure(
     .. math::
         H_i = -\sum_j p_{ij} \log_2 p_{ij},\qquad m_i = \max_j p_{ij}
 
-    ``entropy``, ``max_weight``: [query_pos] (``tformer.scaling.row_entropy`` and ``row_max``
+    ``entropy``, ``max_weight``: [query_pos] (``tformer.analysis.scaling.row_entropy`` and ``row_max``
     of a pattern); ``labels``: one per query (user text, escaped here). A dashed line marks
     log₂ n bits, the entropy of weights spread evenly over all n keys (n = the number of
     labels, as in self-attention). ``highlight``: a query drawn amber in both panels (on a

@@ -8,7 +8,7 @@ rate and the gradient's global norm before clipping (log axis), with the clippin
     g \leftarrow g \cdot \min\!\left(1,\ \frac{c}{\lVert g \rVert_2}\right)
 
 :func:`schedule_figure` draws the learning-rate schedule beside its settings (the warm-up,
-then the 1/√step decay of ``tformer.training.noam_lr``):
+then the 1/√step decay of ``tformer.training.recipe.noam_lr``):
 
 .. math::
     \mathrm{lr}(s) = \mathrm{peak}\cdot\min\!\left(\frac{s}{w},\ \sqrt{\frac{w}{s}}\right)
@@ -16,7 +16,7 @@ then the 1/√step decay of ``tformer.training.noam_lr``):
 :func:`heads_race_figure` compares runs that differ only in their number of heads: held-out
 accuracy over the steps, one line per head count, and the time each update took.
 
-Inputs are what ``tformer.runs.Progress`` records (lists of plain dicts) and plain mappings;
+Inputs are what ``tformer.training.runs.Progress`` records (lists of plain dicts) and plain mappings;
 nothing of tformer outside this package is imported. A run still going is drawn as far as it
 got: an empty list draws empty panels with a note, never an error. Long runs are thinned to
 at most :data:`MAX_POINTS` points a series (every k-th update and always the last), so the
@@ -436,7 +436,7 @@ def training_curves(
     (half width) they are stacked.
 
     ``steps``: one dict an update with ``step``, ``loss``, ``lr``, ``grad_norm`` (more keys,
-    e.g. ``seconds``, are ignored), as ``tformer.runs.Progress.steps()`` returns them;
+    e.g. ``seconds``, are ignored), as ``tformer.training.runs.Progress.steps()`` returns them;
     ``evals``: dicts with ``step`` and ``accuracy`` (0..1). Steps increase in each list. A
     loss or gradient norm that is not finite (a diverged run) leaves a gap. Either list may be
     empty: its panels say what they wait for.
@@ -566,7 +566,7 @@ def schedule_figure(
     width: int = HALF_WIDTH,
 ) -> go.Figure:
     """The learning-rate schedule: ``lrs`` [step] over ``steps`` [step] (e.g.
-    ``tformer.training.schedule_curve(recipe)``), compact (260 px tall) for beside its
+    ``tformer.training.recipe.schedule_curve(recipe)``), compact (260 px tall) for beside its
     settings. ``warmup``: a dotted line where the warm-up ends, labelled with its length
     (none for ``None`` or 0). Over :data:`MAX_POINTS` steps every k-th one and the last are
     drawn. ``layout.meta``: ``n_steps``, ``downsampled``, ``warmup``, ``peak``, ``width``.

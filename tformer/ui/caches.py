@@ -13,15 +13,15 @@ from typing import Any, TypeVar
 import streamlit as st
 import torch
 
-from ..capture import TextCapture, capture_ids, capture_nbytes, normalize_names
-from ..checkpoints import load_run, read_run_meta
-from ..config import EncoderConfig
-from ..device import pick_device
-from ..encoder import Encoder
 from ..i18n import language, tr
-from ..pretrained import load_pretrained
-from ..process import app_threads, keep_freed_memory, plain_pages_for_arrays
-from ..tokenizer import Tokenizer, scratch_tokenizer
+from ..model.capture import TextCapture, capture_ids, capture_nbytes, normalize_names
+from ..model.config import EncoderConfig
+from ..model.device import pick_device
+from ..model.encoder import Encoder
+from ..model.pretrained import load_pretrained
+from ..model.tokenizer import Tokenizer, scratch_tokenizer
+from ..training.checkpoints import load_run, read_run_meta
+from .process import app_threads, keep_freed_memory, plain_pages_for_arrays
 from .state import ViewState
 
 log = logging.getLogger("tformer.app")
@@ -174,7 +174,7 @@ def _capture(
 @st.cache_data(ttl=30, show_spinner=False)
 def run_meta(name: str) -> dict[str, Any]:
     """A saved run's run.json (task, recipe, history, example texts); ValueError (a
-    `tformer.checkpoints.CheckpointError`) for a name that is not a readable saved run."""
+    `tformer.training.checkpoints.CheckpointError`) for a name that is not a readable saved run."""
     return read_run_meta(name)
 
 

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..capture import ATTENTION
-from ..config import EncoderConfig
 from ..i18n import tr
-from ..pretrained import pretrained_available
+from ..model.capture import ATTENTION
+from ..model.config import EncoderConfig
+from ..model.pretrained import pretrained_available
 from .caches import ModelChoice, get_capture, scratch_config_of
 from .page_data import patterns_without_pe
 from .state import ViewState

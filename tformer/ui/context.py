@@ -4,20 +4,21 @@ for, the chosen head; and the helpers every such page shares."""
 from __future__ import annotations
 
 import inspect
+import types
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
 
-from ..capture import ATTENTION, TextCapture, available_names
-from ..encoder import Encoder
 from ..figures.attention import Kind
 from ..figures.colors import WEIGHT_SCALE_NAMES
 from ..figures.overview import head_grid_data
 from ..formulas import latex_of, localized
 from ..i18n import tr
-from ..tokenizer import UNK_MARK, Tokenizer
+from ..model.capture import ATTENTION, TextCapture, available_names
+from ..model.encoder import Encoder
+from ..model.tokenizer import UNK_MARK, Tokenizer
 from .binding import bind, pop_link_asks, set_values, view
 from .caches import ModelChoice, get_capture, get_model
 from .guard import plain
@@ -289,8 +290,9 @@ def overview(ctx: PageContext, selected: tuple[int, int], *, key: str = "overvie
 
 
 def resolve(fn: Callable[..., Any] | str) -> Callable[..., Any]:
-    """A function, or the name of one in tformer (``"MultiHeadAttention.forward"``): pages name
-    the torch functions they show, so that their own imports stay free of torch."""
+    """A function, or the name of one in tformer (``"MultiHeadAttention.forward"``, or a module's
+    under its package: ``"efficiency.tiled.tiled_attention"``): pages name the torch functions
+    they show, so that their own imports stay free of torch."""
     if not isinstance(fn, str):
         return fn
     import importlib
@@ -298,10 +300,12 @@ def resolve(fn: Callable[..., Any] | str) -> Callable[..., Any]:
     import tformer
 
     first, *rest = fn.split(".")
-    # a name tformer exports ("MultiHeadAttention.forward") or a module's ("layouts.attend")
+    # a name tformer exports ("MultiHeadAttention.forward") or a module's ("analysis.layouts.attend")
     obj: Any = (
         getattr(tformer, first) if first in dir(tformer) else importlib.import_module(f"tformer.{first}")
     )
+    while rest and isinstance(obj, types.ModuleType) and not hasattr(obj, rest[0]):
+        obj = importlib.import_module(f"{obj.__name__}.{rest.pop(0)}")  # a package's submodule
     for part in rest:
         obj = getattr(obj, part)
     if not callable(obj):

@@ -3,7 +3,7 @@
 A sweep is measured only when someone asks for it ("Run the sweep"): it takes seconds and
 loads the machine. Its result is cached (``st.cache_data``) by section, device, torch's thread
 count and settings, and every later visitor with the same settings sees it without waiting.
-One sweep runs at a time on a server (`tformer.costs_measure.exclusive`); a second waits,
+One sweep runs at a time on a server (`tformer.efficiency.measure.exclusive`); a second waits,
 with a message, for at most the first one's budget. The progress bar is made inside the cached
 function (an element made outside could not be replayed from the cache) and removed at the end.
 """
@@ -15,13 +15,13 @@ from typing import Any
 
 import streamlit as st
 
-from ..capture import capture_ids
-from ..costs import Sweep, WallSettings, wall_sweep
-from ..costs_measure import MIB, REL_SPREAD, Budget, Note, Progress
-from ..costs_rnn import RnnSettings, rnn_sweep
-from ..costs_sparse import SparseSettings, sparse_sweep
+from ..efficiency.costs import Sweep, WallSettings, wall_sweep
+from ..efficiency.measure import MIB, REL_SPREAD, Budget, Note, Progress
+from ..efficiency.rnn import RnnSettings, rnn_sweep
+from ..efficiency.sparse import local_mask, strided_mask
+from ..efficiency.sparse_costs import SparseSettings, sparse_sweep
 from ..i18n import tr
-from ..sparse import local_mask, strided_mask
+from ..model.capture import capture_ids
 from .binding import bind, view
 from .caches import ModelChoice, device, get_capture, get_model
 from .opening import chosen_head
@@ -74,7 +74,7 @@ def method_names() -> dict[str, str]:
 
 def run_device() -> tuple[str, str]:
     """The device the sweeps run on (torch's name) and its name for the page."""
-    from ..costs_measure import device_name
+    from ..efficiency.measure import device_name
 
     dev = device()[0]
     return str(dev), _device_name(str(dev)) if dev.type != "cpu" else device_name(dev)
@@ -84,7 +84,7 @@ def run_device() -> tuple[str, str]:
 def _device_name(dev: str) -> str:
     import torch
 
-    from ..costs_measure import device_name
+    from ..efficiency.measure import device_name
 
     return device_name(torch.device(dev))
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from ..costs import Sweep, describe_budget
-from ..costs_measure import MIB, R2_MIN, REL_SPREAD, Curve
+from ..efficiency.costs import Sweep, describe_budget
+from ..efficiency.measure import MIB, R2_MIN, REL_SPREAD, Curve
 from ..figures.costs import Series, cost_lines
 from ..i18n import tr
 from .cost_data import method_names
@@ -17,7 +17,7 @@ from .timing_view import load_note
 
 
 def shown_exponent(c: Curve) -> float | None:
-    """The time exponent a page may show: only a good fit's (`tformer.costs_measure.Fit`)."""
+    """The time exponent a page may show: only a good fit's (`tformer.efficiency.measure.Fit`)."""
     return c.time_fit.exponent if c.time_fit is not None and c.time_fit.good else None
 
 
@@ -290,7 +290,7 @@ def cost_summary(sweep: Sweep) -> str | None:
 def cost_unavailable(sweep: Sweep) -> str | None:
     if not sweep.unavailable:
         return None
-    from ..costs import BACKENDS
+    from ..efficiency.costs import BACKENDS
 
     return tr(
         "Not offered on this device (a tiny call under the backend failed): {methods}.",

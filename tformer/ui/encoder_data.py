@@ -6,9 +6,8 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from ..architecture import ArchitectureSpec, architecture_spec, parameter_counts
-from ..capture import TextCapture
-from ..layer_stats import (
+from ..analysis.architecture import ArchitectureSpec, architecture_spec, parameter_counts
+from ..analysis.layer_stats import (
     FfnSparsity,
     LayerNormStats,
     SublayerNorms,
@@ -16,6 +15,7 @@ from ..layer_stats import (
     layernorm_stats,
     sublayer_norms,
 )
+from ..model.capture import TextCapture
 from .caches import ModelChoice, get_capture, get_model
 from .walk_data import STATS_NAMES
 

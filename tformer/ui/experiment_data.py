@@ -10,13 +10,13 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from ..capture import ATTENTION, TextCapture, capture_batch, capture_ids
-from ..head_roles import average_scores, rank_heads, role_scores
+from ..analysis.head_roles import average_scores, rank_heads, role_scores
+from ..analysis.masks import causal_mask, custom_mask, describe, full_mask, output_shift, window_mask
+from ..analysis.rollout import attention_rollout, combine_heads, project_2d
+from ..analysis.scaling import row_entropy, row_max, scaling_sweep, temperature_pattern
 from ..i18n import tr
-from ..masks import causal_mask, custom_mask, describe, full_mask, output_shift, window_mask
+from ..model.capture import ATTENTION, TextCapture, capture_batch, capture_ids
 from ..resources import examples
-from ..rollout import attention_rollout, combine_heads, project_2d
-from ..scaling import row_entropy, row_max, scaling_sweep, temperature_pattern
 from .caches import ModelChoice, get_capture, get_model
 
 

@@ -71,7 +71,7 @@ def report_file(
     worker thread, which has no session: the language is passed in)."""
 
     def build() -> bytes:
-        from ..analysis import metrics_table
+        from ..analysis.metrics import metrics_table
         from ..figures.report import build_report
         from ..i18n import use_language
 
@@ -94,7 +94,7 @@ def npz_file(capture: Any) -> Any:
 
 def csv_file(metrics: Any) -> Any:
     def build() -> str:
-        from ..analysis import metrics_table
+        from ..analysis.metrics import metrics_table
         from ..export import rows_csv
 
         return rows_csv(metrics_table(metrics, decimals=6))

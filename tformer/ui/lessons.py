@@ -51,7 +51,7 @@ class Claim:
 
     Either a weight: on the step's text, the query token ``query`` (the first position with
     that label) gives the key token ``key`` the weight ``weight`` (as quoted, 2 decimals); or a
-    role (`tformer.head_roles.ROLES`): the head scores ``score`` (2 decimals) and, with ``top``,
+    role (`tformer.analysis.head_roles.ROLES`): the head scores ``score`` (2 decimals) and, with ``top``,
     no head scores more; scored on the step's text or averaged over the example texts
     (``over``), with the positions on or switched off.
     """

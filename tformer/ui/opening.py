@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from ..capture import TextCapture, capture_ids
-from ..head_roles import average_scores, role_scores, telling_heads
+from ..analysis.head_roles import average_scores, role_scores, telling_heads
 from ..i18n import tr
+from ..model.capture import TextCapture, capture_ids
 from ..resources import examples
 from .binding import view
 from .caches import ModelChoice, get_model, run_meta

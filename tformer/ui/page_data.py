@@ -7,11 +7,17 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from ..analysis import cluster_order, head_metrics, js_divergence_matrix, js_rows_budget, output_change
-from ..capture import ATTENTION, positional_table
+from ..analysis.metrics import (
+    cluster_order,
+    head_metrics,
+    js_divergence_matrix,
+    js_rows_budget,
+    output_change,
+)
 from ..i18n import tr
-from ..interventions import ablate_heads, patterns_without_positions
-from ..positional import pe_shift_matrix, sinusoidal_encoding
+from ..model.capture import ATTENTION, positional_table
+from ..model.interventions import ablate_heads, patterns_without_positions
+from ..model.positional import pe_shift_matrix, sinusoidal_encoding
 from .caches import ModelChoice, get_capture, get_model
 
 

@@ -12,9 +12,7 @@ import numpy as np
 import numpy.typing as npt
 import streamlit as st
 
-from ..capture import capture_nbytes
-from ..i18n import tr
-from ..precision import (
+from ..efficiency.precision import (
     BUDGET_S,
     REFERENCE,
     REL_SPREAD,
@@ -27,6 +25,8 @@ from ..precision import (
     precision_report,
     variant_pattern,
 )
+from ..i18n import tr
+from ..model.capture import capture_nbytes
 from .caches import MAX_CAPTURE_BYTES, CaptureTooLarge, ModelChoice, device, get_capture, get_model
 from .timing_view import busy_method, load_note, spread_ms
 

@@ -8,11 +8,11 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from ..checkpoints import list_runs, remove_stale_temp, runs_dir
-from ..config import EncoderConfig
 from ..i18n import LANGUAGES, tr
-from ..pretrained import pretrained_available
+from ..model.config import EncoderConfig
+from ..model.pretrained import pretrained_available
 from ..resources import examples
+from ..training.checkpoints import list_runs, remove_stale_temp, runs_dir
 from .binding import bind, set_values, view
 from .caches import MAX_PARAMS, ModelChoice, device, get_model, run_meta, scratch_config_of
 from .guard import plain

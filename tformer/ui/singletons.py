@@ -9,7 +9,7 @@ Such objects live here, in a lock-protected dict of name -> object, each created
 process by the first caller; nothing in the app drops them and no cache clear reaches them.
 
 Process-level state that lives elsewhere and needs nothing from here: the costs page's
-one-sweep-at-a-time lock (``tformer.costs_measure``) and kaleido's image server
+one-sweep-at-a-time lock (``tformer.efficiency.measure``) and kaleido's image server
 (``tformer.figures.images``) are module globals of layers below the app, which cannot import it.
 """
 

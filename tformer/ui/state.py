@@ -22,9 +22,9 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ..config import NORMS, POS_ENCODINGS
 from ..figures.colors import WEIGHT_SCALES
 from ..i18n import LANGUAGES, tr, use_language
+from ..model.config import NORMS, POS_ENCODINGS
 from ..resources import examples
 
 MAX_CHARS = 20_000  # the text box refuses more; the tokenizer keeps at most max_len tokens anyway
@@ -197,7 +197,7 @@ class FlashState:  # pages/flash.py (issue 14)
 
 @dataclass
 class PrecisionState:  # pages/precision.py (issue 14)
-    # the lower-precision copy compared with float32 (`tformer.precision.VARIANTS`)
+    # the lower-precision copy compared with float32 (`tformer.efficiency.precision.VARIANTS`)
     variant: str = _one_of("bfloat16", ("bfloat16", "float16", "int8", "int8_channel"))
     metric: str = _one_of("changed", ("changed", "max_diff"))  # what the layer x head map shows
 

@@ -16,13 +16,14 @@ from typing import Any
 
 import streamlit as st
 
-from ..checkpoints import sanitize_run_name, save_run
-from ..config import EncoderConfig
 from ..i18n import tr
-from ..runs import Run, RunHandle, RunManager
-from ..tasks import TaskSpec, example_texts, task_tokenizer
+from ..model.config import EncoderConfig
 from ..timing import timing_of, watch
-from ..training import Recipe, Trainer, training_memory_bytes
+from ..training.checkpoints import sanitize_run_name, save_run
+from ..training.recipe import Recipe
+from ..training.runs import Run, RunHandle, RunManager
+from ..training.tasks import TaskSpec, example_texts, task_tokenizer
+from ..training.trainer import Trainer, training_memory_bytes
 from .caches import device
 from .singletons import shared
 
@@ -30,7 +31,7 @@ MAX_RUNNING_ENV = "TFORMER_MAX_TRAINING"  # runs training at once on this server
 IDLE_TIMEOUT_S = 30.0
 MAX_STEPS = 20_000  # one run's step limit
 MAX_TRAIN_PARAMS = 4_000_000  # one run's model size limit (weights)
-# One run's memory limit, activations included (`training.training_memory_bytes`), checked
+# One run's memory limit, activations included (`training.trainer.training_memory_bytes`), checked
 # before it starts: with TFORMER_MAX_TRAINING=2 runs at once, training holds at most 3 GiB.
 MAX_TRAIN_BYTES = 1536 * 2**20
 MAX_RUN_SECONDS = 10 * 60  # one run's wall-clock limit, watched or not

@@ -3,7 +3,7 @@ does) and its live view of a run (progress, curves, attention snapshots).
 
 Every word shown goes through `tformer.i18n.tr` here, in the script run: the task and recipe
 texts of the core modules are English templates, and a run's messages are worded when read
-(`tformer.runs.Message`)."""
+(`tformer.training.runs.Message`)."""
 
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from ..config import EncoderConfig
 from ..figures.attention import attention_heatmap
 from ..figures.layout import HALF_WIDTH
 from ..figures.training import schedule_figure, training_curves
 from ..i18n import tr
-from ..runs import Run
-from ..tasks import TASKS, TaskSpec, as_text, held_out_set, task_targets
-from ..training import Recipe, model_config, recipe_help, schedule_curve
+from ..model.config import EncoderConfig
+from ..training.recipe import Recipe, model_config, recipe_help, schedule_curve
+from ..training.runs import Run
+from ..training.tasks import TASKS, TaskSpec, as_text, held_out_set, task_targets
 from .binding import bind, set_values, view
 from .caches import run_meta
 from .export_view import chart

@@ -13,12 +13,12 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from ..config import EncoderConfig
+from ..analysis.walkthrough import Step
 from ..figures.layout import FULL_WIDTH
 from ..figures.walkthrough import row_bars, step_heatmap
 from ..formulas import latex_of, localized
 from ..i18n import tr
-from ..walkthrough import Step
+from ..model.config import EncoderConfig
 from .binding import bind, set_values, view
 from .export_view import chart
 from .guard import plain

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..i18n import tr
-from ..tokenizer import UNK_MARK
+from ..model.tokenizer import UNK_MARK
 from .binding import bind, set_values, view
 
 

@@ -5,7 +5,7 @@ any size, ``pytorch_model.bin`` may be a pickle that runs code, a tensor may hav
 
 1. every file's size is checked before it is read (``MAX_*_BYTES``);
 2. ``config.json``'s numbers are checked against hard bounds (``MAX_VOCAB``, ``MAX_D_MODEL``...,
-   ``MAX_MODEL_PARAMS``) before a config, let alone a model, is built (`tformer.families`);
+   ``MAX_MODEL_PARAMS``) before a config, let alone a model, is built (`tformer.model.families`);
 3. weights come from safetensors, or from ``torch.load(weights_only=True)`` (memory-mapped),
    which refuses any pickle that holds more than tensors and never runs its code;
 4. tensor names and shapes are read from the file's header and compared with the config before
@@ -17,7 +17,7 @@ any size, ``pytorch_model.bin`` may be a pickle that runs code, a tensor may hav
 
 Every refusal is a `ModelFolderError` (a ValueError) naming the file and the problem.
 The bounds live here as named constants, for model folders and saved training runs alike
-(`tformer.checkpoints` checks a run's config with `check_config_bounds`).
+(`tformer.training.checkpoints` checks a run's config with `check_config_bounds`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .i18n import language, tr
+from ..i18n import language, tr
 
 if TYPE_CHECKING:
     from .config import EncoderConfig

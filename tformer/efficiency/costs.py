@@ -2,15 +2,15 @@ r"""What attention costs, measured on the device in use: three sweeps over the s
 
 - `wall_sweep` (here), the n² wall: time and peak memory of one attention call (batch 1) for the
   explicit attention (materialised scores), ``F.scaled_dot_product_attention`` under each
-  backend the device offers, and our tiled loop (`tformer.tiled`), doubling n until a budget
+  backend the device offers, and our tiled loop (`tformer.efficiency.tiled`), doubling n until a budget
   stops each method; the fitted exponent of each curve.
-- `tformer.costs_rnn.rnn_sweep`, attention against an RNN at the same d_model: a GRU must step through the n
+- `tformer.efficiency.rnn.rnn_sweep`, attention against an RNN at the same d_model: a GRU must step through the n
   positions one after another, one self-attention layer sees them all at once; the path
   between the first and the last token is n − 1 steps long in the GRU and 1 in attention.
-- `tformer.costs_sparse.sparse_sweep`, sparse and local attention (`tformer.sparse`): implementations that compute
+- `tformer.efficiency.sparse_costs.sparse_sweep`, sparse and local attention (`tformer.efficiency.sparse`): implementations that compute
   only the allowed scores against dense attention under the same mask.
 
-How each number is measured, and how the budgets stop a sweep: `tformer.costs_measure`. The
+How each number is measured, and how the budgets stop a sweep: `tformer.efficiency.measure`. The
 sweeps are plain functions: settings in, a `Sweep` out, a progress callback called along the
 way; no Streamlit. This module holds what the three share: the `Sweep` result, `run_sweep`,
 the SDPA backends.
@@ -29,7 +29,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .costs_measure import (
+from ..timing import Load, watch
+from .measure import (
     Budget,
     Curve,
     Method,
@@ -43,7 +44,6 @@ from .costs_measure import (
     mib,
 )
 from .tiled import explicit_attention, tile_bytes, tiled_attention
-from .timing import Load, watch
 
 __all__ = [
     "BACKENDS",

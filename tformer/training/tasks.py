@@ -32,8 +32,8 @@ import numpy.typing as npt
 import tokenizers
 from tokenizers import models, pre_tokenizers
 
-from .i18n import tr
-from .tokenizer import Tokenizer
+from ..i18n import tr
+from ..model.tokenizer import Tokenizer
 
 __all__ = [
     "BLANK",

@@ -1,7 +1,7 @@
 """From text to the activations a page asks for, as read-only numpy on the CPU.
 
 A page names the activations it needs by their short names (``"pattern"``, ``"resid_mid"``,
-``"ln1_scale"``, ...; see `tformer.hooks.ACTS`) and gets one `TextCapture` holding exactly those,
+``"ln1_scale"``, ...; see `tformer.model.hooks.ACTS`) and gets one `TextCapture` holding exactly those,
 each per-layer one stacked over layers. No Streamlit here: the app caches `capture_text` per
 (model, text, names, attn_mask); a notebook calls it directly.
 """

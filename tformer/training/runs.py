@@ -31,8 +31,8 @@ from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
-from .i18n import tr
-from .timing import activity
+from ..i18n import tr
+from ..timing import activity
 
 __all__ = ["FINAL_STATES", "STATES", "Progress", "Run", "RunHandle", "RunManager", "RunState", "Snapshot"]
 
@@ -149,7 +149,7 @@ class Progress:
         return None if last is None else dict(last)
 
     def history(self) -> dict[str, list[dict[str, Any]]]:
-        """``{"steps": [...], "evals": [...]}``: the shape `tformer.checkpoints.save_run` takes."""
+        """``{"steps": [...], "evals": [...]}``: the shape `tformer.training.checkpoints.save_run` takes."""
         return {"steps": self.steps(), "evals": self.evals()}
 
 

@@ -1,6 +1,6 @@
 """Load a local model folder of any supported family into our `Encoder`, checking as it goes.
 
-The order is what makes it safe on untrusted folders (see `tformer.model_files`):
+The order is what makes it safe on untrusted folders (see `tformer.model.model_files`):
 every file inside the folder (no symlink out) -> config.json (size, then numbers, then
 parameter count) -> tokenizer.json (size, then its vocabulary against the embedding) -> the
 weights file's header (names and shapes, against config.json) -> the model is allocated ->
@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from ..i18n import tr
 from .encoder import Encoder
 from .families import ModelSpec, model_spec
 from .family_weights import (
@@ -30,7 +31,6 @@ from .family_weights import (
     their_shape,
     weight_plan,
 )
-from .i18n import tr
 from .model_files import (
     MAX_TOKENIZER_BYTES,
     ModelFolderError,
@@ -60,7 +60,7 @@ class LoadedModel:
 
     model: Encoder
     tokenizer: Tokenizer
-    family: str  # a key of tformer.families.FAMILIES
+    family: str  # a key of tformer.model.families.FAMILIES
     folder: Path
     notes: tuple[str, ...]  # tensors left unused, a head that could not be loaded; translated
 

@@ -28,7 +28,7 @@ import numpy.typing as npt
 import torch
 import torch.nn.functional as F
 
-from .masks import window_mask
+from ..analysis.masks import window_mask
 
 __all__ = [
     "allowed_count",

@@ -4,7 +4,7 @@ A role is a simple, checkable habit of a head: attend to the token just before t
 after it, to itself, to [CLS], to earlier copies of the query's own token, or spread attention
 over everything. Each score is the mean over the query rows that count for that role of one
 number read off the row, so every score lies in 0..1 and 1 means "always, fully". Numpy only,
-like :mod:`tformer.analysis`, whose conventions hold here: ``pattern`` is
+like :mod:`tformer.analysis.metrics`, whose conventions hold here: ``pattern`` is
 [layer, head_index, query_pos, key_pos], each row one query's softmax weights summing to 1,
 sums in float64, and an all-zero row (a fully masked query) carries no information and never
 counts.
@@ -19,7 +19,7 @@ Which query rows count (the same rules for every head, so heads are compared on 
 - "previous" needs a key before the query (q >= 1), "next" one after it (q <= n - 2); "first"
   leaves out the query at ``cls_pos`` itself (that weight is self-attention); "duplicate" counts
   only queries whose token id occurred earlier in the text. A row with a single visible key
-  has "broad" 0 (all weight on one key), as ``entropy_norm`` in :mod:`tformer.analysis`.
+  has "broad" 0 (all weight on one key), as ``entropy_norm`` in :mod:`tformer.analysis.metrics`.
 - a head with no row that counts scores NaN (a text with no repeated token has no duplicate
   score; a one-token text has no previous score).
 """
@@ -112,7 +112,7 @@ def role_scores(
     with :math:`c` = ``cls_pos``, :math:`t` = ``ids`` and :math:`n_q` the number of keys with
     :math:`p_{qk} > 0` (weights that underflowed to 0 count as masked, and
     :math:`s_q^{\text{broad}} = 0` when :math:`n_q = 1`, as ``entropy_norm`` in
-    :func:`tformer.analysis.head_metrics`).
+    :func:`tformer.analysis.metrics.head_metrics`).
 
     ``pattern``: [layer, head_index, query_pos, key_pos]. ``ids``: [pos] token ids of the same
     text (``Encoded.ids``). ``cls_pos``: the position "first" measures, the tokenizer's leading

@@ -43,10 +43,10 @@ from typing import Any
 
 import torch
 
-from .config import EncoderConfig
-from .encoder import Encoder
-from .i18n import tr
-from .model_files import (
+from ..i18n import tr
+from ..model.config import EncoderConfig
+from ..model.encoder import Encoder
+from ..model.model_files import (
     MAX_CONFIG_BYTES,
     MAX_TOKENIZER_BYTES,
     ModelFolderError,
@@ -60,7 +60,7 @@ from .model_files import (
     open_weights,
     read_json_file,
 )
-from .tokenizer import Tokenizer
+from ..model.tokenizer import Tokenizer
 
 __all__ = [
     "FORMAT_VERSION",
@@ -106,7 +106,7 @@ class CheckpointError(ModelFolderError):
 
 @contextmanager
 def _as_checkpoint_error() -> Iterator[None]:
-    """The checks shared with model folders (`tformer.model_files`) raise ModelFolderError;
+    """The checks shared with model folders (`tformer.model.model_files`) raise ModelFolderError;
     here they are CheckpointErrors, with the same message."""
     try:
         yield
@@ -454,7 +454,7 @@ def load_run(
     ``folder``: a run name (str, under `runs_dir()`) or a `pathlib.Path` (`RunInfo.path`).
     ``run`` is run.json as a dict. Raises CheckpointError naming the file and the problem: a
     missing file, bad JSON, an unknown or invalid config field, a size past
-    `tformer.model_files.CONFIG_BOUNDS`, a damaged or truncated safetensors file, a missing, extra or
+    `tformer.model.model_files.CONFIG_BOUNDS`, a damaged or truncated safetensors file, a missing, extra or
     wrongly shaped tensor, a file that leads outside the folder. Everything is checked before
     the model is built or a weight is read (the weights' header alone gives their shapes);
     weights are only ever read with safetensors (no pickle is unpickled).

@@ -1,7 +1,7 @@
 """Sparse and local attention, measured: the local window (by blocks of w) and the strided
-pattern (by blocks of s) of `tformer.sparse`, which compute only the allowed scores, against
+pattern (by blocks of s) of `tformer.efficiency.sparse`, which compute only the allowed scores, against
 dense SDPA under the same bool mask; and the share of the n² scores each mask allows and each
-implementation computes. Measured as `tformer.costs` measures every sweep."""
+implementation computes. Measured as `tformer.efficiency.costs` measures every sweep."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from .costs import Sweep, run_sweep, sdpa_backends, seeded_randn
-from .costs_measure import Budget, Method, Progress, doubling
+from .measure import Budget, Method, Progress, doubling
 from .sparse import allowed_count, computed_count, local_attention, strided_attention
 
 __all__ = ["SparseSettings", "sparse_sweep", "stride_for"]

@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..i18n import tr
 from .families import FAMILIES, ModelSpec, model_spec
-from .i18n import tr
 from .model_files import ModelFolderError, find_weights_file, read_json_file
 
 __all__ = [

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .i18n import tr
+from ..i18n import tr
 
 POS_ENCODINGS = ("sinusoidal", "learned", "none")
-ACTIVATIONS = ("relu", "gelu", "gelu_tanh")  # see tformer.activations
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh")  # see tformer.model.activations
 NORMS = ("post", "pre")
-LM_HEADS = ("none", "tied", "mlm")  # see tformer.heads
+LM_HEADS = ("none", "tied", "mlm")  # see tformer.model.heads
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class EncoderConfig:
     # ELECTRA embeds narrower and projects up to d_model.
     d_embed: int | None = None
     # A language-model head over the vocabulary (GPT-2's "tied" h W_E^T, BERT's "mlm"), apart from
-    # the task head: forward still returns hidden states, tformer.predictions reads the head.
+    # the task head: forward still returns hidden states, tformer.model.predictions reads the head.
     lm_head: str = "none"
 
     def __post_init__(self) -> None:

@@ -12,7 +12,7 @@ the input, plus bias j. So a Linear whose weight is :math:`[W_Q; W_K; W_V]` (row
 one matmul. `split_fused` cuts the rows apart and `compare_layouts` measures the difference,
 which is float rounding only.
 
-After the projections both layouts run the same attention (`tformer.attention`):
+After the projections both layouts run the same attention (`tformer.model.attention`):
 
 .. math::
     \mathrm{MultiHead}(X) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\, W_O,
@@ -24,8 +24,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .attention import MultiHeadAttention, scaled_dot_product_attention
-from .encoder import Encoder
+from ..model.attention import MultiHeadAttention, scaled_dot_product_attention
+from ..model.encoder import Encoder
 
 
 def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:

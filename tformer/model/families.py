@@ -11,7 +11,7 @@ DistilBERT  BERT without segment embeddings, its own tensor names, optional sinu
 GPT-2       pre-norm, causal, learned positions, a final LayerNorm, its LM head tied to W_E
 ========== ========================================================================
 
-`model_spec` reads only numbers: it checks them against the bounds of `tformer.model_files`
+`model_spec` reads only numbers: it checks them against the bounds of `tformer.model.model_files`
 before building the (allocation-free) config, so a hostile ``config.json`` costs nothing.
 """
 
@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..i18n import tr
 from .config import EncoderConfig
-from .i18n import tr
 from .model_files import (
     MAX_D_FF,
     MAX_D_MODEL,

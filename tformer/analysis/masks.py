@@ -1,7 +1,7 @@
 r"""Attention masks to try on a model: who may attend to whom, as bool [query_pos, key_pos].
 
 True means query i may attend to key j. A mask reaches the model through the encoder's own
-``attn_mask`` argument (`tformer.capture.capture_ids`), which ANDs it with padding and the
+``attn_mask`` argument (`tformer.model.capture.capture_ids`), which ANDs it with padding and the
 causal mask, so a masked score is :math:`-\infty` and its weight is 0; a query with nothing
 left to attend to (a fully masked row) gets weight 0 everywhere and :math:`z = 0`.
 Numpy only: nothing here runs a model.
@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 
-from .i18n import tr
+from ..i18n import tr
 
 __all__ = [
     "MAX_ITEMS",

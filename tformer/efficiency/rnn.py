@@ -1,7 +1,7 @@
 """Attention against an RNN, measured: a GRU must step through the n positions one after
 another, one self-attention layer of the same d_model sees them all at once. The path from the
 first to the last token is n − 1 steps in the GRU and 1 in attention. Measured as
-`tformer.costs` measures every sweep."""
+`tformer.efficiency.costs` measures every sweep."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .costs import Sweep, run_sweep, sdpa_backends, seeded_randn
-from .costs_measure import Budget, Method, Progress, doubling
+from .measure import Budget, Method, Progress, doubling
 
 __all__ = ["RnnSettings", "SelfAttentionLayer", "path_lengths", "rnn_sweep"]
 

@@ -36,12 +36,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .attention import MultiHeadAttention
-from .capture import TextCapture, capture_ids
-from .encoder import Encoder
-from .timing import Load, Timing, activity, watch
-from .timing import measure as measure_time
-from .tokenizer import Encoded
+from ..model.attention import MultiHeadAttention
+from ..model.capture import TextCapture, capture_ids
+from ..model.encoder import Encoder
+from ..model.tokenizer import Encoded
+from ..timing import Load, Timing, activity, watch
+from ..timing import measure as measure_time
 
 REFERENCE = "float32"
 # Every variant, in the order a table lists them. The two INT8 ones differ only in how many
