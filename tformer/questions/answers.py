@@ -342,7 +342,8 @@ class Question:
     """One question as shown now: computed from the current text, model, layer and head.
 
     ``prompt``, ``explanation`` and ``hint`` are plain text in the interface's language at the
-    time it was made. ``page`` is the registry key of the page whose figure gives the answer
+    time it was made; ``expected``, ``tolerance`` and a grade's verdict are worded when read
+    (so ask again after a language switch, or read them in the same language). ``page`` is the registry key of the page whose figure gives the answer
     away; ``mark`` says what to outline on it. ``params`` are the template's parameters as
     resolved (the layer, head and positions used).
     """
