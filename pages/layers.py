@@ -54,7 +54,8 @@ with ui.page_context(__file__) as ctx:
         )
         st.markdown(tr("**Zoom: a window at full resolution**"))
         c1, c2, c3, c4 = st.columns([1, 1, 1, 2])
-        size = int(c1.selectbox(tr("window"), SIZES, **ui.bind("layers.size", SIZES)))
+        sizes = [s for s in SIZES if s <= n]  # a window larger than the text has no first query
+        size = int(c1.selectbox(tr("window"), sizes, **ui.bind("layers.size", sizes)))
         starts = range(0, max(1, n - size + 1))
         found = ui.jump_box(c4, ctx.labels, size)
         q0 = int(c2.number_input(tr("first query"), 0, n - size, **ui.bind("layers.q0", starts, clamp=True)))

@@ -19,12 +19,12 @@ with ui.frame(__file__) as fr:
     cfg = ui.model_controls(spec) if spec is not None else None
     recipe = ui.recipe_controls()
     stop_at = 0.99 if fr.view.get("train.stop_at_99") else None
-    ready = spec is not None and cfg is not None and recipe is not None
     kind = "train" if part == "train" else "race"
+    ready = spec is not None and cfg is not None and recipe is not None and ui.run_budget(cfg, recipe, kind)
     run = ui.current_run(kind)
     active = run is not None and not run.is_final
 
-    c1, c2, c3 = st.columns(3)
+    c1, c2, c3, c4 = st.columns(4)
     start_label = tr("▶ Start training") if part == "train" else tr("▶ Train 1, 2, 4 and 8 heads")
     if c1.button(
         start_label, key="train.start", disabled=not ready or active, type="primary", width="stretch"
@@ -37,7 +37,8 @@ with ui.frame(__file__) as fr:
                 ui.start_race(cfg, spec, recipe, stop_at)
         except ValueError as err:
             st.warning(str(err))  # worded in the reader's language where it was raised
-        st.rerun()
+        else:
+            st.rerun()
     if c2.button(tr("■ Stop"), key="train.stop", disabled=not active, width="stretch"):
         assert run is not None
         run.stop()
@@ -46,8 +47,16 @@ with ui.frame(__file__) as fr:
         tr("Continue training"), key="train.continue", disabled=not resumable or not ready, width="stretch"
     ):
         assert spec is not None and cfg is not None and recipe is not None
-        ui.start_training(cfg, spec, recipe, stop_at, resume=True)
-        st.rerun()
+        try:
+            ui.start_training(cfg, spec, recipe, stop_at, resume=True)
+        except ValueError as err:
+            st.warning(str(err))
+        else:
+            st.rerun()
+    saved = ui.saved_name(run) if part == "train" else None
+    if c4.button(tr("Open this model"), key="train.open", disabled=saved is None, width="stretch"):
+        assert saved is not None
+        ui.open_saved_run(saved)  # the Attention page, with the run and its first task input
 
     @st.fragment(run_every=1.0 if active else None)
     def live() -> None:

@@ -22,13 +22,14 @@ TRAIN = "pages/train.py"
 pytestmark = pytest.mark.usefixtures("runs_dir")  # tests/conftest.py: a temporary runs folder
 
 
-def open_train(**params: str) -> AppTest:
+def open_train(clean: bool = True, **params: str) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     for key, value in params.items():
         at.query_params[key] = value
     at.run()
     at.switch_page(TRAIN).run()
-    assert_clean(at)
+    if clean:
+        assert_clean(at)
     return at
 
 
@@ -123,6 +124,55 @@ def test_snapshots_are_bounded_in_number_and_memory():
     big = 6 * 16 * 64 * 64 * 4  # the largest model the page allows, 64 tokens
     stride = snapshot_stride(Recipe(steps=20_000, snapshot_every=5), big)
     assert (20_000 // stride + 1) * big <= MAX_SNAPSHOT_BYTES + big and 20_000 // stride <= MAX_SNAPSHOTS
+
+
+def test_a_run_over_the_memory_limit_is_refused_before_it_starts_with_the_figures():
+    big = {"train.n_layers": "6", "train.d_model": "256", "train.d_ff": "768", "train.length": "64"}
+    at = open_train(False, **big, **{"train.batch": "512"})
+    assert not at.exception
+    refusal = " ".join(e.value for e in at.error)
+    assert "MB of memory while training" in refusal and "the limit for one run here is 1,536 MB" in refusal
+    assert at.button(key="train.start").disabled
+    at.number_input(key="train.batch").set_value(64).run()  # a smaller batch fits
+    assert_clean(at)
+    assert not at.button(key="train.start").disabled
+    stated = " ".join(c.value for c in at.caption)
+    assert "MB while training (the limit for one run here is 1,536 MB" in stated
+    assert "A run stops after 10 minutes, watched or not" in stated
+    # dropout runs attention unfused: batch x heads x length² per layer, named in the refusal
+    at.select_slider(key="train.dropout").set_value(0.1).run()
+    at.number_input(key="train.batch").set_value(256).run()
+    assert "heads × length, with dropout" in " ".join(e.value for e in at.error)
+
+
+def test_a_watched_run_stops_at_the_time_limit_and_is_saved(runs_dir, monkeypatch):
+    import tformer.ui.train_jobs as jobs
+
+    monkeypatch.setattr(jobs, "MAX_RUN_SECONDS", 4.0)
+    at = open_train(**{"train.task": "sort", "train.steps": "20000", "train.stop_at_99": "0"})
+    at.button(key="train.start").click().run()
+    poll(at, lambda at: bool(at.success) or bool(at.error), timeout=30)  # polling = watching
+    message = at.success[0].value
+    assert "a run may train for at most 0.0666667 min on this server" in message and "saved as" in message
+    assert len(list_runs(runs_dir)) == 1
+
+
+def test_open_this_model_shows_the_run_with_its_task_input_on_the_attention_page(runs_dir):
+    at = open_train(**{"train.task": "reverse", "train.steps": "30", "train.stop_at_99": "0"})
+    assert at.button(key="train.open").disabled  # nothing saved yet
+    at.button(key="train.start").click().run()
+    poll(at, lambda at: bool(at.success) or bool(at.error), timeout=60)
+    at.run()
+    [saved] = list_runs(runs_dir)
+    meta = json.loads((saved.path / "run.json").read_text())
+    assert not at.button(key="train.open").disabled
+    at.button(key="train.open").click().run()
+    assert_clean(at)
+    assert at.radio(key="source").value == "run" and at.selectbox(key="run").value == saved.name
+    assert at.text_area(key="text").value == meta["examples"][0]
+    ticks = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["xaxis"]["ticktext"]
+    assert [t.strip() for t in ticks] == meta["examples"][0].split()
+    assert not any("unknown to this model" in w.value for w in at.warning)
 
 
 def test_the_race_times_updates_by_their_median_not_the_mean_with_evaluations(monkeypatch):

@@ -154,7 +154,7 @@ def test_a_damaged_safetensors_file_is_refused_by_name(saved: Path, damage: str)
     path = saved / ck.MODEL_FILE
     data = path.read_bytes()
     path.write_bytes({"truncate": data[: len(data) // 2], "empty": b"", "garbage": b"\x00" * 64}[damage])
-    with pytest.raises(CheckpointError, match=r"model\.safetensors cannot be read") as err:
+    with pytest.raises(CheckpointError, match=r"model\.safetensors (cannot be read|is empty)") as err:
         load_run(saved)
     assert str(path) in str(err.value)
 

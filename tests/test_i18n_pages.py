@@ -142,17 +142,7 @@ def _minilm_copy(folder, *, damaged: bool = False):
 
 @pytest.mark.parametrize(
     "damaged",
-    [
-        False,
-        pytest.param(
-            True,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="tformer/model/pretrained.py's refusals of a local folder are English f-strings "
-                "(being rewritten on branch issue-20-runs; translate them there)",
-            ),
-        ),
-    ],
+    [False, True],
     ids=["local folder", "damaged local folder"],
 )
 def test_a_local_model_folder_in_chinese_has_no_english_left(tmp_path, monkeypatch, damaged):

@@ -238,6 +238,8 @@ def test_damaged_or_oversized_tokenizer(bert: Path, monkeypatch: pytest.MonkeyPa
     (bert / "tokenizer.json").write_text('{"model": ', encoding="utf-8")
     refusal(bert, "tokenizer.json")
     monkeypatch.setattr(tformer.model.model_loader, "MAX_TOKENIZER_BYTES", 4)
+    # a refusal is remembered while the folder is unchanged: change the file, it is read again
+    (bert / "tokenizer.json").write_text('{"model": null}', encoding="utf-8")
     refusal(bert, "tokenizer.json", "allowed for a tokenizer")
 
 

@@ -144,6 +144,36 @@ def test_nobody_watching_stops_a_run_but_a_heartbeat_keeps_it_going(make_manager
     assert watched.wait(2.0) and watched.message == "stopped: nobody was watching for 0.3 s"
 
 
+def test_a_watched_run_stops_at_its_time_limit_counted_from_its_start(make_manager) -> None:
+    manager = make_manager(max_running=1, idle_timeout_s=5.0)
+    first = manager.submit("first", looper(), owner="a", time_limit_s=0.4)
+    waiting = manager.submit("waiting", looper(), owner="a", time_limit_s=0.4)
+    unlimited = manager.submit("unlimited", looper(), owner="a")
+    beating = threading.Event()
+
+    def watch() -> None:
+        while not beating.is_set():
+            for run in (first, waiting, unlimited):
+                run.heartbeat()
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        assert first.wait(2.0) and first.state == "stopped"
+        assert first.message == "stopped: a run may train for at most 0.00666667 min on this server"
+        assert waiting.wait(2.0) and waiting.state == "stopped"  # its 0.4 s began when it started
+        assert waiting.finished - waiting.started >= 0.4
+        time.sleep(0.8)
+        assert unlimited.state == "running"
+    finally:
+        beating.set()
+        watcher.join()
+        unlimited.stop()
+    with pytest.raises(ValueError, match="time_limit_s=0"):
+        manager.submit("bad", looper(), owner="a", time_limit_s=0)
+
+
 def test_an_abandoned_queued_run_never_starts(make_manager) -> None:
     manager = make_manager(max_running=1, idle_timeout_s=0.3)
     first = manager.submit("first", looper(), owner="a")

@@ -12,7 +12,7 @@ import torch
 from tformer import Encoder
 from tformer.training.recipe import Recipe, model_config, noam_lr, recipe_help, schedule_curve
 from tformer.training.tasks import TaskSpec, is_held_out, task_tokenizer
-from tformer.training.trainer import Trainer, label_smoothed_loss
+from tformer.training.trainer import Trainer, label_smoothed_loss, training_memory_bytes
 
 from ._models import model_and_ids
 
@@ -276,6 +276,72 @@ def test_logits_fire_the_logits_hook_and_need_a_head():
     bare = Encoder(model_and_ids()[0].cfg)
     with pytest.raises(ValueError, match="n_outputs=0"):
         bare.logits(ids)
+
+
+PEAK_SCRIPT = """
+import json, sys
+import torch
+from tformer.ui.process import keep_freed_memory
+from tformer.training.recipe import Recipe, model_config
+from tformer.training.tasks import TaskSpec
+from tformer.training.trainer import Trainer, training_memory_bytes
+
+def status(field):
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith(field))
+
+keep_freed_memory()  # as the app does: freed buffers stay in the heap
+torch.set_num_threads(1)
+layers, heads, d_model, d_ff, length, batch, dropout = json.loads(sys.argv[1])
+spec = TaskSpec("copy", length=length, vocab=16)
+cfg = model_config(spec, layers, heads, d_model, d_ff)
+recipe = Recipe(batch=batch, dropout=dropout)
+before = status("VmRSS")
+trainer = Trainer(cfg, spec, recipe)
+for _ in range(2):
+    trainer.step()
+trainer.evaluate(), trainer.snapshot()
+print(json.dumps([status("VmHWM") - before, training_memory_bytes(cfg, recipe)]))
+"""
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        (2, 4, 128, 512, 64, 256, 0.0),  # fused attention: activations per token
+        (2, 8, 64, 256, 64, 256, 0.1),  # dropout: unfused, batch x heads x length² per layer
+    ],
+)
+def test_the_memory_estimate_bounds_a_measured_training_step(shape):
+    """In a fresh process, one Trainer's peak RSS over two steps, an evaluation and a
+    snapshot stays under its estimate, and the estimate is not more than twice the peak."""
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", PEAK_SCRIPT, json.dumps(shape)], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    peak, estimate = json.loads(out.stdout)
+    assert peak <= estimate <= 2 * peak + 300 * 2**20, (peak / 2**20, estimate / 2**20)
+
+
+def test_the_memory_estimate_grows_with_what_the_backward_pass_keeps():
+    cfg = model_config(SPEC, n_layers=2, n_heads=4, d_model=64)
+    base = training_memory_bytes(cfg, Recipe(batch=64))
+    assert training_memory_bytes(cfg, Recipe(batch=128)) > base
+    assert training_memory_bytes(cfg, Recipe(batch=64, accum=8)) == base  # one micro-batch at a time
+    assert (
+        training_memory_bytes(model_config(SPEC, n_layers=4, n_heads=4, d_model=64), Recipe(batch=64)) > base
+    )
+    # heads count only when dropout makes attention unfused
+    assert training_memory_bytes(model_config(SPEC, n_heads=8, d_model=64), Recipe(batch=64)) == base
+    dropped = training_memory_bytes(cfg, Recipe(batch=64, dropout=0.1))
+    more_heads = training_memory_bytes(
+        model_config(SPEC, n_heads=8, d_model=64), Recipe(batch=64, dropout=0.1)
+    )
+    assert base < dropped < more_heads
 
 
 @pytest.mark.gpu

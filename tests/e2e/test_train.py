@@ -1,6 +1,7 @@
 """The Train page in Chromium: a run starts, its progress moves while the page polls and goes on
 across a page switch, Stop ends it, and the saved model opens on the Attention page with the
-task's symbols as tokens."""
+task's symbols as tokens; "Open this model" and the sidebar's run box open a trained run with its
+own task input."""
 
 from __future__ import annotations
 
@@ -8,14 +9,21 @@ import re
 import time
 
 from .streamlit_driver import (
+    alert_texts,
     all_ticktext,
+    axis_ticktext,
     charts,
     exception_boxes,
     mark,
     nav_to,
     open_page,
     screenshot,
+    selectbox_options,
+    selectbox_value,
+    set_widget,
+    text_value,
     wait_idle,
+    widget_value,
 )
 
 
@@ -55,4 +63,59 @@ def test_a_run_progresses_stops_and_opens_on_the_attention_page(page, probe):
     ticks = {t for axis in all_ticktext(page, "x") for t in axis}
     assert {"c", "a", "f", "b", "e", "d"} <= ticks, ticks  # the task's symbols, no [CLS] or [SEP]
     assert not {"[CLS]", "[SEP]"} & ticks
+    assert exception_boxes(page) == 0 and probe.page_errors == []
+
+
+RUN_SOURCE = "A model trained on the Train page"
+
+
+def saved_run(page, previous: str | None = None) -> str:
+    """Wait for the run's end (a success line naming a saved run other than ``previous``) and
+    the page's settling rerun; the name it was saved as."""
+    success = page.locator('[data-testid="stAlertContentSuccess"]')
+    end = time.monotonic() + 60
+    name = None
+    while time.monotonic() < end and name in (None, previous):
+        if success.count():
+            found = re.search(r"saved as ([A-Za-z0-9_-]+)", success.first.inner_text())
+            name = found.group(1) if found else None
+        page.wait_for_timeout(200)
+    assert name is not None and name != previous, alert_texts(page)
+    page.locator(".st-key-train-open button:not([disabled])").wait_for(timeout=15_000)
+    wait_idle(page, 30_000)
+    return name
+
+
+def assert_task_input_shown(page) -> list[str]:
+    """The text is a task input (letters the run knows) and the first chart's tokens are it."""
+    symbols = text_value(page).split()
+    assert symbols and all(len(s) == 1 and s.isalpha() for s in symbols), symbols
+    assert [t.strip() for t in axis_ticktext(page, 0, "x")] == symbols
+    assert not any("unknown to this model" in a for a in alert_texts(page)), alert_texts(page)
+    return symbols
+
+
+def test_open_this_model_and_the_sidebar_open_a_trained_run_with_its_task_input(page, probe):
+    open_page(page, "train?train.task=reverse&train.length=6&train.vocab=5&train.steps=40&train.stop_at_99=0")
+    page.locator(".st-key-train-start button").click()
+    first = saved_run(page)
+    page.locator(".st-key-train-continue button").click()  # 40 more updates: a second saved run
+    second = saved_run(page, previous=first)
+
+    m = mark(page)
+    page.locator(".st-key-train-open button").click()
+    wait_idle(page, 60_000, since=m)
+    assert page.url.split("?")[0].rstrip("/").endswith("/attention"), page.url
+    assert widget_value(page, "source") == RUN_SOURCE and selectbox_value(page, "run") == second
+    assert_task_input_shown(page)
+    screenshot(page, "train-open-this-model")
+
+    # in the sidebar: away to MiniLM and back (the newest run comes back), then pick the other
+    set_widget(page, "source", "Pretrained MiniLM", timeout=60_000)
+    set_widget(page, "source", RUN_SOURCE, timeout=60_000)
+    assert selectbox_value(page, "run") == second
+    assert {first, second} <= set(selectbox_options(page, "run"))
+    set_widget(page, "run", first, timeout=60_000)
+    assert selectbox_value(page, "run") == first
+    assert_task_input_shown(page)
     assert exception_boxes(page) == 0 and probe.page_errors == []

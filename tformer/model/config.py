@@ -168,16 +168,37 @@ class EncoderConfig:
         """The FFN's inner width (d_ff once resolved): the ``d_mlp`` axis of the hook shapes."""
         return self.d_ff if self.d_ff is not None else 4 * self.d_model
 
+    def block_params(self) -> dict[str, int]:
+        """Parameters of each named part of one block, each matrix with its bias: W_Q, W_K, W_V,
+        W_O [d_model × d_model], W_1 [d_model × d_mlp], W_2 [d_mlp × d_model] and the two
+        LayerNorms' γ and β. Every block has the same."""
+        d, f = self.d_model, self.d_mlp
+        return {
+            "W_Q": d * d + d,
+            "W_K": d * d + d,
+            "W_V": d * d + d,
+            "W_O": d * d + d,
+            "W_1": d * f + f,
+            "W_2": f * d + d,
+            "ln1": 2 * d,
+            "ln2": 2 * d,
+        }
+
+    def top_params(self) -> dict[str, int]:
+        """Parameters of the parts outside the blocks, 0 for a part this model does not have."""
+        d, e = self.d_model, self.d_embed_size
+        return {
+            "embed": self.vocab_size * e,
+            "token_type_embed": self.type_vocab_size * e,
+            "pos_embed": self.max_len * e if self.pos_encoding == "learned" else 0,
+            "embed_ln": 2 * e if self.embed_norm else 0,
+            "embed_proj": e * d + d if e != d else 0,  # the projection up to d_model
+            "ln_final": 2 * d if self.norm == "pre" else 0,
+            "head": d * self.n_outputs + self.n_outputs,
+            # "tied" reuses the embedding matrix; "mlm" adds its dense layer, LayerNorm and bias
+            "lm_head": d * d + d + 2 * d + self.vocab_size if self.lm_head == "mlm" else 0,
+        }
+
     def n_params(self) -> int:
         """Parameter count of the Encoder this config builds (without building it)."""
-        d, f, e = self.d_model, self.d_mlp, self.d_embed_size
-        per_block = (3 * d * d + 3 * d) + (d * d + d) + (d * f + f) + (f * d + d) + 4 * d
-        embed = self.vocab_size * e + self.type_vocab_size * e
-        embed += self.max_len * e if self.pos_encoding == "learned" else 0
-        embed += 2 * e if self.embed_norm else 0
-        embed += e * d + d if e != d else 0  # the projection up to d_model
-        final = 2 * d if self.norm == "pre" else 0
-        head = d * self.n_outputs + self.n_outputs
-        # "tied" reuses the embedding matrix; "mlm" adds its dense layer, LayerNorm and bias
-        head += d * d + d + 2 * d + self.vocab_size if self.lm_head == "mlm" else 0
-        return embed + self.n_layers * per_block + final + head
+        return sum(self.top_params().values()) + self.n_layers * sum(self.block_params().values())

@@ -9,29 +9,46 @@ any size, ``pytorch_model.bin`` may be a pickle that runs code, a tensor may hav
 3. weights come from safetensors, or from ``torch.load(weights_only=True)`` (memory-mapped),
    which refuses any pickle that holds more than tensors and never runs its code;
 4. tensor names and shapes are read from the file's header and compared with the config before
-   one tensor is loaded.
+   one tensor is loaded;
+5. a file is opened only when it resolves inside its folder (`contained`): a symlink that leads
+   elsewhere is refused, never followed;
+6. a refusal is remembered per folder state (`Refusals`, `folder_stamp`): the next visitor is
+   answered at once, and a folder whose files changed (inode, size, mtime) is read again.
 
 Every refusal is a `ModelFolderError` (a ValueError) naming the file and the problem.
-The bounds live here as named constants (saved training runs have their own in
-`tformer.training.checkpoints`; the two sets are meant to be unified).
+The bounds live here as named constants, for model folders and saved training runs alike
+(`tformer.training.checkpoints` checks a run's config with `check_config_bounds`).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import re
-from collections.abc import Iterator, Mapping
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..i18n import tr
+from ..i18n import language, tr
+
+if TYPE_CHECKING:
+    from .config import EncoderConfig
 
 __all__ = [
+    "CONFIG_BOUNDS",
     "ModelFolderError",
+    "Refusals",
+    "check_config_bounds",
+    "contained",
+    "expected_shapes",
+    "folder_stamp",
+    "inside",
     "WeightsFile",
     "read_json_file",
     "open_weights",
@@ -73,6 +90,19 @@ MAX_POSITIONS = 16384
 MAX_TYPE_VOCAB = 1024
 # Tensors listed in one weights file (BERT-base: ~200; GPT-2 XL: ~580).
 MAX_TENSORS = 20_000
+# The same bounds by EncoderConfig field, (least, most), for a config read as it is (a saved
+# run's config.json holds EncoderConfig's fields).
+CONFIG_BOUNDS: Mapping[str, tuple[int, int]] = {
+    "vocab_size": (1, MAX_VOCAB),
+    "d_model": (1, MAX_D_MODEL),
+    "d_embed": (1, MAX_D_MODEL),
+    "n_layers": (1, MAX_LAYERS),
+    "n_heads": (1, MAX_HEADS),
+    "d_ff": (1, MAX_D_FF),
+    "max_len": (1, MAX_POSITIONS),
+    "type_vocab_size": (0, MAX_TYPE_VOCAB),
+    "n_outputs": (0, MAX_VOCAB),
+}
 
 
 class ModelFolderError(ValueError):
@@ -151,7 +181,7 @@ class WeightsFile:
         except Exception as exc:  # a truncated file fails only when the tensor is read
             raise ModelFolderError(
                 tr(
-                    "{path} cannot be read (corrupt or not a weights file): {kind}: {err}",
+                    "{path} cannot be read (corrupt or not a weights file): `{kind}: {err}`",
                     path=self.path,
                     kind=type(exc).__name__,
                     err=exc,
@@ -183,7 +213,7 @@ def open_weights(path: Path) -> Iterator[WeightsFile]:
 def _unreadable(path: Path, exc: BaseException) -> ModelFolderError:
     return ModelFolderError(
         tr(
-            "{path} cannot be read (corrupt or not a weights file): {kind}: {err}",
+            "{path} cannot be read (corrupt or not a weights file): `{kind}: {err}`",
             path=path,
             kind=type(exc).__name__,
             err=exc,
@@ -253,3 +283,124 @@ def _check_count(path: Path, n: int) -> None:
         raise ModelFolderError(
             tr("{path} lists {n} tensors, more than the {limit} allowed", path=path, n=n, limit=MAX_TENSORS)
         )
+
+
+# --- a config read as it is ----------------------------------------------------------------------
+
+
+def check_config_bounds(cfg: EncoderConfig, source: str | Path) -> None:
+    """Refuse ``cfg`` when a size is outside `CONFIG_BOUNDS` or the model it describes (its
+    parameters and a sinusoid table) passes MAX_MODEL_PARAMS; nothing is allocated."""
+    for key, (lo, hi) in CONFIG_BOUNDS.items():
+        value = getattr(cfg, key, None)
+        if value is not None and not lo <= value <= hi:
+            raise ModelFolderError(
+                tr(
+                    "{source}: {key}={value} must be an integer from {lo} to {hi}",
+                    source=source,
+                    key=key,
+                    value=repr(value),
+                    lo=lo,
+                    hi=hi,
+                )
+            )
+    # The sinusoid table is a buffer, not a parameter, but it takes memory all the same.
+    n = cfg.n_params() + (cfg.max_len * cfg.d_embed_size if cfg.pos_encoding == "sinusoidal" else 0)
+    if n > MAX_MODEL_PARAMS:
+        raise ModelFolderError(
+            tr(
+                "{source} describes {n:.0f} M parameters, over the {limit:.0f} M this app loads",
+                source=source,
+                n=n / 1e6,
+                limit=MAX_MODEL_PARAMS / 1e6,
+            )
+        )
+
+
+def expected_shapes(cfg: EncoderConfig) -> dict[str, tuple[int, ...]]:
+    """Our state dict's shapes for ``cfg``, from a model on the meta device (no memory).
+    Call it once the config's sizes are bounded."""
+    from .encoder import Encoder
+
+    with torch.device("meta"):
+        meta = Encoder(cfg, init_weights=False)
+    return {name: tuple(t.shape) for name, t in meta.state_dict().items()}
+
+
+# --- files inside their folder ---------------------------------------------------------------------
+
+
+def inside(path: Path, root: Path) -> bool:
+    """True when ``path`` resolves (symlinks followed) to ``root`` itself or below it."""
+    try:
+        return path.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError):  # a symlink loop
+        return False
+
+
+def contained(folder: Path, name: str) -> Path:
+    """``folder / name``, refused (without being opened) when it resolves outside ``folder``:
+    a symlink to a file elsewhere is never followed."""
+    path = folder / name
+    if not inside(path, folder):
+        try:
+            target = str(path.resolve())
+        except (OSError, RuntimeError):
+            target = "?"
+        raise ModelFolderError(
+            tr(
+                "{path} points outside its folder ({target}): a model folder's files are never followed "
+                "elsewhere; copy the file into the folder",
+                path=path,
+                target=target,
+            )
+        )
+    return path
+
+
+# --- refusals, remembered -------------------------------------------------------------------------
+
+
+def folder_stamp(folder: Path, names: Iterable[str]) -> tuple[Any, ...]:
+    """What changes when anyone edits the folder: for the folder and each named file, the
+    inode, size and modification time of the entry itself (repointing a symlink counts) and
+    of what it leads to (editing a symlink's target counts)."""
+    stamp: list[Any] = []
+    for path in (folder, *(folder / n for n in names)):
+        for follow in (False, True):
+            try:
+                st = os.stat(path, follow_symlinks=follow)
+                stamp.append((path.name, st.st_ino, st.st_size, st.st_mtime_ns))
+            except OSError:
+                stamp.append((path.name, None))
+    return tuple(stamp)
+
+
+class Refusals:
+    """Refusals remembered per (folder, language) and folder state (`folder_stamp`): a folder
+    that was refused is refused again at once, until one of its files changes. Thread-safe:
+    every browser session of the app asks the same one."""
+
+    def __init__(self, max_entries: int = 256) -> None:
+        self._lock = threading.Lock()
+        self._seen: OrderedDict[tuple[str, str], tuple[tuple[Any, ...], str]] = OrderedDict()
+        self.max_entries = max_entries
+
+    def check(self, folder: Path, stamp: tuple[Any, ...], error: type[ValueError] = ModelFolderError) -> None:
+        """Raise ``error`` with the remembered message when this folder state was refused."""
+        with self._lock:
+            found = self._seen.get((str(folder), language()))
+        if found is not None and found[0] == stamp:
+            raise error(found[1])
+
+    def remember(self, folder: Path, stamp: tuple[Any, ...], message: str) -> None:
+        key = (str(folder), language())
+        with self._lock:
+            self._seen[key] = (stamp, message)
+            self._seen.move_to_end(key)
+            while len(self._seen) > self.max_entries:
+                self._seen.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._seen.clear()

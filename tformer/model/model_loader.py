@@ -1,14 +1,17 @@
 """Load a local model folder of any supported family into our `Encoder`, checking as it goes.
 
 The order is what makes it safe on untrusted folders (see `tformer.model.model_files`):
-config.json (size, then numbers, then parameter count) -> tokenizer.json (size, then its
-vocabulary against the embedding) -> the weights file's header (names and shapes, against
-config.json) -> the model is allocated -> tensors are read one by one (finite values only).
+every file inside the folder (no symlink out) -> config.json (size, then numbers, then
+parameter count) -> tokenizer.json (size, then its vocabulary against the embedding) -> the
+weights file's header (names and shapes, against config.json) -> the model is allocated ->
+tensors are read one by one (finite values only). A refusal is remembered until a file of the
+folder changes.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,9 +34,13 @@ from .family_weights import (
 from .model_files import (
     MAX_TOKENIZER_BYTES,
     ModelFolderError,
+    Refusals,
     WeightsFile,
     check_file_size,
+    contained,
+    expected_shapes,
     find_weights_file,
+    folder_stamp,
     open_weights,
     read_json_file,
 )
@@ -42,6 +49,9 @@ from .tokenizer import Tokenizer
 __all__ = ["LoadedModel", "load_model_folder", "read_spec"]
 
 _SINUSOID_TOLERANCE = 1e-5  # DistilBERT's stored sinusoid table against our formula (float32)
+# The files a folder is read from; each must resolve inside it, and their state keys refusals.
+_FILES = ("config.json", "model.safetensors", "pytorch_model.bin", "tokenizer.json")
+_REFUSED = Refusals()  # refused folders, per folder state: the next visitor is told at once
 
 
 @dataclass(frozen=True, eq=False)
@@ -63,9 +73,23 @@ def read_spec(folder: Path) -> ModelSpec:
 def load_model_folder(folder: str | Path, device: str | torch.device = "cpu") -> LoadedModel:
     """Load ``folder`` (config.json, model.safetensors or pytorch_model.bin, tokenizer.json).
 
-    Raises `ModelFolderError` (a ValueError) naming the file and the problem.
+    Raises `ModelFolderError` (a ValueError) naming the file and the problem; a refusal is
+    remembered until a file of the folder changes (asking again costs a few stat calls).
     """
     folder = Path(folder)
+    stamp = folder_stamp(folder, _FILES)
+    _REFUSED.check(folder, stamp)
+    try:
+        return _load(folder, device)
+    except ModelFolderError as err:
+        _REFUSED.remember(folder, stamp, str(err))
+        raise
+
+
+def _load(folder: Path, device: str | torch.device) -> LoadedModel:
+    for name in _FILES:
+        if os.path.lexists(folder / name):
+            contained(folder, name)  # a symlink that leads elsewhere is refused, not followed
     spec = read_spec(folder)
     weights_path = find_weights_file(folder)
     tokenizer = _read_tokenizer(folder, spec)
@@ -130,9 +154,7 @@ def _choose_head(
 
 def _expected_shapes(spec: ModelSpec) -> dict[str, tuple[int, ...]]:
     """Our state dict's shapes for ``spec.cfg``, from a model on the meta device (no memory)."""
-    with torch.device("meta"):
-        meta = Encoder(spec.cfg, init_weights=False)
-    return {name: tuple(t.shape) for name, t in meta.state_dict().items()}
+    return expected_shapes(spec.cfg)
 
 
 def _check_tensors(

@@ -26,12 +26,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import math
 import os
 import re
 import secrets
 import shutil
-from collections.abc import Mapping, Sequence
+import stat
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -42,6 +46,20 @@ import torch
 from ..i18n import tr
 from ..model.config import EncoderConfig
 from ..model.encoder import Encoder
+from ..model.model_files import (
+    MAX_CONFIG_BYTES,
+    MAX_TOKENIZER_BYTES,
+    ModelFolderError,
+    Refusals,
+    check_config_bounds,
+    check_file_size,
+    contained,
+    expected_shapes,
+    folder_stamp,
+    inside,
+    open_weights,
+    read_json_file,
+)
 from ..model.tokenizer import Tokenizer
 
 __all__ = [
@@ -52,6 +70,8 @@ __all__ = [
     "is_run_name",
     "list_runs",
     "load_run",
+    "read_run_meta",
+    "remove_stale_temp",
     "runs_dir",
     "sanitize_run_name",
     "save_run",
@@ -71,10 +91,29 @@ RUN_FILES = (MODEL_FILE, CONFIG_FILE, TOKENIZER_FILE, RUN_FILE)
 _NAME = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_NAME_LEN}}}")
 _NOT_NAME = re.compile(r"[^A-Za-z0-9_-]+")
 _TMP_PREFIX = ".tmp-"  # not a valid run name, so list_runs never shows a half-written run
+# A save takes about a second; a temporary folder this old was left by an interrupted one.
+STALE_TMP_S = 10 * 60
+_REFUSED = Refusals()  # refused run folders, per folder state: the next visitor is told at once
+MAX_RUN_JSON_BYTES = 16 * 2**20  # run.json holds the training history
 
 
-class CheckpointError(ValueError):
+_log = logging.getLogger(__name__)
+
+
+class CheckpointError(ModelFolderError):
     """A run folder cannot be written or read; the message names the file and the problem."""
+
+
+@contextmanager
+def _as_checkpoint_error() -> Iterator[None]:
+    """The checks shared with model folders (`tformer.model.model_files`) raise ModelFolderError;
+    here they are CheckpointErrors, with the same message."""
+    try:
+        yield
+    except CheckpointError:
+        raise
+    except ModelFolderError as exc:
+        raise CheckpointError(str(exc)) from exc
 
 
 @dataclass(frozen=True)
@@ -128,7 +167,17 @@ def _run_folder(folder: str | os.PathLike[str]) -> Path:
                     root=runs_dir(),
                 )
             )
-        return runs_dir() / folder
+        root = runs_dir()
+        path = root / folder
+        if not inside(path, root):
+            raise CheckpointError(
+                tr(
+                    "{path} points outside the runs folder {root} (a symlink?): it is not loaded",
+                    path=path,
+                    root=root,
+                )
+            )
+        return path
     path = Path(folder)
     if ".." in path.parts:
         raise CheckpointError(tr("{path}: a run folder path may not contain '..'", path=path))
@@ -304,8 +353,9 @@ def list_runs(root: str | os.PathLike[str] | None = None) -> list[RunInfo]:
     """Saved runs under ``root`` (default `runs_dir()`), newest first.
 
     Reads only each run.json. Folders that are not runs (no run.json, unreadable or foreign
-    JSON, a missing file, a name that is not a run name, a half-written temporary folder) are
-    skipped, never raised on; a missing ``root`` gives ``[]``.
+    JSON, a missing file, a name that is not a run name, a half-written temporary folder, a
+    symlink or file that leads outside ``root``, a run.json past its size bound) are skipped,
+    never raised on; a missing ``root`` gives ``[]``.
     """
     base = Path(root) if root is not None else runs_dir()
     try:
@@ -314,21 +364,21 @@ def list_runs(root: str | os.PathLike[str] | None = None) -> list[RunInfo]:
         return []
     found = []
     for entry in entries:
-        info = _run_info(entry)
+        info = _run_info(entry, base)
         if info is not None:
             found.append(info)
     found.sort(key=lambda r: (r.created, r.name), reverse=True)
     return found
 
 
-def _run_info(folder: Path) -> RunInfo | None:
+def _run_info(folder: Path, root: Path) -> RunInfo | None:
     try:
-        if not is_run_name(folder.name) or not folder.is_dir():
+        if not is_run_name(folder.name) or not folder.is_dir() or not inside(folder, root):
             return None
-        if not all((folder / name).is_file() for name in RUN_FILES):
+        if not all(contained(folder, name).is_file() for name in RUN_FILES):
             return None
-        run = json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))
-        if not isinstance(run, dict) or run.get("format") != FORMAT:
+        run = read_json_file(folder / RUN_FILE, MAX_RUN_JSON_BYTES)
+        if run.get("format") != FORMAT:
             return None
         created = datetime.fromisoformat(run["created"])
         if created.tzinfo is None:
@@ -346,7 +396,54 @@ def _run_info(folder: Path) -> RunInfo | None:
         return None
 
 
+def remove_stale_temp(
+    root: str | os.PathLike[str] | None = None, older_than_s: float = STALE_TMP_S
+) -> list[Path]:
+    """Delete the temporary folders that interrupted saves left in ``root`` (default
+    `runs_dir()`): ``.tmp-*`` entries not changed for ``older_than_s`` seconds (a save in
+    progress is younger). A ``.tmp-*`` symlink is unlinked, never followed. Returns what was
+    removed; what cannot be removed is left (and logged), never raised on."""
+    base = Path(root) if root is not None else runs_dir()
+    try:
+        entries = [e for e in base.iterdir() if e.name.startswith(_TMP_PREFIX)]
+    except OSError:
+        return []
+    now = time.time()
+    removed = []
+    for entry in entries:
+        try:
+            st = os.stat(entry, follow_symlinks=False)
+            if now - st.st_mtime < older_than_s:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+            removed.append(entry)
+        except OSError as exc:
+            _log.warning("cannot remove the stale temporary folder %s: %s", entry, exc)
+    return removed
+
+
 # --- loading -----------------------------------------------------------------------------------
+
+
+def read_run_meta(folder: str | os.PathLike[str]) -> dict[str, Any]:
+    """A run's run.json as a dict (task, recipe, history, examples), read with the same checks
+    as `load_run` (the folder inside `runs_dir()` for a name, the file inside the folder, its
+    size bounded); CheckpointError naming the file otherwise."""
+    path = _run_folder(folder)
+    with _as_checkpoint_error():
+        run = read_json_file(contained(path, RUN_FILE), MAX_RUN_JSON_BYTES)
+    if run.get("format") != FORMAT:
+        raise CheckpointError(
+            tr(
+                "{path} is not a tformer run file (format={found!r})",
+                path=path / RUN_FILE,
+                found=run.get("format"),
+            )
+        )
+    return run
 
 
 def load_run(
@@ -356,24 +453,32 @@ def load_run(
 
     ``folder``: a run name (str, under `runs_dir()`) or a `pathlib.Path` (`RunInfo.path`).
     ``run`` is run.json as a dict. Raises CheckpointError naming the file and the problem: a
-    missing file, bad JSON, an unknown or invalid config field, a damaged or truncated
-    safetensors file, a missing, extra or wrongly shaped tensor. Weights are only ever read
-    with safetensors (no pickle is unpickled).
+    missing file, bad JSON, an unknown or invalid config field, a size past
+    `tformer.model.model_files.CONFIG_BOUNDS`, a damaged or truncated safetensors file, a missing, extra or
+    wrongly shaped tensor, a file that leads outside the folder. Everything is checked before
+    the model is built or a weight is read (the weights' header alone gives their shapes);
+    weights are only ever read with safetensors (no pickle is unpickled).
+
+    A refusal is remembered until one of the folder's files changes: asking again costs a
+    few stat calls.
     """
     path = _run_folder(folder)
+    stamp = folder_stamp(path, RUN_FILES)
+    _REFUSED.check(path, stamp, CheckpointError)
+    try:
+        with _as_checkpoint_error():
+            return _load_checked(path, device)
+    except CheckpointError as err:
+        _REFUSED.remember(path, stamp, str(err))
+        raise
+
+
+def _load_checked(path: Path, device: str | torch.device) -> tuple[Encoder, Tokenizer, dict[str, Any]]:
     if not path.is_dir():
         raise CheckpointError(
             tr("{path} is not a run folder (it does not exist or is not a folder)", path=path)
         )
-    run = _read_json(path / RUN_FILE)
-    if run.get("format") != FORMAT:
-        raise CheckpointError(
-            tr(
-                "{path} is not a tformer run file (format={found!r})",
-                path=path / RUN_FILE,
-                found=run.get("format"),
-            )
-        )
+    run = read_run_meta(path)
     version = run.get("format_version")
     if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= FORMAT_VERSION:
         raise CheckpointError(
@@ -385,20 +490,42 @@ def load_run(
                 newest=FORMAT_VERSION,
             )
         )
-    cfg = _read_config(path / CONFIG_FILE)
+    config_file = contained(path, CONFIG_FILE)
+    cfg = _read_config(config_file)
+    check_config_bounds(cfg, config_file)
 
-    weights_file = path / MODEL_FILE
-    weights = _read_weights(weights_file)
-    model = Encoder(cfg, init_weights=False)
-    _check_state(weights, model.state_dict(), weights_file)
-    model.load_state_dict(weights, strict=True)
-    model.to(torch.device(device)).eval()
+    # The shapes first, from the weights' header: nothing is allocated for a file that lies.
+    weights_file = contained(path, MODEL_FILE)
+    with open_weights(weights_file) as header:
+        _check_state(header.shapes, expected_shapes(cfg), weights_file)
+    tokenizer = _read_tokenizer(path, run, cfg)
+    try:
+        weights = _read_weights(weights_file)
+        model = Encoder(cfg, init_weights=False)
+        _check_state(_shapes(weights), _shapes(model.state_dict()), weights_file)  # changed since?
+        _check_float(weights, weights_file)
+        model.load_state_dict(weights, strict=True)
+        model.to(torch.device(device)).eval()
+    except (MemoryError, RuntimeError) as exc:
+        raise CheckpointError(
+            tr(
+                "{path}: the model cannot be built here: {kind}: {error}",
+                path=path,
+                kind=type(exc).__name__,
+                error=exc,
+            )
+        ) from exc
+    return model, tokenizer, run
 
+
+def _read_tokenizer(path: Path, run: Mapping[str, Any], cfg: EncoderConfig) -> Tokenizer:
     tok_file = path / TOKENIZER_FILE
-    if not tok_file.is_file():
+    if not os.path.lexists(tok_file):
         raise CheckpointError(
             tr("missing file {path}: the run cannot tokenize text without it", path=tok_file)
         )
+    contained(path, TOKENIZER_FILE)
+    check_file_size(tok_file, MAX_TOKENIZER_BYTES, tr("a tokenizer"))
     max_len = run.get("tokenizer_max_len", cfg.max_len)
     if not isinstance(max_len, int) or isinstance(max_len, bool) or not 1 <= max_len <= cfg.max_len:
         raise CheckpointError(
@@ -424,27 +551,11 @@ def load_run(
                 vocab_size=cfg.vocab_size,
             )
         )
-    return model, tokenizer, run
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        raise CheckpointError(tr("missing file {path}", path=path))
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise CheckpointError(tr("{path} is not valid JSON: {error}", path=path, error=exc)) from exc
-    except OSError as exc:
-        raise CheckpointError(tr("cannot read {path}: {error}", path=path, error=exc)) from exc
-    if not isinstance(data, dict):
-        raise CheckpointError(
-            tr("{path} must hold a JSON object, found {kind}", path=path, kind=type(data).__name__)
-        )
-    return data
+    return tokenizer
 
 
 def _read_config(path: Path) -> EncoderConfig:
-    data = _read_json(path)
+    data = read_json_file(path, MAX_CONFIG_BYTES)
     known = {f.name for f in dataclasses.fields(EncoderConfig)}
     unknown = sorted(set(data) - known)
     if unknown:
@@ -472,7 +583,7 @@ def _read_weights(path: Path) -> dict[str, torch.Tensor]:
     except Exception as exc:  # safetensors raises its own error type, OSError, or others
         raise CheckpointError(
             tr(
-                "{path} cannot be read (truncated, damaged or not a safetensors file): {kind}: {error}",
+                "{path} cannot be read (truncated, damaged or not a safetensors file): `{kind}: {error}`",
                 path=path,
                 kind=type(exc).__name__,
                 error=exc,
@@ -481,43 +592,47 @@ def _read_weights(path: Path) -> dict[str, torch.Tensor]:
     return dict(weights)
 
 
-def _shape(shape: torch.Size) -> str:
+def _shape(shape: Sequence[int]) -> str:
     return "(" + ", ".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
+def _shapes(state: Mapping[str, torch.Tensor]) -> dict[str, tuple[int, ...]]:
+    return {k: tuple(v.shape) for k, v in state.items()}
+
+
+def _listed(names: list[str], sep: str = ", ") -> str:
+    shown = sep.join(names[:5])
+    return tr("{names} and {n} more", names=shown, n=len(names) - 5) if len(names) > 5 else shown
+
+
 def _check_state(
-    state: Mapping[str, torch.Tensor], expected: Mapping[str, torch.Tensor], source: Path
+    shapes: Mapping[str, tuple[int, ...]], expected: Mapping[str, tuple[int, ...]], source: Path
 ) -> None:
-    """Every expected tensor present, floating point and of the right shape; nothing extra."""
-
-    def listed(names: list[str], sep: str = ", ") -> str:
-        shown = sep.join(names[:5])
-        return tr("{names} and {n} more", names=shown, n=len(names) - 5) if len(names) > 5 else shown
-
-    missing = [k for k in expected if k not in state]
+    """Every expected tensor present and of the right shape; nothing extra."""
+    missing = [k for k in expected if k not in shapes]
     if missing:
         raise CheckpointError(
             tr(
                 "{path} lacks tensors that {config} calls for: {names}",
                 path=source,
                 config=CONFIG_FILE,
-                names=listed(missing),
+                names=_listed(missing),
             )
         )
-    extra = sorted(set(state) - set(expected))
+    extra = sorted(set(shapes) - set(expected))
     if extra:
         raise CheckpointError(
-            tr("{path} has tensors this config has no place for: {names}", path=source, names=listed(extra))
+            tr("{path} has tensors this config has no place for: {names}", path=source, names=_listed(extra))
         )
     wrong = [
         tr(
             "{name}: {found} in the file, {expected} expected",
             name=k,
-            found=_shape(state[k].shape),
-            expected=_shape(v.shape),
+            found=_shape(shapes[k]),
+            expected=_shape(v),
         )
         for k, v in expected.items()
-        if state[k].shape != v.shape
+        if tuple(shapes[k]) != tuple(v)
     ]
     if wrong:
         raise CheckpointError(
@@ -525,11 +640,14 @@ def _check_state(
                 "{path} does not match {config}: {problems}",
                 path=source,
                 config=CONFIG_FILE,
-                problems=listed(wrong, "; "),
+                problems=_listed(wrong, "; "),
             )
         )
-    not_float = [k for k in expected if not state[k].is_floating_point()]
+
+
+def _check_float(state: Mapping[str, torch.Tensor], source: Path) -> None:
+    not_float = [k for k, v in state.items() if not v.is_floating_point()]
     if not_float:
         raise CheckpointError(
-            tr("{path}: tensors {names} are not floating point", path=source, names=listed(not_float))
+            tr("{path}: tensors {names} are not floating point", path=source, names=_listed(not_float))
         )

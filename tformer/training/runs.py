@@ -4,8 +4,9 @@ A `RunManager` runs each submitted function in its own daemon thread, at most ``
 at once; later ones wait in a first-in, first-out queue of at most ``max_queued``. The function
 gets a `RunHandle`: it reports progress through it and polls ``should_stop()`` between steps.
 Python cannot kill a thread, so stopping is cooperative: ``should_stop()`` turns True when a
-person pressed stop, when the app shuts down, or when no session has called ``heartbeat()`` for
-``idle_timeout_s`` (the browser tab was closed). A function that never polls cannot be stopped.
+person pressed stop, when the app shuts down, when no session has called ``heartbeat()`` for
+``idle_timeout_s`` (the browser tab was closed), or when the run has run for its
+``time_limit_s`` (watched or not). A function that never polls cannot be stopped.
 
 States, in order (the last three are final)::
 
@@ -182,12 +183,22 @@ class Run:
     Made by `RunManager.submit`. Every attribute may be read from any thread.
     """
 
-    def __init__(self, manager: RunManager, run_id: str, label: str, owner: str, fn: RunFn) -> None:
+    def __init__(
+        self,
+        manager: RunManager,
+        run_id: str,
+        label: str,
+        owner: str,
+        fn: RunFn,
+        time_limit_s: float | None = None,
+    ) -> None:
         self.id = run_id
         self.label = label
         self.owner = owner  # the session id of whoever submitted it
+        self.time_limit_s = time_limit_s  # wall-clock seconds it may run (None: no limit)
         self.created = time.time()
         self.started: float | None = None
+        self._started_at: float | None = None  # time.monotonic() when it started
         self.finished: float | None = None
         self.progress = Progress()
         self._manager = manager
@@ -347,13 +358,17 @@ class RunManager:
 
     # --- public --------------------------------------------------------------------------------
 
-    def submit(self, label: str, fn: RunFn, *, owner: str) -> Run:
+    def submit(self, label: str, fn: RunFn, *, owner: str, time_limit_s: float | None = None) -> Run:
         """Start ``fn(handle)`` in a daemon thread now, or queue it when ``max_running`` run.
 
-        Raises ValueError when ``max_queued`` runs already wait, RuntimeError after `shutdown`.
+        ``time_limit_s``: once it has run this long (from its start, not its submission),
+        ``should_stop()`` turns True, watched or not. Raises ValueError when ``max_queued``
+        runs already wait, RuntimeError after `shutdown`.
         """
         if not callable(fn):
             raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+        if time_limit_s is not None and not float(time_limit_s) > 0:
+            raise ValueError(f"time_limit_s={time_limit_s!r} must be > 0")
         with self._lock:
             if self._closed:
                 raise RuntimeError("this RunManager was shut down; it starts no more runs")
@@ -368,7 +383,7 @@ class RunManager:
                         most=self.max_queued,
                     )
                 )
-            run = Run(self, self._new_id(), str(label), str(owner), fn)
+            run = Run(self, self._new_id(), str(label), str(owner), fn, time_limit_s)
             self._runs[run.id] = run
             if start_now:
                 self._start(run)
@@ -448,6 +463,14 @@ class RunManager:
                 self._request_stop(
                     run, _msg("stopped: nobody was watching for {seconds:g} s", seconds=self.idle_timeout_s)
                 )
+            if run._stop_reason is None and run._state == "running" and self._overtime(run):
+                self._request_stop(
+                    run,
+                    _msg(
+                        "stopped: a run may train for at most {minutes:g} min on this server",
+                        minutes=(run.time_limit_s or 0) / 60,
+                    ),
+                )
             return run._stop_reason is not None or run._failure is not None
 
     def _set_message(self, run: Run, text: Message) -> None:
@@ -474,6 +497,10 @@ class RunManager:
     def _idle(self, run: Run) -> bool:
         return time.monotonic() - run._last_seen > self.idle_timeout_s
 
+    def _overtime(self, run: Run) -> bool:
+        limit, since = run.time_limit_s, run._started_at
+        return limit is not None and since is not None and time.monotonic() - since > limit
+
     def _request_stop(self, run: Run, reason: Message) -> None:
         if run._stop_reason is None:
             run._stop_reason = reason
@@ -484,6 +511,7 @@ class RunManager:
         run._state = "running"
         run._message = _msg("running")
         run.started = time.time()
+        run._started_at = time.monotonic()
         thread = threading.Thread(target=self._work, args=(run,), name=f"tformer-run-{run.id}", daemon=True)
         self._running.append(run)
         self._threads = [t for t in self._threads if t.is_alive()]

@@ -69,6 +69,9 @@ _EXPORTS: dict[str, str] = {
     "recipe_controls": "train_view",
     "run_status": "train_view",
     "live_view": "train_view",
+    "run_budget": "train_view",
+    "open_saved_run": "train_view",
+    "saved_name": "train_jobs",
     "current_run": "train_jobs",
     "start_training": "train_jobs",
     "start_race": "train_jobs",
@@ -213,8 +216,16 @@ if TYPE_CHECKING:
         ViewState,
     )
     from .tables import fitted_table
-    from .train_jobs import current_run, start_race, start_training
-    from .train_view import live_view, model_controls, recipe_controls, run_status, task_controls
+    from .train_jobs import current_run, saved_name, start_race, start_training
+    from .train_view import (
+        live_view,
+        model_controls,
+        open_saved_run,
+        recipe_controls,
+        run_budget,
+        run_status,
+        task_controls,
+    )
     from .walk_data import STATS_NAMES, WALK_NAMES, layouts_agree, neuron, walk
     from .walk_view import WINDOW, ZOOMS, show_step, step_bar, step_facts, window
     from .zoom import jump_box

@@ -8,7 +8,7 @@ of a widget that a page does not draw loses nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import streamlit as st
@@ -66,15 +66,23 @@ def pop_notices() -> list[str]:
 
 
 def bind(
-    key: str, options: Sequence[Any] | None = None, *, clamp: bool = False, fallback: Any = None
+    key: str,
+    options: Sequence[Any] | None = None,
+    *,
+    clamp: bool = False,
+    fallback: Any = None,
+    then: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
-    """Widget kwargs (``key``, ``on_change``) bound to the view-state value ``key``.
+    """Widget kwargs (``key``, ``on_change``, ``args``) bound to the view-state value ``key``.
 
     With ``options`` (radio, selectbox, multiselect), a value that is not among them falls back
     to the field's default, or the first option; with ``clamp`` an integer is clamped into the
     options' range instead (the chosen head after the model shrank), the view state keeping
     the value the user chose. ``fallback`` replaces a value of None (a default that depends on
-    the model, such as the dimensions to plot).
+    the model, such as the dimensions to plot). ``then`` is called, without arguments, after
+    a change was stored: a follow-up that belongs to the change (a new run brings its own
+    text). Streamlit calls ``on_change(*args)``; keep both together rather than swapping
+    ``on_change`` for a function that does not take them.
     """
     v = view()
     value = v.get(key)
@@ -87,7 +95,7 @@ def bind(
     # Always set, also when equal: a widget drawn by another page has another id, and only a
     # value set through st.session_state before drawing reaches the new widget.
     st.session_state[key] = value
-    return {"key": key, "on_change": _store, "args": (key,)}
+    return {"key": key, "on_change": _store, "args": (key,) if then is None else (key, then)}
 
 
 def _within(v: ViewState, key: str, value: Any, options: list[Any]) -> Any:
@@ -100,12 +108,14 @@ def _within(v: ViewState, key: str, value: Any, options: list[Any]) -> Any:
     return default if default in options or default is None else (options[0] if options else None)
 
 
-def _store(key: str) -> None:
+def _store(key: str, then: Callable[[], None] | None = None) -> None:
     value = st.session_state.get(key)
     try:
         view().set(key, list(value) if isinstance(value, tuple) else value)
     except ValueError:
-        pass  # the widget's own bounds make this unreachable; never store an invalid value
+        return  # the widget's own bounds make this unreachable; never store an invalid value
+    if then is not None:
+        then()
 
 
 def set_values(**values: Any) -> None:

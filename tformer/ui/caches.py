@@ -5,7 +5,6 @@ Keys are plain values (a frozen dataclass, text, a tuple of names); tensors and 
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from ..model.device import pick_device
 from ..model.encoder import Encoder
 from ..model.pretrained import load_pretrained
 from ..model.tokenizer import Tokenizer, scratch_tokenizer
-from ..training.checkpoints import RUN_FILE, is_run_name, load_run, runs_dir
+from ..training.checkpoints import load_run, read_run_meta
 from .process import app_threads, keep_freed_memory, plain_pages_for_arrays
 from .state import ViewState
 
@@ -174,18 +173,9 @@ def _capture(
 
 @st.cache_data(ttl=30, show_spinner=False)
 def run_meta(name: str) -> dict[str, Any]:
-    """A saved run's run.json (task, recipe, history, example texts); ValueError for a name that
-    is not a saved run."""
-    if not is_run_name(name):
-        raise ValueError(tr("{name} is not a run name", name=repr(name)))
-    path = runs_dir() / name / RUN_FILE
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        raise ValueError(tr("cannot read {path}: {err}", path=path, err=err)) from err
-    if not isinstance(meta, dict):
-        raise ValueError(tr("{path} does not hold a run", path=path))
-    return meta
+    """A saved run's run.json (task, recipe, history, example texts); ValueError (a
+    `tformer.training.checkpoints.CheckpointError`) for a name that is not a readable saved run."""
+    return read_run_meta(name)
 
 
 F = TypeVar("F")

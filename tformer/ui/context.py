@@ -75,7 +75,7 @@ def open_page(script: str, names: Iterable[str] | None = None, *, one_layer: boo
         cfg = model.cfg
         layers = (chosen_head(choice, fr.text, cfg.n_layers, cfg.n_heads)[0],) if one_layer else None
         capture = get_capture(choice, fr.text, [n for n in names if n in has], layers)
-    except ValueError as err:
+    except (ValueError, MemoryError, RuntimeError) as err:  # a refused folder, a model too big here
         st.error(tr("Could not run {model}: {err}", model=choice.label, err=err))
         st.stop()
     beyond = link_beyond_shape(capture)

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from .guard import no_traceback
+from .guard import no_traceback, stop_on_error
 from .warm import charts_prefetched
 
 if TYPE_CHECKING:
@@ -36,7 +36,8 @@ def page_context(
     with charts_prefetched():
         from .context import open_page  # torch is imported from here on
 
-        ctx = open_page(script, names, one_layer=one_layer)
+        with stop_on_error():
+            ctx = open_page(script, names, one_layer=one_layer)
         with no_traceback():
             yield ctx
 
@@ -51,6 +52,7 @@ def frame(script: str) -> Iterator[Frame]:
     with charts_prefetched():
         from .page_frame import draw_frame
 
-        fr = draw_frame(script)
+        with stop_on_error():
+            fr = draw_frame(script)
         with no_traceback():
             yield fr

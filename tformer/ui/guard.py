@@ -39,3 +39,23 @@ def no_traceback() -> Iterator[None]:
                 err=err,
             )
         )
+
+
+@contextmanager
+def stop_on_error() -> Iterator[None]:
+    """`no_traceback` for what runs before a page's body (its frame, its model, its capture):
+    the error is shown as a short message and the page stops there, since nothing below it
+    could be drawn. Without it, an error raised inside ``page_context`` before its ``yield``
+    reached Streamlit's generic error box."""
+    try:
+        yield
+    except Exception as err:
+        log.error("page could not start:\n%s", traceback.format_exc())
+        st.error(
+            tr(
+                "Something went wrong while drawing this page ({kind}): {err}",
+                kind=type(err).__name__,
+                err=err,
+            )
+        )
+        st.stop()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 
@@ -11,9 +12,10 @@ from ..i18n import LANGUAGES, tr
 from ..model.config import EncoderConfig
 from ..model.pretrained import pretrained_available
 from ..resources import examples
-from ..training.checkpoints import list_runs, runs_dir
+from ..training.checkpoints import list_runs, remove_stale_temp, runs_dir
 from .binding import bind, set_values, view
-from .caches import MAX_PARAMS, ModelChoice, device, run_meta, scratch_config_of
+from .caches import MAX_PARAMS, ModelChoice, device, get_model, run_meta, scratch_config_of
+from .guard import plain
 from .registry import by_section
 from .state import MAX_CHARS
 
@@ -27,6 +29,8 @@ SOURCE_LABELS = {
 LANGUAGE_LABELS = {"en": "English", "zh": "中文"}
 POS_LABELS = {"sinusoidal": "sinusoidal", "learned": "learned", "none": "none"}
 NORM_LABELS = {"post": "post-norm", "pre": "pre-norm"}
+_RUN_TEXT = "_run_text_for"  # session_state: the run whose text was last fitted to it
+log = logging.getLogger("tformer.app")
 
 
 def shown(labels: dict[str, str]) -> Callable[[str], str]:
@@ -90,11 +94,22 @@ def saved_runs() -> list[str]:
     per rerun: the list is read again only when the folder changed (`save_run` renames a
     finished run into it), so a run saved a moment ago is there when its link is opened."""
     root = runs_dir()
+    _tidy(str(root))
     try:
         stamp = root.stat().st_mtime_ns
     except OSError:
         return []
     return _runs_in(str(root), stamp)
+
+
+@st.cache_resource(ttl=3600, show_spinner=False)
+def _tidy(root: str) -> int:
+    """At start-up (then hourly), per runs folder: remove what interrupted saves left there
+    (`checkpoints.remove_stale_temp`: ``.tmp-*`` folders older than 10 minutes)."""
+    removed = remove_stale_temp(root)
+    if removed:
+        log.info("removed %d stale temporary folder(s) from %s", len(removed), root)
+    return len(removed)
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
@@ -124,14 +139,67 @@ def _examples_for(source: str, run: str | None) -> list[dict[str, str]]:
     ]
 
 
+def mark_run_text(name: str) -> None:
+    """The text now suits the run ``name`` (it was set for it): leave it as it is."""
+    st.session_state[_RUN_TEXT] = name
+
+
 def _first_example_of_run() -> None:
-    """A newly chosen run shows one of its task inputs (its model knows only those symbols)."""
-    name = st.session_state.get("run")
+    """A run picked in the box shows its first task input (its model knows only its task's
+    symbols). Called by `bind` after the pick was stored."""
+    name = view().run
     if name:
-        view().set("run", name)
+        mark_run_text(name)
         found = _examples_for("run", name)
         if found:
             set_values(text=found[0]["text"])
+
+
+def _fit_text_to_run(choice: ModelChoice) -> None:
+    """A run opened without a pick (the newest by default, a link, a switch of the model
+    source) gets its first task input in place of a text its tokenizer cannot read: a symbol
+    it does not know ([UNK]), or more tokens than it takes. Once per run opened, so the text
+    a reader types afterwards stays."""
+    name = choice.source.removeprefix("run:")
+    if st.session_state.get(_RUN_TEXT) == name:
+        return
+    mark_run_text(name)
+    try:
+        _, tokenizer = get_model(choice)
+    except Exception:  # the page says why the run cannot be opened
+        return
+    encoded = tokenizer.encode(view().text)
+    unknown = tokenizer.unk_id is not None and tokenizer.unk_id in encoded.ids
+    if unknown or encoded.truncated or not encoded.ids:
+        found = _examples_for("run", name)
+        if found:
+            set_values(text=found[0]["text"])
+
+
+def _run_choice() -> ModelChoice | None:
+    """The run box: the saved runs, newest first, the newest chosen until the reader picks
+    another; a run named by a link that is not saved here is said so, and the newest shown."""
+    sb = st.sidebar
+    names = saved_runs()
+    v = view()
+    if not names:
+        sb.info(tr("No trained run is saved on this server: train one on the Train page."))
+        return None
+    if v.run not in names:
+        if v.run is not None:
+            sb.info(
+                tr(
+                    "The run {name} is not among the runs saved on this server; the newest, {newest}, "
+                    "is shown.",
+                    name=plain(v.run),
+                    newest=plain(names[0]),
+                )
+            )
+        v.set("run", names[0])
+    sb.selectbox(tr("trained run (newest first)"), names, **bind("run", names, then=_first_example_of_run))
+    choice = ModelChoice(f"run:{v.run}")
+    _fit_text_to_run(choice)
+    return choice
 
 
 def _apply_example() -> None:
@@ -164,7 +232,13 @@ def model_and_text() -> ModelChoice | None:
                 "so the from-scratch encoder is shown."
             )
         )
+    if view().source not in sources:
+        if view().source == "run":  # a link to a trained run on a server that has none
+            sb.info(tr("No trained run is saved on this server: train one on the Train page."))
+        view().set("source", sources[0])
     source = sb.radio(tr("model"), sources, format_func=shown(SOURCE_LABELS), **bind("source", sources))
+    if source != "run":
+        st.session_state.pop(_RUN_TEXT, None)  # coming back to a run fits the text again
     choice: ModelChoice | None
     if source == "scratch":
         cfg = _scratch_config()
@@ -172,11 +246,7 @@ def model_and_text() -> ModelChoice | None:
     elif source == "local":
         choice = ModelChoice(os.environ["TFORMER_MODEL_DIR"])
     elif source == "run":
-        names = saved_runs()
-        kwargs = bind("run", names)
-        kwargs["on_change"] = _first_example_of_run
-        name = sb.selectbox(tr("trained run (newest first)"), names, **kwargs)
-        choice = ModelChoice(f"run:{name}") if name else None
+        choice = _run_choice()
     else:
         choice = ModelChoice("minilm")
     picker = {ex["label"]: ex["shown"] for ex in _examples_for(str(source), view().run)}

@@ -23,14 +23,18 @@ from ..training.checkpoints import sanitize_run_name, save_run
 from ..training.recipe import Recipe
 from ..training.runs import Run, RunHandle, RunManager
 from ..training.tasks import TaskSpec, example_texts, task_tokenizer
-from ..training.trainer import Trainer
+from ..training.trainer import Trainer, training_memory_bytes
 from .caches import device
 from .singletons import shared
 
 MAX_RUNNING_ENV = "TFORMER_MAX_TRAINING"  # runs training at once on this server (default 2)
 IDLE_TIMEOUT_S = 30.0
 MAX_STEPS = 20_000  # one run's step limit
-MAX_TRAIN_PARAMS = 4_000_000  # one run's model size limit (memory)
+MAX_TRAIN_PARAMS = 4_000_000  # one run's model size limit (weights)
+# One run's memory limit, activations included (`training.trainer.training_memory_bytes`), checked
+# before it starts: with TFORMER_MAX_TRAINING=2 runs at once, training holds at most 3 GiB.
+MAX_TRAIN_BYTES = 1536 * 2**20
+MAX_RUN_SECONDS = 10 * 60  # one run's wall-clock limit, watched or not
 HEAD_COUNTS = (1, 2, 4, 8)
 MAX_SNAPSHOTS = 100  # per run: the slider's frames
 MAX_SNAPSHOT_BYTES = 64 * 2**20  # per run: what its attention snapshots may hold in memory
@@ -68,6 +72,39 @@ def session_id() -> str:
 
     ctx = get_script_run_ctx()
     return ctx.session_id if ctx is not None else "no-session"
+
+
+def memory_needed(cfg: EncoderConfig, recipe: Recipe, kind: str = "train") -> int:
+    """Bytes a run of ``kind`` needs at its peak: the heads race trains one head count after
+    another, so its largest model counts."""
+    if kind == "train":
+        return training_memory_bytes(cfg, recipe)
+    counts = [h for h in HEAD_COUNTS if cfg.d_model % h == 0] or [cfg.n_heads]
+    return max(training_memory_bytes(dataclasses.replace(cfg, n_heads=h), recipe) for h in counts)
+
+
+def over_budget(cfg: EncoderConfig, recipe: Recipe, kind: str = "train") -> str | None:
+    """Why a run of ``kind`` may not start here (its memory estimate passes MAX_TRAIN_BYTES),
+    in the reader's language; None when it may."""
+    needed = memory_needed(cfg, recipe, kind)
+    if needed <= MAX_TRAIN_BYTES:
+        return None
+    return tr(
+        "This run would need about {needed:,.0f} MB of memory while training (weights, optimizer and "
+        "the activations of batch × length × layers{heads}); the limit for one run here is {limit:,.0f} MB. "
+        "Lower the batch, the length, d_model, d_ff or the layers{dropout}.",
+        needed=needed / 2**20,
+        limit=MAX_TRAIN_BYTES / 2**20,
+        heads=tr(" × heads × length, with dropout") if recipe.dropout > 0 else "",
+        dropout=tr(", or set dropout to 0") if recipe.dropout > 0 else "",
+    )
+
+
+def saved_name(run: Run | None) -> str | None:
+    """The run name a finished training run was saved as, if it was."""
+    result = run.result if run is not None and run.is_final else None
+    name = result.get("saved") if isinstance(result, dict) else None
+    return name if isinstance(name, str) else None
 
 
 def current_run(kind: str = "train") -> Run | None:
@@ -159,10 +196,16 @@ def _train(
 def start_training(
     cfg: EncoderConfig, spec: TaskSpec, recipe: Recipe, stop_at: float | None, *, resume: bool = False
 ) -> Run:
-    """Queue a run training ``cfg`` on ``spec`` (or continuing this session's last one)."""
+    """Queue a run training ``cfg`` on ``spec`` (or continuing this session's last one).
+
+    Raises ValueError (worded for the reader) when its memory estimate is over the limit."""
+    problem = over_budget(cfg, recipe)
+    if problem:
+        raise ValueError(problem)
     previous = current_run() if resume else None
     label = f"{spec.name}: {cfg.n_layers} layers × {cfg.n_heads} heads, d_model {cfg.d_model}"
-    run = manager().submit(label, _train(cfg, spec, recipe, stop_at, previous), owner=session_id())
+    job = _train(cfg, spec, recipe, stop_at, previous)
+    run = manager().submit(label, job, owner=session_id(), time_limit_s=MAX_RUN_SECONDS)
     st.session_state[_RUN_KEY] = run.id
     return run
 
@@ -208,10 +251,15 @@ def _race(
 
 
 def start_race(cfg: EncoderConfig, spec: TaskSpec, recipe: Recipe, stop_at: float | None) -> Run:
+    """Queue the heads race; ValueError (worded for the reader) when it needs too much memory."""
+    problem = over_budget(cfg, recipe, "race")
+    if problem:
+        raise ValueError(problem)
     run = manager().submit(
         f"how many heads: {spec.name}, d_model {cfg.d_model}",
         _race(cfg, spec, recipe, stop_at),
         owner=session_id(),
+        time_limit_s=MAX_RUN_SECONDS,
     )
     st.session_state[_RACE_KEY] = run.id
     return run

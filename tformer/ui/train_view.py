@@ -20,9 +20,19 @@ from ..model.config import EncoderConfig
 from ..training.recipe import Recipe, model_config, recipe_help, schedule_curve
 from ..training.runs import Run
 from ..training.tasks import TASKS, TaskSpec, as_text, held_out_set, task_targets
-from .binding import bind, view
+from .binding import bind, set_values, view
+from .caches import run_meta
 from .export_view import chart
-from .train_jobs import MAX_TRAIN_PARAMS, describe_queue, last_summary
+from .train_jobs import (
+    MAX_RUN_SECONDS,
+    MAX_TRAIN_BYTES,
+    MAX_TRAIN_PARAMS,
+    describe_queue,
+    last_summary,
+    max_running,
+    memory_needed,
+    over_budget,
+)
 
 HELP = recipe_help()  # English templates: shown as tr(HELP[name])
 TASK_NAMES = {"copy": "copy", "reverse": "reverse", "sort": "sort", "shift": "shift", "lookup": "lookup"}
@@ -182,6 +192,44 @@ def recipe_controls() -> Recipe | None:
         chart(schedule_figure(x, y, warmup=recipe.warmup, width=HALF_WIDTH), key="schedule")
     st.checkbox(tr("stop at 99 % held-out token accuracy"), **bind(_s("stop_at_99")))
     return recipe
+
+
+def run_budget(cfg: EncoderConfig, recipe: Recipe, kind: str = "train") -> bool:
+    """The run's memory estimate against its limit, and the time limit, in one line; an
+    error instead when the estimate is over the limit. True when the run may start."""
+    problem = over_budget(cfg, recipe, kind)
+    if problem:
+        st.error(problem)
+        return False
+    st.caption(
+        tr(
+            "Needs about {needed:,.0f} MB while training (the limit for one run here is {limit:,.0f} MB; "
+            "at most {most} runs train at once). A run stops after {minutes:g} minutes, watched or not, "
+            "and is saved.",
+            needed=memory_needed(cfg, recipe, kind) / 2**20,
+            limit=MAX_TRAIN_BYTES / 2**20,
+            most=max_running(),
+            minutes=MAX_RUN_SECONDS / 60,
+        )
+    )
+    return True
+
+
+def open_saved_run(name: str) -> None:
+    """Make the saved run ``name`` the model of every page, with its first task input as the
+    text, and open the Attention page (does not return)."""
+    from .sidebar import mark_run_text
+
+    values: dict[str, Any] = {"source": "run", "run": name}
+    try:
+        examples = run_meta(name).get("examples") or []
+    except ValueError:
+        examples = []
+    if examples and isinstance(examples[0], str):
+        values["text"] = examples[0]
+    set_values(**values)
+    mark_run_text(name)
+    st.switch_page("pages/attention.py")
 
 
 def run_status(run: Run) -> None:
