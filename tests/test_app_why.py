@@ -120,10 +120,10 @@ def test_the_timing_sweep_runs_on_a_click_and_names_its_method(monkeypatch):
     assert any(t.get("error_y") for t in fig["data"])  # the quartiles as error bars
 
 
-def wait_for_training(at, timeout_s: float = 60.0) -> None:
+def wait_for_training(at, protocol: str = "separate", seed: int = 0, timeout_s: float = 60.0) -> None:
     from tformer.ui.why_data import recall_board, recall_run, recall_settings
 
-    settings = recall_settings("separate", 0)
+    settings = recall_settings(protocol, seed)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         run = recall_run(settings)
@@ -133,6 +133,15 @@ def wait_for_training(at, timeout_s: float = 60.0) -> None:
                 break
         time.sleep(0.2)
     assert len(recall_board().get(settings)) == 3, "the three models did not train in time"
+
+
+def train_here(at, protocol: str = "separate", seed: int = 0) -> None:
+    """Train the recall models of the page's settings (unless a run already does) and rerun
+    the page once they are done. Set `why_data.RECALL_SECONDS` low first."""
+    if not at.button(key="why.train").disabled:
+        at.button(key="why.train").click().run()
+    wait_for_training(at, protocol, seed)
+    at.run()
 
 
 def test_recall_trains_once_within_its_bound_and_is_shared(monkeypatch, runs_dir):
@@ -145,8 +154,7 @@ def test_recall_trains_once_within_its_bound_and_is_shared(monkeypatch, runs_dir
     assert "Not trained yet" in " ".join(i.value for i in at.info)
     at.button(key="why.train").click().run()
     assert_clean(at)
-    wait_for_training(at)
-    at.run()
+    train_here(at)
     assert_clean(at)
     recall = next(c for c in charts(at) if "chance" in (c["layout"].get("meta") or {}))
     assert [t["name"] for t in recall["data"]][:3] == ["GRU", "attention", "tanh RNN"]
@@ -172,9 +180,7 @@ def test_recall_in_chinese_after_training_has_no_english_left(monkeypatch, runs_
 
     monkeypatch.setattr(why_data, "RECALL_SECONDS", 0.5)
     at = open_app(PAGE, text="猫坐在垫子上。", lang="zh", source="scratch", **{"why.section": "recall"})
-    at.button(key="why.train").click().run()
-    wait_for_training(at)
-    at.run()
+    train_here(at)
     assert_clean(at)
     assert len(charts(at)) >= 3
     left = english_left(at)
