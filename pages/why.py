@@ -32,7 +32,12 @@ def numbers(row: object, k: int = 4) -> str:
 
 
 def power(log10: float) -> str:
-    return f"10^{log10:.1f}" if log10 == log10 and abs(log10) != float("inf") else "0"
+    """A norm given by its log10: 0.42 near 1, 10^−5.3 far from it, 0 when exactly 0."""
+    if log10 == float("-inf"):
+        return "0"
+    if -2 <= log10 <= 2:
+        return f"{10**log10:.2g}"
+    return f"10^{log10:.1f}".replace("-", "−")
 
 
 with ui.page_context(__file__, ["embed"]) as ctx:
@@ -55,16 +60,12 @@ with ui.page_context(__file__, ["embed"]) as ctx:
     runs = ui.why_layers(ctx.choice, ctx.text, scale)
 
     if part == "steps":
-        c1, c2, c3 = st.columns(3)
-        with c1:
-            st.markdown(tr("**tanh RNN**: step t needs the state of step t − 1"))
-            ui.formula("analysis.why.rnn_cell", label="The tanh RNN's step: the code")
-        with c2:
-            st.markdown(tr("**GRU**: the same order, with gates"))
-            ui.formula("analysis.why.gru_cell", label="The GRU's step: the code")
-        with c3:
-            st.markdown(tr("**Attention**: every position at once"))
-            ui.formula("model.attention.scaled_dot_product_attention", label="The attention layer: the code")
+        st.markdown(tr("**tanh RNN**: step t needs the state of step t − 1"))
+        ui.formula("analysis.why.rnn_cell", label="The tanh RNN's step: the code")
+        st.markdown(tr("**GRU**: the same order, with gates"))
+        ui.formula("analysis.why.gru_cell", label="The GRU's step: the code")
+        st.markdown(tr("**Attention**: every position at once"))
+        ui.formula("model.attention.scaled_dot_product_attention", label="The attention layer: the code")
         k = ui.step_slider(
             "why.step",
             n,
@@ -146,10 +147,7 @@ with ui.page_context(__file__, ["embed"]) as ctx:
         )
         bound = c2.toggle(tr("show the tanh RNN's bound"), **ui.bind("why.bound"))
         profiles = [runs[kind].profile for kind in ("rnn", "gru", "attention")]
-        left, right = st.columns([3, 2])
-        ui.chart_in(left, gradient_figure(profiles, bounds=bool(bound), width=560), key="why_gradients")
-        n_path, paths = ui.why_path_lengths(n)
-        ui.chart_in(right, path_length_figure(n_path, paths, width=380), key="why_path")
+        ui.chart(gradient_figure(profiles, bounds=bool(bound)), key="why_gradients")
         far = {kind: float(runs[kind].profile.log10_norm[-1]) for kind in ("rnn", "gru", "attention")}
         near = {kind: float(runs[kind].profile.log10_norm[0]) for kind in ("rnn", "gru", "attention")}
         st.caption(
@@ -159,8 +157,7 @@ with ui.page_context(__file__, ["embed"]) as ctx:
                 "{gru_near} to {gru_far} in the GRU, and from {att_near} to {att_far} in attention, which "
                 "reads every input through one softmax: no product over the positions in between. Each "
                 "legend names the factor one more step back multiplies the gradient by (a line fitted to "
-                "the log norms). Right: the path a signal takes from the first token to the last, n − 1 "
-                "steps in a recurrent layer, 1 in attention.",
+                "the log norms).",
                 n=n,
                 scale=scale,
                 far_d=n - 1,
@@ -170,6 +167,16 @@ with ui.page_context(__file__, ["embed"]) as ctx:
                 gru_far=power(far["gru"]),
                 att_near=power(near["attention"]),
                 att_far=power(far["attention"]),
+            )
+        )
+        n_path, paths = ui.why_path_lengths(n)
+        ui.chart(path_length_figure(n_path, paths), key="why_path")
+        st.caption(
+            tr(
+                "The path a signal takes from the first token to the last: n − 1 steps in a recurrent "
+                "layer, each one more factor in the product above; 1 step in attention, whatever n. "
+                "This text's n = {n} is among the lengths drawn.",
+                n=n,
             )
         )
         ui.source("analysis.why.run_layer", label="How the gradients were computed: the code")

@@ -205,7 +205,8 @@ def gru_cell(h: torch.Tensor, u: torch.Tensor, w_hh: torch.Tensor, b_hh: torch.T
     :math:`u_t = W_{ih} x_t + b_{ih}` = :math:`(u_r, u_z, u_n)` computed beforehand:
 
     .. math::
-        r = \sigma(u_r + W_{hr} h + b_{hr}),\quad z = \sigma(u_z + W_{hz} h + b_{hz}),\quad
+        r = \sigma(u_r + W_{hr} h + b_{hr}),\quad z = \sigma(u_z + W_{hz} h + b_{hz})
+
         c = \tanh(u_n + r \odot (W_{hn} h + b_{hn})),\quad h_t = (1 - z) \odot c + z \odot h
 
     h: [..., d_hidden], u: [..., 3·d_hidden]. The update gate z is the path that can carry
