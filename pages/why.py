@@ -209,9 +209,9 @@ with ui.page_context(__file__, ["embed"]) as ctx:
         seed = int(c2.number_input(tr("seed (weights and batches)"), 0, 9999, **ui.bind("why.seed")))
         settings = ui.recall_settings(str(protocol), seed)
         m1, m2, m3, m4 = st.columns(4)
-        m1.metric(tr("distances"), ", ".join(str(d) for d in settings.spec.distances))
+        m1.metric(tr("distances"), f"{settings.spec.distances[0]} … {settings.spec.distances[-1]}")
         m2.metric(tr("symbols (chance)"), f"{settings.spec.vocab} ({settings.spec.chance:.1%})")
-        m3.metric(tr("updates per model"), f"{settings.recipe.steps} × {settings.recipe.batch}")
+        m3.metric(tr("updates (batch) per model"), f"{settings.recipe.steps} ({settings.recipe.batch})")
         m4.metric(tr("time limit per model"), f"{settings.time_limit_s:.0f} s")
         done = ui.recall_board().get(settings)
         run = ui.recall_run(settings)
@@ -306,4 +306,17 @@ with ui.page_context(__file__, ["embed"]) as ctx:
                 )
             )
             ui.chart(first_weight_figure(attention.distances, lb.weight_on_first), key="why_first_weight")
+            st.caption(
+                tr(
+                    "Each head's mean weight from the blank on the first token, at every distance. With one "
+                    "model per distance each point is another model: its heads are numbered alike but "
+                    "learned apart, so a head that looks back may be head 0 at one distance and head 2 at "
+                    "the next."
+                )
+                if attention.settings.protocol == "separate"
+                else tr(
+                    "Each head's mean weight from the blank on the first token, at every distance: one "
+                    "model learned every distance, so a line is one head."
+                )
+            )
         ui.source("training.recall.train_recall", label="How the models were trained: the code")

@@ -175,12 +175,14 @@ def test_recall_trains_once_within_its_bound_and_is_shared(monkeypatch, runs_dir
     assert not other.button(key="why.train").disabled
 
 
-def test_recall_in_chinese_after_training_has_no_english_left(monkeypatch, runs_dir):
+@pytest.mark.parametrize("protocol", ["separate", "mixed"])
+def test_recall_in_chinese_after_training_has_no_english_left(monkeypatch, runs_dir, protocol):
     from tformer.ui import why_data
 
     monkeypatch.setattr(why_data, "RECALL_SECONDS", 0.5)
-    at = open_app(PAGE, text="猫坐在垫子上。", lang="zh", source="scratch", **{"why.section": "recall"})
-    train_here(at)
+    params = {"why.section": "recall", "why.protocol": protocol}
+    at = open_app(PAGE, text="猫坐在垫子上。", lang="zh", source="scratch", **params)
+    train_here(at, protocol)
     assert_clean(at)
     assert len(charts(at)) >= 3
     left = english_left(at)
