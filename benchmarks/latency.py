@@ -349,7 +349,9 @@ def main(argv: list[str] | None = None) -> int:
     else:
         specs = pick_pages(pages, args.pages)
         text_specs = [p for p in specs if p.needs_text]
-        cold_path = next((p.url_path for p in pages if p.needs_text), pages[0].url_path)
+        # the Attention page, as before the Why-attention page came first among the text pages
+        text_paths = [p.url_path for p in pages if p.needs_text]
+        cold_path = ATTENTION if ATTENTION in text_paths else next(iter(text_paths), pages[0].url_path)
 
     from playwright.sync_api import sync_playwright
 

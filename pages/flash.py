@@ -45,21 +45,8 @@ def size_text(nbytes: int) -> str:
 
 def step_bar(n_steps: int) -> int:
     """Back / a slider / next over the loop's steps; the step shown, counted from 1."""
-    current = min(max(int(ui.view().get("flash.step")), 1), n_steps)
-    back, middle, forward = st.columns([1, 8, 1], vertical_alignment="bottom")
-    back.button(
-        tr("◀ back"), key="flash.prev", on_click=ui.set_values, kwargs={"flash.step": max(current - 1, 1)},
-        disabled=current == 1, width="stretch",
-    )  # fmt: skip
-    forward.button(
-        tr("next ▶"), key="flash.next", on_click=ui.set_values,
-        kwargs={"flash.step": min(current + 1, n_steps)}, disabled=current == n_steps, width="stretch",
-    )  # fmt: skip
-    if n_steps == 1:
-        middle.caption(tr("One tile holds the whole text: the loop has a single step."))
-        return 1
-    return int(
-        middle.slider(tr("step"), 1, n_steps, **ui.bind("flash.step", range(1, n_steps + 1), clamp=True))
+    return ui.step_slider(
+        "flash.step", n_steps, single="One tile holds the whole text: the loop has a single step."
     )
 
 

@@ -24,6 +24,7 @@ from tformer.ui.state import PAGE_STATES, ViewState
 from ._drive import Target, explore
 from ._folders import tiny_bert_folder, tiny_run
 from .test_app_pages import APP, TIMEOUT, assert_clean, charts
+from .test_app_why import train_here
 
 GENERIC = (
     "Something went wrong while drawing this page",
@@ -224,9 +225,14 @@ def view_keys() -> set[str]:
     return keys
 
 
-def test_every_widget_with_a_callback_is_driven_on_every_page(env: Folders) -> None:
+def test_every_widget_with_a_callback_is_driven_on_every_page(
+    env: Folders, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The sidebar through every model source (each source's own widgets), then every page's
     own widgets: every option of a short choice (a page's sections), once for the rest."""
+    from tformer.ui import why_data
+
+    monkeypatch.setattr(why_data, "RECALL_SECONDS", 0.5)  # the recall models each train 0.5 s
     driven: dict[str, set[str]] = {}
     at = open_at("pages/attention.py", text="Birds sing at dawn.")
     explore(at, check, keep=lambda t: t.sidebar and t.key != "lang", driven=driven)
@@ -240,11 +246,16 @@ def test_every_widget_with_a_callback_is_driven_on_every_page(env: Folders) -> N
     # a step wider than the 16-column window (the layer's input, d_model 64): its first dimension
     at = open_at("pages/steps.py", source="scratch", **{"steps.step": "input", "steps.zoom": "window"})
     explore(at, check, keep=lambda t: t.key == "steps.dim", driven=driven)
+    # the recall's look-back picker shows once its models are trained
+    at = open_at("pages/why.py", **{"why.section": "recall"})
+    train_here(at)
+    explore(at, check, keep=lambda t: t.key == "why.distance", driven=driven)
     at = open_at()
     explore(at, check, keep=lambda t: t.key == "lang", driven=driven)  # last: the page in 中文
     assert driven["lang"] == {"中文", "英文"}  # to Chinese, and back (its label then in Chinese)
     missing = (view_keys() - SET_BY_CODE) - set(driven)
     assert not missing, f"no test drove these view-state widgets: {sorted(missing)}"
     assert {"example", "overview", "steps.prev", "steps.next", "flash.prev", "flash.next"} <= set(driven)
+    assert {"why.prev", "why.next", "why.distance"} <= set(driven)
     unchanged = sorted(k for k, options in driven.items() if not options)
     assert not unchanged, f"found but could not change: {unchanged}"

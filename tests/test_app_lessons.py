@@ -26,23 +26,28 @@ def test_one_click_starts_the_first_lesson_and_next_previous_walk_it():
     assert f"step 1 of {len(first.steps)}" in bar_text(at)
     assert first.steps[0].say["en"][:40] in bar_text(at)
     assert at.text_area(key="text").value == first.steps[0].text["en"]
+    assert at.slider(key="why.step").value == 4  # step 1: why attention, the strips at step 4
 
-    at.button(key="lesson_next").click().run()  # step 2: the Q, K, V page, layer 3 head 1
+    at.button(key="lesson_next").click().run()  # step 2: the Attention page
     assert_clean(at)
     assert "step 2 of" in bar_text(at)
-    assert first.steps[1].say["en"][:40] in bar_text(at)
+
+    at.button(key="lesson_next").click().run()  # step 3: the Q, K, V page, layer 3 head 1
+    assert_clean(at)
+    assert "step 3 of" in bar_text(at)
+    assert first.steps[2].say["en"][:40] in bar_text(at)
     assert at.radio(key="qkv.kind").value == "attn_scores"
     assert (at.selectbox(key="layer").value, at.selectbox(key="head").value) == (3, 1)
 
-    at.button(key="lesson_next").click().run()  # step 3: step by step, at the raw scores
+    at.button(key="lesson_next").click().run()  # step 4: step by step, at the raw scores
     assert_clean(at)
-    assert "step 3 of" in bar_text(at)
+    assert "step 4 of" in bar_text(at)
     assert at.query_params["steps.step"] == "raw"
 
     at.button(key="lesson_prev").click().run()
     assert_clean(at)
-    assert "step 2 of" in bar_text(at)
-    assert at.query_params["lesson_step"] == "1"
+    assert "step 3 of" in bar_text(at)
+    assert at.query_params["lesson_step"] == "2"
 
 
 def test_a_lesson_applies_its_layer_and_head():
@@ -85,10 +90,10 @@ def _next_buttons(at) -> list[str]:
 
 
 def test_lesson_mode_shows_one_next_on_the_step_by_step_page():
-    # attention-basics step 3 is on the step-by-step page, which has its own step bar
-    at = open_app("pages/steps.py", lesson="attention-basics", lesson_step="2")
+    # attention-basics step 4 is on the step-by-step page, which has its own step bar
+    at = open_app("pages/steps.py", lesson="attention-basics", lesson_step="3")
     assert_clean(at)
-    assert "step 3 of" in bar_text(at)
+    assert "step 4 of" in bar_text(at)
     assert _next_buttons(at) == ["Next ▶"], _next_buttons(at)
     # the step bar still walks the layer: its pills choose a step
     at.button_group(key="steps.step").set_value("scale").run()

@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
 PAGES = [p.script for p in SPECS if p.needs_text]  # the pages that show a text's attention
 ALL = [p.script for p in SPECS]
+ATTENTION = next(p.script for p in SPECS if p.key == "attention")  # the default page of these tests
 TIMEOUT = 120
 
 
@@ -41,7 +42,7 @@ def assert_clean(at: AppTest) -> None:
     assert not [e.value for e in at.error], [e.value for e in at.error]
 
 
-def open_app(page: str = PAGES[0], text: str | None = None, **params: str) -> AppTest:
+def open_app(page: str = ATTENTION, text: str | None = None, **params: str) -> AppTest:
     """The app on ``page`` (a registry script; the first attention page by default), its first
     run given ``text`` and any other view settings as URL query parameters (a share link)."""
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)

@@ -17,7 +17,7 @@ from tformer.ui.registry import PAGES as SPECS
 from tformer.ui.registry import page_for
 
 from ._i18n_check import cut_labels, english_words, visible_strings
-from .test_app_pages import assert_clean, open_app, sections_of
+from .test_app_pages import ATTENTION, assert_clean, open_app, sections_of
 
 ZH_TEXT = next(str(e["text"]) for e in examples() if e["lang"] == "zh")
 CASES = [(p.script, None) for p in SPECS] + [(p.script, s) for p in SPECS for s in sections_of(p.script)[1:]]
@@ -54,21 +54,21 @@ def test_page_in_chinese_has_no_english_left(page, section):
     ],
 )
 def test_sidebar_states_in_chinese_have_no_english_left(case, params):
-    at = open_app(SPECS[1].script, text=ZH_TEXT, lang="zh", **params)
+    at = open_app(ATTENTION, text=ZH_TEXT, lang="zh", **params)
     assert not at.exception
     left = english_left(at)
     assert not left, f"English left with {case}: {left}"
 
 
 def test_empty_text_in_chinese_has_no_english_left():
-    at = open_app(SPECS[1].script, text="", lang="zh")
+    at = open_app(ATTENTION, text="", lang="zh")
     assert not at.exception
     left = english_left(at)
     assert not left, f"English left with an empty text: {left}"
 
 
 def test_language_switch_changes_the_interface_and_back():
-    at = open_app(SPECS[1].script, text=ZH_TEXT)
+    at = open_app(ATTENTION, text=ZH_TEXT)
     english = english_left(at)
     assert english  # the English interface has English in it (the check can fail)
     at.radio(key="lang").set_value("zh").run()
@@ -79,7 +79,7 @@ def test_language_switch_changes_the_interface_and_back():
 
 
 def test_an_example_picked_in_english_leaves_no_english_after_the_switch():
-    at = open_app(SPECS[1].script)
+    at = open_app(ATTENTION)
     zh = next(e for e in examples() if e["lang"] == "zh")
     at.selectbox(key="example").set_value(zh["label"]).run()
     assert at.text_area(key="text").value == zh["text"]
@@ -115,7 +115,7 @@ def _grid_labels(at) -> dict:
 
 
 def test_the_heads_overview_speaks_the_sessions_language():
-    at = open_app(SPECS[1].script, text=ZH_TEXT)
+    at = open_app(ATTENTION, text=ZH_TEXT)
     english = _grid_labels(at)
     assert (english["x"], english["y"]) == ("head", "layer")
     assert english["cell"] == "layer {layer}, head {head}"  # the browser fills in the numbers
@@ -147,7 +147,7 @@ def _minilm_copy(folder, *, damaged: bool = False):
 )
 def test_a_local_model_folder_in_chinese_has_no_english_left(tmp_path, monkeypatch, damaged):
     monkeypatch.setenv("TFORMER_MODEL_DIR", str(_minilm_copy(tmp_path / "bert", damaged=damaged)))
-    at = open_app(SPECS[1].script, text=ZH_TEXT, lang="zh", source="local")
+    at = open_app(ATTENTION, text=ZH_TEXT, lang="zh", source="local")
     assert not at.exception
     assert bool(at.error) == damaged
     left = english_left(at)
@@ -158,7 +158,7 @@ def test_a_saved_run_in_chinese_has_no_english_left(runs_dir):
     from .test_checkpoints import save
 
     saved = save("zh-run")
-    at = open_app(SPECS[1].script, text=ZH_TEXT, lang="zh", source="run", run=saved.name)
+    at = open_app(ATTENTION, text=ZH_TEXT, lang="zh", source="run", run=saved.name)
     assert not at.exception
     assert at.radio(key="source").value == "run"
     left = english_words(visible_strings(at), saved.name.split("-"))  # the run's name is a name

@@ -421,10 +421,15 @@ _IDLE_JS = r"""
         && xa.tickvals.length !== undefined && Array.isArray(xa.range)) {
       // Drawn labels must match the figure's own ticks: one per tickval inside the range.
       // (Label text is not compared: Plotly renders its pseudo-HTML, so it differs.)
+      // A log axis's range is in log10 units, its tickvals are not.
       const lo = Math.min(...xa.range), hi = Math.max(...xa.range);
-      const nIn = Array.from(xa.tickvals).filter(
+      const vals = Array.from(xa.tickvals).map(
+        (v) => (xa.type === 'log' && typeof v === 'number' ? Math.log10(v) : v));
+      const nIn = vals.filter(
         (v) => typeof v === 'number' && v >= lo - 1e-9 && v <= hi + 1e-9).length;
-      if (nIn > 0 && ticks.length !== nIn) return fail();
+      // Plotly thins a crowded log axis's labels (4, 16, 64 of 4, 8, 16, 32, 64): some, not all.
+      const drawnOk = xa.type === 'log' ? ticks.length >= 1 && ticks.length <= nIn : ticks.length === nIn;
+      if (nIn > 0 && !drawnOk) return fail();
     }
     sig.push(chartSig(gd, ticks));
   }

@@ -15,16 +15,9 @@ Three measurements, each a function of plain values (the token vectors as numpy,
   `tformer.efficiency.rnn.rnn_sweep`), and the steps are `tformer.efficiency.rnn.path_lengths`.
 
 Why gradients vanish or explode in a tanh RNN,
-:math:`h_t = \tanh(W_{ih} x_t + b_{ih} + W_{hh} h_{t-1} + b_{hh})`: by the chain rule
-
-.. math::
-    \frac{\partial h_n}{\partial x_i}
-      = \Bigl(\prod_{t=n}^{i+1} \frac{\partial h_t}{\partial h_{t-1}}\Bigr)
-        \frac{\partial h_i}{\partial x_i},\qquad
-    \frac{\partial h_t}{\partial h_{t-1}} = \operatorname{diag}(1 - h_t^2)\, W_{hh},\qquad
-    \frac{\partial h_i}{\partial x_i} = \operatorname{diag}(1 - h_i^2)\, W_{ih}
-
-so the gradient crosses n − i copies of :math:`W_{hh}`, each damped by tanh's derivative
+:math:`h_t = \tanh(W_{ih} x_t + b_{ih} + W_{hh} h_{t-1} + b_{hh})`: by the chain rule (the
+formula is written in `gradient_profile`'s docstring, where the page reads it), the gradient
+of h_n with respect to x_i is a product of the n − i steps' Jacobians, so the gradient crosses n − i copies of :math:`W_{hh}`, each damped by tanh's derivative
 :math:`1 - h_t^2 \le 1`. Its norm scales like :math:`\rho(W_{hh})^{n-i}` times the product of
 those derivatives: with :math:`W_{hh} = s\,Q` (Q orthogonal, so the spectral radius and the
 spectral norm are both s, the `LayerSpec.scale`) it is at most
@@ -198,9 +191,12 @@ def layer_weights(spec: LayerSpec, d_in: int) -> LayerWeights:
 
 
 def rnn_cell(h: torch.Tensor, u: torch.Tensor, w_hh: torch.Tensor, b_hh: torch.Tensor) -> torch.Tensor:
-    r"""One step of a tanh RNN: :math:`h_t = \tanh(u_t + W_{hh} h_{t-1} + b_{hh})`, with the
-    input part :math:`u_t = W_{ih} x_t + b_{ih}` computed for every position beforehand.
-    h: [..., d_hidden], u: [..., d_hidden]."""
+    r"""One step of a tanh RNN, with the input part :math:`u_t = W_{ih} x_t + b_{ih}` computed
+    for every position beforehand. h: [..., d_hidden], u: [..., d_hidden].
+
+    .. math::
+        h_t = \tanh(u_t + W_{hh} h_{t-1} + b_{hh})
+    """
     return torch.tanh(u + h @ w_hh.T + b_hh)
 
 
@@ -209,7 +205,8 @@ def gru_cell(h: torch.Tensor, u: torch.Tensor, w_hh: torch.Tensor, b_hh: torch.T
     :math:`u_t = W_{ih} x_t + b_{ih}` = :math:`(u_r, u_z, u_n)` computed beforehand:
 
     .. math::
-        r = \sigma(u_r + W_{hr} h + b_{hr}),\quad z = \sigma(u_z + W_{hz} h + b_{hz}),\quad
+        r = \sigma(u_r + W_{hr} h + b_{hr}),\quad z = \sigma(u_z + W_{hz} h + b_{hz})
+
         c = \tanh(u_n + r \odot (W_{hn} h + b_{hn})),\quad h_t = (1 - z) \odot c + z \odot h
 
     h: [..., d_hidden], u: [..., 3·d_hidden]. The update gate z is the path that can carry
@@ -471,9 +468,19 @@ def run_layer(x: npt.ArrayLike, spec: LayerSpec) -> LayerRun:
 
 
 def gradient_profile(x: npt.ArrayLike, spec: LayerSpec) -> GradientProfile:
-    """‖∂h_n/∂x_i‖_F against the distance n − i for the layer ``spec`` on the token vectors x
+    r"""‖∂h_n/∂x_i‖_F against the distance n − i for the layer ``spec`` on the token vectors x
     [pos, d_in] (standardized first, see `standardize`). Recurrent layers: the product of the
-    steps' Jacobians (module docstring); attention: one backward pass."""
+    steps' Jacobians, by the chain rule (why it vanishes or explodes: the module docstring);
+    attention: one backward pass.
+
+    .. math::
+        \frac{\partial h_n}{\partial x_i}
+          = \Bigl(\prod_{t=n}^{i+1} \frac{\partial h_t}{\partial h_{t-1}}\Bigr)
+            \frac{\partial h_i}{\partial x_i}
+
+        \frac{\partial h_t}{\partial h_{t-1}} = \operatorname{diag}(1 - h_t^2)\, W_{hh},\qquad
+        \frac{\partial h_i}{\partial x_i} = \operatorname{diag}(1 - h_i^2)\, W_{ih}
+    """
     return run_layer(x, spec).profile
 
 

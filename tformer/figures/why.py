@@ -673,7 +673,7 @@ def look_back_figure(
                 "showarrow": True,
                 "arrowhead": 2,
                 "ax": 40,
-                "ay": -30,
+                "ay": 30 if float(w[answer]) > 0.8 else -30,  # a tall bar's label below its top: not cut
                 "font": {"size": TICK_PX, "color": ANSWER_COLOR},
                 "xanchor": "left",
             }

@@ -139,6 +139,23 @@ _EXPORTS: dict[str, str] = {
     "PositionalState": "state",
     "QKVState": "state",
     "ViewState": "state",
+    "WHY_SECTIONS": "why_data",
+    "D_HIDDEN": "why_data",
+    "RECALL_KINDS": "why_data",
+    "RECALL_SECONDS": "why_data",
+    "why_layers": "why_data",
+    "sweep_settings": "why_data",
+    "why_path_lengths": "why_data",
+    "recall_settings": "why_data",
+    "recall_board": "why_data",
+    "recall_run": "why_data",
+    "start_recall": "why_data",
+    "recall_progress": "why_data",
+    "probe_tokens": "why_data",
+    "token_vectors": "why_data",
+    "WhyState": "state",
+    "step_slider": "stepper",
+    "WHY_SCALES": "state",
     "precision_run": "precision_data",
     "precision_layer": "precision_data",
     "precision_table": "precision_data",
@@ -207,6 +224,7 @@ if TYPE_CHECKING:
     from .page_frame import Frame
     from .registry import LESSON_MAP, PAGES, SECTIONS, PageSpec, by_section
     from .state import (
+        WHY_SCALES,
         AttentionState,
         EncoderState,
         HeadsState,
@@ -214,7 +232,9 @@ if TYPE_CHECKING:
         QKVState,
         StepsState,
         ViewState,
+        WhyState,
     )
+    from .stepper import step_slider
     from .tables import fitted_table
     from .train_jobs import current_run, saved_name, start_race, start_training
     from .train_view import (
@@ -228,6 +248,22 @@ if TYPE_CHECKING:
     )
     from .walk_data import STATS_NAMES, WALK_NAMES, layouts_agree, neuron, walk
     from .walk_view import WINDOW, ZOOMS, show_step, step_bar, step_facts, window
+    from .why_data import (
+        D_HIDDEN,
+        RECALL_KINDS,
+        RECALL_SECONDS,
+        WHY_SECTIONS,
+        probe_tokens,
+        recall_board,
+        recall_progress,
+        recall_run,
+        recall_settings,
+        start_recall,
+        sweep_settings,
+        token_vectors,
+        why_layers,
+        why_path_lengths,
+    )
     from .zoom import jump_box
 
 __all__ = sorted(_EXPORTS)

@@ -39,6 +39,7 @@ METHODS = {
     "sdpa_flash": "SDPA, Flash backend",
     "sdpa_cudnn": "SDPA, cuDNN backend",
     "tiled": "our tiled loop (online softmax)",
+    "rnn": "tanh RNN, one position after another",
     "gru": "GRU, one position after another",
     "attention": "one self-attention layer",
     "dense_local": "dense SDPA + local mask",

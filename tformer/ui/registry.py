@@ -64,6 +64,16 @@ PAGES: tuple[PageSpec, ...] = (
         needs_text=False,
     ),
     PageSpec(
+        "why",
+        "Why attention",
+        "Why attention: an RNN's steps against attention's one",
+        "🔁",
+        "Attention",
+        "pages/why.py",
+        "A tanh RNN and a GRU step through your text one token at a time; attention computes every "
+        "position at once: steps, time, gradients over distance, and a long-range recall trained here.",
+    ),
+    PageSpec(
         "attention",
         "Attention",
         "Attention: who looks at whom",
@@ -254,7 +264,7 @@ LESSON_MAP: tuple[Concept, ...] = (
     Concept(
         "Why attention",
         "An RNN steps through a sentence one token at a time; attention links any two positions at once.",
-        ("attention", "costs"),
+        ("why", "attention", "costs"),
     ),
     Concept("Q, K, V", "Each token is projected into a query, a key and a value.", ("qkv", "qk_space")),
     Concept(

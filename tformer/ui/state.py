@@ -202,6 +202,20 @@ class PrecisionState:  # pages/precision.py (issue 14)
     metric: str = _one_of("changed", ("changed", "max_diff"))  # what the layer x head map shows
 
 
+WHY_SCALES = ("0.5", "0.75", "0.9", "1", "1.25", "1.5", "2", "3")  # recurrent weight scales s
+
+
+@dataclass
+class WhyState:  # pages/why.py (issue 25)
+    section: str = _one_of("steps", ("steps", "gradients", "recall"))
+    step: int = _bounded(4, 1, 4096)  # the recurrent layers' step shown (clamped to the text's length)
+    scale: str = _one_of("1", WHY_SCALES)  # W_hh = s * an orthogonal matrix: its spectral radius
+    bound: bool = True  # the tanh RNN's bound s^(n-i) ||W_ih|| drawn dotted
+    protocol: str = _one_of("separate", ("separate", "mixed"))  # recall: one model per distance, or one
+    seed: int = _bounded(0, 0, 9999)  # recall: the weights' and the batches' seed
+    distance: int = _bounded(128, 2, 511)  # recall: the distance whose look-back is shown
+
+
 @dataclass
 class ExportState:
     heads: list[str] | None = field(default=None, metadata={"pattern": HEAD_NAME})  # None: the chosen head
@@ -209,6 +223,7 @@ class ExportState:
 
 # registry key -> the dataclass of that page's choices
 PAGE_STATES: dict[str, type] = {
+    "why": WhyState,
     "attention": AttentionState,
     "qkv": QKVState,
     "positional": PositionalState,
