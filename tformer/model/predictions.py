@@ -130,7 +130,11 @@ def predict(
     k: int = 10,
     labels: Sequence[str] | None = None,
 ) -> Prediction:
-    """Logits, softmax(logits / T) and the top ``k`` outputs at ``position`` of ``text``.
+    r"""Logits, softmax(logits / T) and the top ``k`` outputs at ``position`` of ``text``.
+
+    .. math::
+        z = \mathrm{Linear}(h_i), \qquad p_j = \frac{e^{z_j / T}}{\sum_k e^{z_k / T}}, \qquad
+        \mathrm{output} = \operatorname{top}_k(p)
 
     ``labels`` names the task head's classes (default: the tokenizer's tokens, for LM heads).
     Negative positions count from the end (-1: the last token).
