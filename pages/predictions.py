@@ -6,6 +6,7 @@ import streamlit as st
 
 from tformer import ui
 from tformer.figures.predictions import generation_attention_figure, top_tokens_figure
+from tformer.figures.walkthrough import step_heatmap
 from tformer.i18n import language, tr
 
 KIND_NOTES = {
@@ -28,6 +29,22 @@ with ui.page_context(__file__) as ctx:
                 "masked-LM head (such as `BertForMaskedLM` or `RobertaForMaskedLM`), or a model trained on "
                 "the Train page (its task head). Point TFORMER_MODELS_DIR at such a folder, or train one.",
                 model=ctx.choice.label,
+            )
+        )
+        out = ctx.capture.output  # [pos, d_model]: where this model ends
+        ui.chart(
+            step_heatmap(
+                out, ctx.labels, [str(i) for i in range(out.shape[1])],
+                title=tr("Where this model ends: the last hidden state of every token"),
+                row_title=tr("token"), col_title=tr("dimension"),
+            ),
+            key="last_hidden",
+        )  # fmt: skip
+        st.caption(
+            tr(
+                "With an output head, each row ({d} numbers) would go through a Linear layer to one score per "
+                "token of the vocabulary, then through the softmax.",
+                d=out.shape[1],
             )
         )
         st.stop()
