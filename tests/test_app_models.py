@@ -22,7 +22,8 @@ from tformer.ui.registry import PAGES as SPECS
 from ._drive import Target, explore
 from ._i18n_check import english_words, visible_strings
 from ._models_dir import models_dir
-from .test_app_pages import APP, TIMEOUT, assert_clean, charts
+from .test_app_callbacks import drew_something, open_at
+from .test_app_pages import assert_clean, charts
 
 TEXT = "The fox <mask> over the lazy dog."
 ZH_TEXT = "注意力机制让每个位置都能看到其他所有位置"
@@ -37,20 +38,6 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def env(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("TFORMER_MODELS_DIR", str(folder))
     return folder
-
-
-def open_at(page: str = "pages/attention.py", **params: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.run()
-    if page != "app.py":
-        at.switch_page(page).run()
-    return at
-
-
-def drew_something(at: AppTest) -> bool:
-    return bool(at.get("plotly_chart") or at.get("arrow_data_frame") or at.metric or at.get("bidi_component"))
 
 
 def sidebar_text(at: AppTest) -> str:
