@@ -257,3 +257,12 @@ def test_every_widget_of_the_predictions_page_is_driven(env: Path, lang: str, va
         tokens = [w for s in shown for w in re.findall(r"[A-Za-z][A-Za-z0-9_'’]*", str(s))]
         left = english_words(visible_strings(at), tokens)
         assert not left, f"English left on the predictions page: {left}"
+
+
+@pytest.mark.parametrize(("model", "said"), [("gpt2", True), ("roberta_mlm", False)])
+def test_the_head_finder_says_a_causal_model_has_no_next_token_heads(
+    env: Path, model: str, said: bool
+) -> None:
+    at = open_at("pages/finder.py", source="folder", model=model, **{"finder.role": "next"})
+    assert_clean(at)
+    assert any("no head can attend to the next token" in i.value for i in at.info) == said

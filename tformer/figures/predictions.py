@@ -117,6 +117,6 @@ def generation_attention_figure(
         list(labels),
         title=title,
         weights=True,
-        row_title=tr("new token (chosen by the last position)"),
+        row_title=tr("new token"),
         col_title=tr("key token"),
     )

@@ -102,9 +102,12 @@ def top_k(probs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def token_label(tokenizer: Tokenizer, token_id: int) -> str:
-    """How a predicted token reads: its text (GPT-2's "Ġthe" reads " the", shown "␣the")."""
+    """How a predicted token reads: its text (GPT-2's "Ġthe" reads " the", shown "␣the"); a
+    byte-level piece of a character (which decodes to "\ufffd" alone) reads as its vocabulary entry."""
     text = tokenizer.backend.decode([int(token_id)], skip_special_tokens=False)
-    return visible_label(text) if text else (tokenizer.id_to_token(int(token_id)) or str(token_id))
+    if text and "\ufffd" not in text:
+        return visible_label(text)
+    return tokenizer.id_to_token(int(token_id)) or str(token_id)
 
 
 @dataclass(frozen=True)
