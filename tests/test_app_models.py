@@ -159,6 +159,22 @@ def test_a_folder_the_full_check_refuses_is_said_in_the_sidebar(
     assert len(errors) == 1 and "small\\-vocab cannot be loaded" in errors[0]
     assert "vocab\\_size=100" in errors[0] and "tokenizer" in errors[0]
     assert any("Fix the model settings" in i.value for i in at.info)
+    # beside a model that loads: picking the refused one says why and stays on the one shown
+    both = tmp_path / "both"
+    shutil.copytree(wrong, both / "small-vocab")
+    shutil.copytree(folder / "gpt2", both / "gpt2")
+    monkeypatch.setenv("TFORMER_MODELS_DIR", str(both))
+    at = open_at(source="folder", model="gpt2")
+    assert_clean(at)
+    at.selectbox(key="model").set_value("small-vocab").run()
+    assert not at.exception
+    (error,) = [e.value for e in at.sidebar.error]
+    assert "small\\-vocab cannot be loaded" in error and "gpt2 is still shown" in error
+    assert at.selectbox(key="model").value == "gpt2" and at.query_params["model"] == "gpt2"
+    assert charts(at) and not at.main.error
+    at.run()  # the next rerun: the model it stayed on, and nothing more to say
+    assert_clean(at)
+    assert at.selectbox(key="model").value == "gpt2" and charts(at)
 
 
 # --- Linear -> Softmax -> Output ----------------------------------------------------------------

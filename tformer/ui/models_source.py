@@ -24,6 +24,7 @@ from .guard import plain
 __all__ = ["folder_choice", "local_models", "model_label", "models_dir_set", "usable_models"]
 
 MAX_ERROR_CHARS = 600  # a refusal names a path and a problem; longer ones are cut
+_LOADED = "_folder_model_loaded"  # session_state: the models-folder entry that loaded last
 
 
 def models_dir_set() -> bool:
@@ -83,8 +84,20 @@ def _refusals(refused: list[ModelEntry]) -> None:
             )
 
 
+def _load(usable: dict[str, ModelEntry], name: str) -> str | None:
+    """Load ``name`` (the full check: shapes, tokenizer, values); None when it loaded (it is then
+    the session's last loaded model), else why not, as plain text."""
+    try:
+        get_model(ModelChoice(str(usable[name].path)))
+    except (ValueError, MemoryError, RuntimeError) as err:
+        return tr("{name} cannot be loaded: {err}", name=plain(name), err=plain(str(err), MAX_ERROR_CHARS))
+    st.session_state[_LOADED] = name
+    return None
+
+
 def folder_choice() -> ModelChoice | None:
-    """The models-folder picker; the model chosen (loaded), or None with the reason shown."""
+    """The models-folder picker; the model chosen (loaded), or None with the reason shown. A
+    pick that the full check refuses is said, and the session stays on the model it had."""
     sb = st.sidebar
     entries = local_models()
     usable = usable_models(entries)
@@ -111,26 +124,28 @@ def folder_choice() -> ModelChoice | None:
                     )
                 )
             v.set("model", names[0])
+        refusal = _load(usable, str(v.model))
+        if refusal is not None:  # stay on the model that loaded last, if it is still listed
+            previous = st.session_state.get(_LOADED)
+            if isinstance(previous, str) and previous in usable and previous != v.model:
+                refusal += " " + tr("{previous} is still shown.", previous=plain(previous))
+                v.set("model", previous)
         labels = {n: model_label(n, e) for n, e in usable.items()}  # translated now (see sidebar.shown)
         sb.selectbox(tr("local model"), names, format_func=labels.__getitem__, **bind("model", names))
+        if refusal is not None:
+            sb.error(refusal)
         name = str(v.model)
         entry = usable[name]
-        sb.caption(
-            tr(
-                "{family}: {size} (layers x heads x d_model), {params:,} parameters",
-                family=entry.family_label,
-                size=entry.size,
-                params=entry.n_params or 0,
+        if name == st.session_state.get(_LOADED):
+            sb.caption(
+                tr(
+                    "{family}: {size} (layers x heads x d_model), {params:,} parameters",
+                    family=entry.family_label,
+                    size=entry.size,
+                    params=entry.n_params or 0,
+                )
             )
-        )
-        choice = ModelChoice(str(entry.path))
-        try:
-            get_model(choice)  # the full check (shapes, tokenizer, values): said here if it fails
-        except (ValueError, MemoryError, RuntimeError) as err:
-            sb.error(
-                tr("{name} cannot be loaded: {err}", name=plain(name), err=plain(str(err), MAX_ERROR_CHARS))
-            )
-            choice = None
+            choice = ModelChoice(str(entry.path))
     if refused:
         _refusals(refused)
     return choice
