@@ -282,3 +282,19 @@ def test_the_head_finder_says_a_causal_model_has_no_next_token_heads(
     at = open_at("pages/finder.py", source="folder", model=model, **{"finder.role": "next"})
     assert_clean(at)
     assert any("no head can attend to the next token" in i.value for i in at.info) == said
+
+
+@pytest.mark.parametrize(
+    ("page", "params"),
+    [
+        ("pages/masks.py", {"masks.kind": "causal"}),
+        ("pages/masks.py", {"masks.kind": "padding"}),
+        ("pages/finder.py", {"finder.role": "next"}),
+    ],
+)
+def test_what_the_pages_say_about_gpt2_is_in_chinese(env: Path, page: str, params: dict[str, str]) -> None:
+    at = open_at(page, source="folder", model="gpt2", text=ZH_TEXT, lang="zh", **params)
+    assert_clean(at)
+    assert at.info  # the causal mask is its own / padding does not apply / no next-token heads
+    left = english_words(visible_strings(at), ["gpt2"])
+    assert not left, f"English left on {page}: {left}"
