@@ -130,7 +130,8 @@ def test_refused_folders_show_their_reason_in_the_sidebar_and_nothing_breaks(
     assert_clean(at)
     assert at.selectbox(key="model").value == "roberta_mlm" and charts(at)
     said = sidebar_text(at)
-    assert "Not loaded from TFORMER_MODELS_DIR: 4" in [e.label for e in at.sidebar.expander]
+    (box,) = [e for e in at.sidebar.expander if e.label == "Not loaded from TFORMER_MODELS_DIR: 4"]
+    assert not box.proto.expanded  # a model loads: the reasons wait in a closed box
     assert "broken: " in said and "is not valid JSON" in said
     assert "model\\_type='t5'" in said and "is not supported" in said
     assert "n\\_embd=65536 must be an integer from 1 to" in said
@@ -140,6 +141,7 @@ def test_refused_folders_show_their_reason_in_the_sidebar_and_nothing_breaks(
     at = open_at(source="folder")
     assert not at.exception and not at.error
     assert "No folder in TFORMER_MODELS_DIR holds a model this app can load" in sidebar_text(at)
+    assert at.sidebar.expander[0].proto.expanded  # nothing loads: the reasons are open
     assert any("Fix the model settings" in i.value for i in at.info)
 
 

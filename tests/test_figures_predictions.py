@@ -20,6 +20,9 @@ def test_top_tokens_are_drawn_largest_on_top_with_probability_and_logit():
     assert bar.text[0] == "50.0% · z = 2.00"
     assert bar.marker.color[1] != bar.marker.color[0] == bar.marker.color[2]  # the highlight
     assert fig.layout.meta["k"] == 3
+    assert fig.layout.xaxis.tickformat == ".0%"
+    small = top_tokens_figure(["a", "b"], [0.04, 0.02], [1.0, 0.3], title="t")
+    assert small.layout.xaxis.tickformat == ".1%"  # 1%, 1%, 2%, 2% would repeat
 
 
 @pytest.mark.parametrize(

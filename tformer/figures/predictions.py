@@ -82,8 +82,9 @@ def top_tokens_figure(
     fig.update_yaxes(
         tickmode="array", tickvals=list(range(k)), ticktext=shown, autorange="reversed", tickfont_size=14
     )
-    fig.update_xaxes(
-        title_text=tr("probability"), range=[0, max(1e-9, float(p.max())) * 1.05], tickformat=".0%"
+    top = max(1e-9, float(p.max()))
+    fig.update_xaxes(  # whole percents repeat when the largest bar is a few percent: one decimal then
+        title_text=tr("probability"), range=[0, top * 1.05], tickformat=".0%" if top >= 0.1 else ".1%"
     )
     return fig
 

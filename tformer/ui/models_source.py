@@ -69,11 +69,11 @@ def model_label(name: str, entry: ModelEntry) -> str:
     return tr("{name} · {family} · {params:.2f} M", name=name, family=entry.family_label, params=params)
 
 
-def _refusals(refused: list[ModelEntry]) -> None:
+def _refusals(refused: list[ModelEntry], *, expanded: bool) -> None:
     """Each refused folder with its reason, as plain text (a folder name or a message may hold
-    markdown signs: both are escaped)."""
+    markdown signs: both are escaped); open when nothing else could be loaded."""
     sb = st.sidebar
-    with sb.expander(tr("Not loaded from TFORMER_MODELS_DIR: {n}", n=len(refused)), expanded=True):
+    with sb.expander(tr("Not loaded from TFORMER_MODELS_DIR: {n}", n=len(refused)), expanded=expanded):
         for entry in refused:
             st.caption(
                 tr(
@@ -147,5 +147,5 @@ def folder_choice() -> ModelChoice | None:
             )
             choice = ModelChoice(str(entry.path))
     if refused:
-        _refusals(refused)
+        _refusals(refused, expanded=not usable)
     return choice
