@@ -24,6 +24,15 @@ with ui.page_context(__file__) as ctx:
         scores, n_texts = ui.head_roles_on_examples(ctx.choice)
     else:
         scores, n_texts = ui.head_roles(ctx.choice, ctx.text), 1
+    if role == "next" and ctx.capture.cfg.causal:
+        st.info(
+            tr(
+                "{model} is causal: a token never sees the token after it, so no head can attend to the "
+                "next token and every score here is 0. Its heads that look one step back are under "
+                "“previous token”.",
+                model=ctx.choice.label,
+            )
+        )
     ui.formula(role_scores, code=False)
     left, right = st.columns([3, 2])
     with left:

@@ -18,6 +18,25 @@ with ui.page_context(__file__) as ctx:
     }
     kind = ui.section("masks.kind", kinds, label="mask")  # English: ui.section translates
     layer, head = ui.layer_head(ctx)
+    causal_own = bool(ctx.capture.cfg.causal)
+    if causal_own:
+        st.info(
+            tr(
+                "{model} is causal: its own mask lets each token see itself and the tokens before it, in "
+                "every layer, and it is always on. “No mask” below shows that mask alone; every other mask "
+                "is combined with it (AND).",
+                model=ctx.choice.label,
+            )
+        )
+    if kind == "padding" and ui.get_model(ctx.choice)[1].pad_id is None:
+        st.info(
+            tr(
+                "Padding does not apply to this model: its tokenizer has no pad token. GPT-2 was trained "
+                "on text cut into blocks of full length, never padded, so two texts of different lengths "
+                "cannot share a batch here. The causal mask is this model's own: choose it, or no mask."
+            )
+        )
+        st.stop()
     if kind == "padding":
         st.text_input(
             tr("a second text in the same batch (Enter to apply); the shorter one is padded with [PAD]"),
@@ -101,7 +120,9 @@ with ui.page_context(__file__) as ctx:
                 rows=", ".join(map(str, dead[:12])) + (", …" if len(dead) > 12 else ""),
             )
         )
-    if ctx.capture.cfg.causal:
+    if causal_own and kind == "causal":
+        facts.append(tr("This is the model's own mask: applying it again changes nothing."))
+    elif causal_own:
         facts.append(tr("This model is causal already: the two masks are combined (AND)."))
     st.caption("  \n".join(facts))  # one fact a line: sentences join differently in each language
     shift_titles = {

@@ -35,6 +35,7 @@ KEPT = {
     JSON CSV NPZ PNG SVG HTML URL ID IDs API Ctrl Enter Shift Chromium Chrome max min exp log sin cos
     tanh erf argmax diag Concat concat ms MB KB GB MiB GiB KiB fp bf INT pos dim TransformerLens nanoGPT
     BertViz Jupyter pip TFORMER Python NaN cuDNN
+    GPT RoBERTa XLM ELECTRA DistilBERT
     rollout
     """.split()
 }  # rollout: the literature's term, glossed once beside 注意力展开 in a lesson

@@ -23,6 +23,7 @@ from tformer.ui.state import PAGE_STATES, ViewState
 
 from ._drive import Target, explore
 from ._folders import tiny_bert_folder, tiny_run
+from ._models_dir import models_dir
 from .test_app_pages import APP, TIMEOUT, assert_clean, charts
 from .test_app_why import train_here
 
@@ -37,6 +38,7 @@ class Folders:
     runs: Path
     bert: Path
     examples: dict[str, list[str]]  # run name -> its task inputs
+    models: Path  # TFORMER_MODELS_DIR: a tiny GPT-2 and a tiny RoBERTa with its MLM head
 
 
 @pytest.fixture(scope="session")
@@ -49,13 +51,15 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> Folders:
     examples = {
         p.name: json.loads((p / "run.json").read_text())["examples"] for p in runs.iterdir() if p.is_dir()
     }
-    return Folders(runs, tiny_bert_folder(tmp_path_factory.mktemp("models") / "bert"), examples)
+    bert = tiny_bert_folder(tmp_path_factory.mktemp("models") / "bert")
+    return Folders(runs, bert, examples, models_dir(tmp_path_factory))
 
 
 @pytest.fixture
 def env(folders: Folders, monkeypatch: pytest.MonkeyPatch) -> Folders:
     monkeypatch.setenv("TFORMER_RUNS_DIR", str(folders.runs))
     monkeypatch.setenv("TFORMER_MODEL_DIR", str(folders.bert))
+    monkeypatch.setenv("TFORMER_MODELS_DIR", str(folders.models))
     return folders
 
 
@@ -180,7 +184,7 @@ def test_an_error_before_the_page_body_is_a_short_message_not_the_generic_box(
 
 # --- every source on every page --------------------------------------------------------------------
 
-SOURCES = ["minilm", "scratch", "run", "local"]
+SOURCES = ["minilm", "scratch", "run", "local", "folder"]
 
 
 def drew_something(at: AppTest) -> bool:
@@ -250,6 +254,9 @@ def test_every_widget_with_a_callback_is_driven_on_every_page(
     at = open_at("pages/why.py", **{"why.section": "recall"})
     train_here(at)
     explore(at, check, keep=lambda t: t.key == "why.distance", driven=driven)
+    for model in ("gpt2", "roberta_mlm"):  # the output head's page: GPT-2's generation, an MLM's mask
+        at = open_at("pages/predictions.py", source="folder", model=model, text="The fox <mask> the dog.")
+        explore(at, check, keep=lambda t: not t.sidebar and t.key.startswith("predictions."), driven=driven)
     at = open_at()
     explore(at, check, keep=lambda t: t.key == "lang", driven=driven)  # last: the page in 中文
     assert driven["lang"] == {"中文", "英文"}  # to Chinese, and back (its label then in Chinese)

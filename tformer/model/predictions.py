@@ -102,9 +102,12 @@ def top_k(probs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def token_label(tokenizer: Tokenizer, token_id: int) -> str:
-    """How a predicted token reads: its text (GPT-2's "Ġthe" reads " the", shown "␣the")."""
+    """How a predicted token reads: its text (GPT-2's "Ġthe" reads " the", shown "␣the"); a
+    byte-level piece of a character (which decodes to "\ufffd" alone) reads as its vocabulary entry."""
     text = tokenizer.backend.decode([int(token_id)], skip_special_tokens=False)
-    return visible_label(text) if text else (tokenizer.id_to_token(int(token_id)) or str(token_id))
+    if text and "\ufffd" not in text:
+        return visible_label(text)
+    return tokenizer.id_to_token(int(token_id)) or str(token_id)
 
 
 @dataclass(frozen=True)
@@ -130,7 +133,11 @@ def predict(
     k: int = 10,
     labels: Sequence[str] | None = None,
 ) -> Prediction:
-    """Logits, softmax(logits / T) and the top ``k`` outputs at ``position`` of ``text``.
+    r"""Logits, softmax(logits / T) and the top ``k`` outputs at ``position`` of ``text``.
+
+    .. math::
+        z = \mathrm{Linear}(h_i), \qquad p_j = \frac{e^{z_j / T}}{\sum_k e^{z_k / T}}, \qquad
+        \mathrm{output} = \operatorname{top}_k(p)
 
     ``labels`` names the task head's classes (default: the tokenizer's tokens, for LM heads).
     Negative positions count from the end (-1: the last token).

@@ -165,6 +165,13 @@ _EXPORTS: dict[str, str] = {
     "precision_result": "precision_data",
     "precision_timing_notes": "precision_data",
     "precision_time_caption": "precision_data",
+    "head_info": "predictions_data",
+    "mask_positions": "predictions_data",
+    "start_position": "predictions_data",
+    "prediction": "predictions_data",
+    "generation": "predictions_data",
+    "continuation": "predictions_data",
+    "PredictionsState": "state",
 }
 
 if TYPE_CHECKING:
@@ -222,6 +229,14 @@ if TYPE_CHECKING:
         sinusoids,
     )
     from .page_frame import Frame
+    from .predictions_data import (
+        continuation,
+        generation,
+        head_info,
+        mask_positions,
+        prediction,
+        start_position,
+    )
     from .registry import LESSON_MAP, PAGES, SECTIONS, PageSpec, by_section
     from .state import (
         WHY_SCALES,
@@ -229,6 +244,7 @@ if TYPE_CHECKING:
         EncoderState,
         HeadsState,
         PositionalState,
+        PredictionsState,
         QKVState,
         StepsState,
         ViewState,

@@ -175,6 +175,16 @@ PAGES: tuple[PageSpec, ...] = (
         "connections and LayerNorm do to your text, layer by layer.",
     ),
     PageSpec(
+        "predictions",
+        "Linear → Softmax → Output",
+        "Linear → Softmax → Output: what the model predicts",
+        "🔮",
+        "Encoder",
+        "pages/predictions.py",
+        "The last step of the architecture: the last hidden state, its logits, the softmax at a "
+        "temperature and the top tokens; GPT-2's next token and a short greedy generation.",
+    ),
+    PageSpec(
         "train",
         "Train a model",
         "Train a small encoder and watch its heads form",
@@ -283,8 +293,8 @@ LESSON_MAP: tuple[Concept, ...] = (
     Concept("FFN, residual and LayerNorm", "The rest of a block, on your text.", ("encoder",)),
     Concept(
         "The whole encoder",
-        "Every step of a layer in order, and the model drawn with its shapes.",
-        ("steps", "encoder"),
+        "Every step of a layer in order, the model drawn with its shapes, and what its output head predicts.",
+        ("steps", "encoder", "predictions"),
     ),
     Concept(
         "Training",

@@ -16,6 +16,7 @@ from ..training.checkpoints import list_runs, remove_stale_temp, runs_dir
 from .binding import bind, set_values, view
 from .caches import MAX_PARAMS, ModelChoice, device, get_model, run_meta, scratch_config_of
 from .guard import plain
+from .models_source import folder_choice, models_dir_set
 from .registry import by_section
 from .state import MAX_CHARS
 
@@ -24,6 +25,7 @@ SOURCE_LABELS = {
     "scratch": "From-scratch encoder",
     "local": "Local BERT folder (TFORMER_MODEL_DIR)",
     "run": "A model trained on the Train page",
+    "folder": "Your own model (TFORMER_MODELS_DIR)",
 }
 # How the language switch names each language (in Chinese the English option reads 英文).
 LANGUAGE_LABELS = {"en": "English", "zh": "中文"}
@@ -86,6 +88,8 @@ def _sources() -> list[str]:
         sources.append("local")
     if saved_runs():
         sources.append("run")
+    if models_dir_set():
+        sources.append("folder")
     return sources
 
 
@@ -235,6 +239,14 @@ def model_and_text() -> ModelChoice | None:
     if view().source not in sources:
         if view().source == "run":  # a link to a trained run on a server that has none
             sb.info(tr("No trained run is saved on this server: train one on the Train page."))
+        elif view().source == "folder":  # a link to a local model on a server without a models folder
+            sb.info(
+                tr(
+                    "This server names no models folder (TFORMER_MODELS_DIR), so the model {name} "
+                    "cannot be opened here.",
+                    name=plain(view().model or "?"),
+                )
+            )
         view().set("source", sources[0])
     source = sb.radio(tr("model"), sources, format_func=shown(SOURCE_LABELS), **bind("source", sources))
     if source != "run":
@@ -247,6 +259,8 @@ def model_and_text() -> ModelChoice | None:
         choice = ModelChoice(os.environ["TFORMER_MODEL_DIR"])
     elif source == "run":
         choice = _run_choice()
+    elif source == "folder":
+        choice = folder_choice()
     else:
         choice = ModelChoice("minilm")
     picker = {ex["label"]: ex["shown"] for ex in _examples_for(str(source), view().run)}

@@ -29,8 +29,11 @@ from ..resources import examples
 
 MAX_CHARS = 20_000  # the text box refuses more; the tokenizer keeps at most max_len tokens anyway
 MAX_LIST = 12  # longest list a multiselect keeps
-SOURCES = ("minilm", "scratch", "local", "run")
+SOURCES = ("minilm", "scratch", "local", "run", "folder")  # folder: a model of TFORMER_MODELS_DIR
 RUN_NAME = r"[A-Za-z0-9_-]{1,64}"
+# A models-folder entry's name in a link: letters of any script, digits, . _ + -; it is only ever
+# compared with the names `find_models` lists, never used as a path.
+MODEL_NAME = r"[\w.+-]{1,100}"
 HEAD_NAME = r"L\d{1,2}H\d{1,2}"
 
 
@@ -216,6 +219,17 @@ class WhyState:  # pages/why.py (issue 25)
     distance: int = _bounded(128, 2, 511)  # recall: the distance whose look-back is shown
 
 
+TEMPERATURES = ("0.1", "0.25", "0.5", "0.75", "1", "1.5", "2", "4", "10")
+
+
+@dataclass
+class PredictionsState:  # pages/predictions.py: the seeds' "Linear -> Softmax -> Output"
+    position: int | None = _bounded(None, 0, 4095)  # None: the last token, or the first [MASK]
+    temperature: str = _one_of("1", TEMPERATURES)  # the logits are divided by it
+    k: int = _bounded(10, 1, 30)  # the top tokens drawn
+    n_new: int = _bounded(5, 1, 32)  # tokens a causal LM generates greedily (predictions.MAX_NEW_TOKENS)
+
+
 @dataclass
 class ExportState:
     heads: list[str] | None = field(default=None, metadata={"pattern": HEAD_NAME})  # None: the chosen head
@@ -240,6 +254,7 @@ PAGE_STATES: dict[str, type] = {
     "costs": CostsState,
     "flash": FlashState,
     "precision": PrecisionState,
+    "predictions": PredictionsState,
     "export": ExportState,
 }
 
@@ -257,6 +272,7 @@ class ViewState:
     # the model: the pretrained MiniLM, a from-scratch encoder of this shape, or a local folder
     source: str = _one_of("minilm", SOURCES)
     run: str | None = field(default=None, metadata={"pattern": RUN_NAME})  # a trained run's name
+    model: str | None = field(default=None, metadata={"pattern": MODEL_NAME})  # a models-folder entry
     n_layers: int = _bounded(2, 1, 12)
     n_heads: int = _bounded(4, 1, 32)
     d_model: int = _bounded(64, 2, 1024)
