@@ -8,6 +8,7 @@ answer)."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -18,6 +19,7 @@ from tformer.ui.lessons import lesson_by_id
 from tformer.ui.progress import parse_progress
 
 from ._drive import callback_widgets
+from ._i18n_check import english_words, visible_strings
 from .test_app_pages import assert_clean, open_app
 
 ZH = catalog("zh")
@@ -233,3 +235,38 @@ def test_the_question_and_its_feedback_in_chinese():
     assert_clean(at)
     assert detail(at) is not None
     assert at.button(key="lq.again").label == ZH["Try again"]
+    assert not english_left(at), english_left(at)
+
+
+def english_left(at) -> dict:
+    words = re.findall(r"[A-Za-z]+", at.text_area(key="text").value)  # the sentence studied stays
+    return english_words(visible_strings(at), words)
+
+
+@pytest.mark.parametrize(
+    ("page", "step", "answer"),
+    [("pages/masks.py", 4, "12"), ("pages/qkv.py", 1, "pos_pos"), ("pages/scaling.py", 3, "same")],
+)
+def test_every_kind_of_feedback_and_the_summary_leave_no_english_in_chinese(page, step, answer):
+    at = open_app(page, lesson=BASICS, lesson_step=str(step), lang="zh")
+    assert_clean(at)
+    assert not english_left(at), english_left(at)
+    key = f"lq.{step}.answer"
+    for _ in range(2):  # wrong, hint; wrong again, revealed
+        if page == "pages/masks.py":
+            at.text_input(key=key).input(answer).run()
+        else:
+            at.radio(key=key).set_value(answer).run()
+        at.button(key="lq.check").click().run()
+        assert_clean(at)
+        assert not english_left(at), english_left(at)
+    assert "答错" in " ".join(w.value for w in at.warning) or "不太对" in " ".join(
+        w.value for w in at.warning
+    )
+    lesson = lesson_by_id(BASICS)
+    assert lesson is not None
+    at = open_app("pages/costs.py", lesson=BASICS, lesson_step=str(len(lesson.steps) - 1), lang="zh",
+                  quiz="0r1:2,1s0,3w2:same,4r0:136")  # fmt: skip
+    assert_clean(at)
+    assert not english_left(at), english_left(at)
+    assert any("你的答案" in e.label for e in at.expander)

@@ -78,7 +78,7 @@ def lesson_bar(page_key: str, choice: ModelChoice | None = None) -> None:
         else:
             st.markdown(local(step.say))
         if index == len(lesson.steps) - 1:
-            summary(lesson)
+            summary(lesson, choice)
         row = st.container(horizontal=True, gap="small")
         back = row.button(tr("◀ Previous"), key="lesson_prev", disabled=index == 0)
         here = row.button(tr("Open this step"), key="lesson_here", disabled=step.page == page_key)

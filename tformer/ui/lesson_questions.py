@@ -13,7 +13,8 @@ shows the score per concept with a reset. Every string shown is plain text (`gua
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from typing import Any
 
 import streamlit as st
@@ -28,6 +29,7 @@ from .guard import plain
 from .lessons import Lesson, Step, local
 from .opening import chosen_head
 from .progress import Record, encode_value, format_progress, parse_progress
+from .state import ViewState
 
 __all__ = ["Gate", "figure_hidden", "marked", "question_box", "reset_gate", "summary"]
 
@@ -36,6 +38,7 @@ _MESSAGE = "lq.message"  # session state: why the last answer could not be read 
 _SHOWN = "lq.shown"  # session state: (lesson, step) -> (answer given, model's value) as shown
 MAX_PILLS = 40  # more tokens than this: a select box instead of a row of pills
 MESSAGE_CHARS = 300
+_IN_WORD = re.compile(r"(?<=[^\W_])\\_(?=[^\W_])")
 
 # What the reveal can outline: the attention heatmaps of one head.
 HEATMAP_MARKS = ("pattern", "attn_scores")
@@ -47,6 +50,12 @@ class Gate:
 
     hide: bool = False
     mark: Mark | None = None
+
+
+def _inert(text: str, max_chars: int) -> str:
+    """``text`` as inert markdown (`guard.plain`), an underscore inside a word left as it is
+    (``d_model``: it cannot start emphasis there, and the 中文 check reads it as a name)."""
+    return _IN_WORD.sub("_", plain(text, max_chars))
 
 
 def reset_gate() -> None:
@@ -157,11 +166,21 @@ def _lessons() -> tuple[Lesson, ...]:
 # --- asking ------------------------------------------------------------------------------------
 
 
-def ask_step(step: Step, choice: ModelChoice) -> Question:
-    """The step's question computed now on the view (`NotAvailable` when it cannot be)."""
+def ask_step(step: Step, choice: ModelChoice, *, own: bool = False) -> Question:
+    """The step's question computed now on the view (`NotAvailable` when it cannot be); with
+    ``own``, on the step's own layer, head and query where its settings set them (the summary
+    asks every step's question on the current text)."""
     spec = step.question
     assert spec is not None
     v = view()
+    if own:
+        mine, _ = ViewState.from_query(step.settings)
+        v = replace(
+            v,
+            layer=mine.layer if "layer" in step.settings else v.layer,
+            head=mine.head if "head" in step.settings else v.head,
+            query=mine.query if "query" in step.settings else v.query,
+        )
     model, _ = get_model(choice)
     try:
         capture = get_capture(choice, v.text, spec.needs)
@@ -227,7 +246,7 @@ def _feedback(question: Question, record: Record, given: str | None) -> None:
     """The verdict on a finished question, the model's value and why."""
     if record.status == "s":
         st.info(
-            plain(tr("Skipped. The model's value is {expected}.", expected=question.expected), MESSAGE_CHARS)
+            _inert(tr("Skipped. The model's value is {expected}.", expected=question.expected), MESSAGE_CHARS)
         )
     else:
         verdict = None
@@ -243,8 +262,8 @@ def _feedback(question: Question, record: Record, given: str | None) -> None:
                 expected=question.expected,
             )
         show = st.success if record.right else st.warning
-        show(plain(verdict, MESSAGE_CHARS), icon="✅" if record.right else "✖️")
-    st.markdown(plain(question.explanation, 2000))
+        show(_inert(verdict, MESSAGE_CHARS), icon="✅" if record.right else "✖️")
+    st.markdown(_inert(question.explanation, 2000))
 
 
 def _stored(question: Question, value: str) -> int | float | str:
@@ -267,7 +286,7 @@ def question_box(lesson: Lesson, index: int, step: Step, choice: ModelChoice | N
     try:
         question = ask_step(step, choice)
     except NotAvailable as why:
-        st.warning(plain(tr("This question cannot be asked here: {why}", why=why.message), MESSAGE_CHARS))
+        st.warning(_inert(tr("This question cannot be asked here: {why}", why=why.message), MESSAGE_CHARS))
         st.button(
             tr("Restore this step's settings"),
             key="lq.restore",
@@ -275,7 +294,7 @@ def question_box(lesson: Lesson, index: int, step: Step, choice: ModelChoice | N
             args=(lesson.id, index),
         )
         return
-    st.markdown("❓ " + plain(question.prompt, 600))
+    st.markdown("❓ " + _inert(question.prompt, 600))
     key = _answer_key(index)
     if record is None or not record.done:
         if on_page:
@@ -283,17 +302,17 @@ def question_box(lesson: Lesson, index: int, step: Step, choice: ModelChoice | N
         _answer_widget(question, key)
         message = st.session_state.pop(_MESSAGE, None)
         if isinstance(message, str):
-            st.error(plain(message, MESSAGE_CHARS), icon="⚠️")
+            st.error(_inert(message, MESSAGE_CHARS), icon="⚠️")
         if record is not None and record.status == "p":
             given = st.session_state.get(_SHOWN, {}).get((lesson.id, index), (None, None))[0]
             st.warning(
-                plain(
+                _inert(
                     tr("Not quite: you said {given}. Try once more.", given=given or record.value or "?"),
                     MESSAGE_CHARS,
                 ),
                 icon="✖️",
             )
-            st.info(plain(tr("Hint: {hint}", hint=question.hint), MESSAGE_CHARS), icon="💡")
+            st.info(_inert(tr("Hint: {hint}", hint=question.hint), MESSAGE_CHARS), icon="💡")
         row = st.container(horizontal=True, gap="small")
         row.button(
             tr("Check my answer"),
@@ -334,8 +353,27 @@ def question_box(lesson: Lesson, index: int, step: Step, choice: ModelChoice | N
     st.button(tr("Try again"), key="lq.again", on_click=_again, args=(lesson.id, index))
 
 
-def summary(lesson: Lesson) -> None:
-    """The lesson's score, per concept and per question (on its last step)."""
+def _described(step: Step, choice: ModelChoice | None, value: str | None) -> tuple[str | None, str | None]:
+    """The answer ``value`` as its question words it, and the model's value, on the current text
+    (None for what cannot be said: the question is not available here, the answer no longer fits)."""
+    if choice is None:
+        return None, None
+    try:
+        question = ask_step(step, choice, own=True)
+    except NotAvailable:
+        return None, None
+    given = None
+    if value is not None:
+        try:
+            given = question.grade(_stored(question, value)).given
+        except AnswerError:
+            given = None
+    return given, question.expected
+
+
+def summary(lesson: Lesson, choice: ModelChoice | None) -> None:
+    """The lesson's score, per concept and per question (on its last step): the answer given and
+    the model's value, as shown when answered in this session, else asked now on this text."""
     asked = [(i, s) for i, s in enumerate(lesson.steps) if s.question is not None]
     if not asked:
         return
@@ -367,6 +405,8 @@ def summary(lesson: Lesson) -> None:
         for i, s in asked:
             r = records.get(i)
             given, expected = shown.get((lesson.id, i), (None, None))
+            if r is not None and r.done and expected is None:
+                given, expected = _described(s, choice, r.value)
             if r is None or not r.done:
                 state = tr("not answered yet")
             elif r.status == "s":
@@ -376,11 +416,11 @@ def summary(lesson: Lesson) -> None:
             else:
                 state = tr("wrong")
             parts = [tr("step {i}, {title}: {state}", i=i + 1, title=local(s.title), state=state)]
-            if given is not None or (r is not None and r.value is not None and r.done):
-                parts.append(tr("you said {given}", given=given or (r.value if r else "")))
+            if given is not None:
+                parts.append(tr("you said {given}", given=given))
             if expected is not None:
                 parts.append(tr("the model's value {expected}", expected=expected))
-            lines.append("- " + plain("; ".join(parts), 400))
+            lines.append("- " + _inert("; ".join(parts), 400))
         st.markdown("\n".join(lines))
         st.button(
             tr("Try the whole lesson again"), key="lq.again_all", on_click=_again, args=(lesson.id, None)
