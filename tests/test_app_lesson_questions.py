@@ -270,3 +270,23 @@ def test_every_kind_of_feedback_and_the_summary_leave_no_english_in_chinese(page
     assert_clean(at)
     assert not english_left(at), english_left(at)
     assert any("你的答案" in e.label for e in at.expander)
+
+
+def test_a_training_question_is_graded_on_the_train_pages_settings():
+    lesson = lesson_by_id("inside-the-encoder")
+    assert lesson is not None
+    at = open_app("pages/train.py", lesson=lesson.id, lesson_step="4")
+    assert_clean(at)
+    assert "warms up for 50 steps to a peak learning rate of 0.007" in shown(at)
+    assert not at.get("plotly_chart")  # the schedule's chart would show the answer
+    at.text_input(key="lq.4.answer").input("0.0014").run()
+    at.button(key="lq.check").click().run()
+    assert_clean(at)
+    assert "Right: the model's value is 0.0014." in shown(at)
+    assert at.get("plotly_chart")
+    # another warm-up, another answer: the same guess is now wrong
+    at = open_app("pages/train.py", lesson=lesson.id, lesson_step="4", **{"train.warmup": "100"})
+    assert "warms up for 100 steps" in shown(at)
+    at.text_input(key="lq.4.answer").input("0.0014").run()
+    at.button(key="lq.check").click().run()
+    assert "Hint:" in shown(at)

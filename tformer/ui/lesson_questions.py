@@ -23,13 +23,15 @@ from ..figures.marks import outline_answer
 from ..i18n import tr
 from ..questions import CONCEPTS, AnswerError, Mark, NotAvailable, Question, QuestionContext, ask
 from ..questions.answers import TokenAnswer
+from ..training.recipe import Recipe
+from ..training.tasks import TaskSpec
 from .binding import view
 from .caches import ModelChoice, get_capture, get_model
 from .guard import plain
 from .lessons import Lesson, Step, local
 from .opening import chosen_head
 from .progress import Record, encode_value, format_progress, parse_progress
-from .state import ViewState
+from .state import TrainState, ViewState
 
 __all__ = ["Gate", "figure_hidden", "marked", "question_box", "reset_gate", "summary"]
 
@@ -187,6 +189,7 @@ def ask_step(step: Step, choice: ModelChoice, *, own: bool = False) -> Question:
     except (ValueError, MemoryError, RuntimeError) as err:
         raise NotAvailable(tr("this text cannot be captured here: {err}", err=err), "activation") from None
     layer, head = chosen_head(choice, v.text, capture.n_layers, capture.n_heads)
+    recipe, task = _training(v.page(TrainState)) if spec.info.concept == "training" else (None, None)
     ctx = QuestionContext(
         capture,
         # the view's own layer and head, unclamped: a question on a layer this model lacks says so
@@ -194,8 +197,29 @@ def ask_step(step: Step, choice: ModelChoice, *, own: bool = False) -> Question:
         head=v.head if v.head is not None else head,
         query=v.query,
         model=model if spec.info.runs_model else None,
+        recipe=recipe,
+        task=task,
     )
     return ask(spec, ctx)
+
+
+def _training(t: TrainState) -> tuple[Recipe | None, TaskSpec | None]:
+    """The Train page's recipe and task as its settings stand (None where they do not make one:
+    the page says why), so a training question asks about the numbers the page shows."""
+    try:
+        recipe = Recipe(
+            optimizer=t.optimizer, lr=float(t.lr), betas=(float(t.beta1), float(t.beta2)), eps=float(t.eps),
+            weight_decay=float(t.weight_decay), schedule=t.schedule, warmup=t.warmup, clip=float(t.clip),
+            label_smoothing=float(t.label_smoothing), dropout=float(t.dropout), batch=t.batch, accum=t.accum,
+            steps=t.steps, snapshot_every=t.snapshot_every,
+        )  # fmt: skip
+    except ValueError:
+        recipe = None
+    try:
+        task = TaskSpec(t.task, t.length, t.vocab, min(t.shift, t.length - 1), float(t.held_out))
+    except ValueError:
+        task = None
+    return recipe, task
 
 
 def _token_widget(question: Question, key: str) -> None:
