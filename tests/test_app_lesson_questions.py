@@ -290,3 +290,18 @@ def test_a_training_question_is_graded_on_the_train_pages_settings():
     at.text_input(key="lq.4.answer").input("0.0014").run()
     at.button(key="lq.check").click().run()
     assert "Hint:" in shown(at)
+
+
+def test_a_long_text_picks_its_token_from_a_list():
+    long = "The animal didn't cross the street because it was too tired. " + "It rained all day long. " * 8
+    at = basics(0, text=long)
+    assert_clean(at)
+    assert not [b for b in at.button_group if b.key == "lq.0.answer"]  # too many tokens for pills
+    box = at.selectbox(key="lq.0.answer")
+    assert len(box.options) > 40
+    assert "it" in box.options and "It #15" in box.options  # a repeated token says where it is
+    box.set_value(2).run()  # "animal" (on this longer text the head may look elsewhere)
+    at.button(key="lq.check").click().run()
+    assert_clean(at)
+    assert parse_progress(at.query_params["quiz"])[0].value == "2"
+    assert "'animal' (position 2)" in shown(at)

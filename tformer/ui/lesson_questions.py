@@ -189,7 +189,7 @@ def ask_step(step: Step, choice: ModelChoice, *, own: bool = False) -> Question:
     except (ValueError, MemoryError, RuntimeError) as err:
         raise NotAvailable(tr("this text cannot be captured here: {err}", err=err), "activation") from None
     layer, head = chosen_head(choice, v.text, capture.n_layers, capture.n_heads)
-    recipe, task = _training(v.page(TrainState)) if spec.info.concept == "training" else (None, None)
+    recipe, task = training_of(v.page(TrainState)) if spec.info.concept == "training" else (None, None)
     ctx = QuestionContext(
         capture,
         # the view's own layer and head, unclamped: a question on a layer this model lacks says so
@@ -203,7 +203,7 @@ def ask_step(step: Step, choice: ModelChoice, *, own: bool = False) -> Question:
     return ask(spec, ctx)
 
 
-def _training(t: TrainState) -> tuple[Recipe | None, TaskSpec | None]:
+def training_of(t: TrainState) -> tuple[Recipe | None, TaskSpec | None]:
     """The Train page's recipe and task as its settings stand (None where they do not make one:
     the page says why), so a training question asks about the numbers the page shows."""
     try:
@@ -428,7 +428,9 @@ def summary(lesson: Lesson, choice: ModelChoice | None) -> None:
         lines = []
         for i, s in asked:
             r = records.get(i)
-            given, expected = shown.get((lesson.id, i), (None, None))
+            given, expected = (
+                shown.get((lesson.id, i), (None, None)) if r is not None and r.done else (None, None)
+            )
             if r is not None and r.done and expected is None:
                 given, expected = _described(s, choice, r.value)
             if r is None or not r.done:
