@@ -305,3 +305,12 @@ def test_a_long_text_picks_its_token_from_a_list():
     assert_clean(at)
     assert parse_progress(at.query_params["quiz"])[0].value == "2"
     assert "'animal' (position 2)" in shown(at)
+
+
+def test_a_link_with_a_first_wrong_try_words_it_and_hints():
+    at = basics(0, quiz="0p1:1")
+    assert_clean(at)
+    text = shown(at)
+    assert "Not quite: you said 'The' (position 1). Try once more." in text
+    assert "Hint:" in text
+    assert detail(at) is None

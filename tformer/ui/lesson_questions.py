@@ -28,7 +28,7 @@ from ..training.tasks import TaskSpec
 from .binding import view
 from .caches import ModelChoice, get_capture, get_model
 from .guard import plain
-from .lessons import Lesson, Step, local
+from .lessons import Lesson, Step, lesson_by_id, local
 from .opening import chosen_head
 from .progress import Record, encode_value, format_progress, parse_progress
 from .state import TrainState, ViewState
@@ -154,15 +154,9 @@ def _again(lesson_id: str, index: int | None) -> None:
 def _restore(lesson_id: str, index: int) -> None:
     from .lesson_mode import apply_step  # lesson_mode draws this module's box
 
-    lesson = next((x for x in _lessons() if x.id == lesson_id), None)
+    lesson = lesson_by_id(lesson_id)
     if lesson is not None and index < len(lesson.steps):
         apply_step(lesson, index)
-
-
-def _lessons() -> tuple[Lesson, ...]:
-    from .lessons import lessons
-
-    return lessons()
 
 
 # --- asking ------------------------------------------------------------------------------------
@@ -303,7 +297,8 @@ def question_box(lesson: Lesson, index: int, step: Step, choice: ModelChoice | N
     on_page = step.page == page_key
     records = progress()
     record = records.get(index)
-    st.markdown(tr("**Predict first.** Answer before you look: the step's figure waits for your answer."))
+    if record is None or not record.done:
+        st.markdown(tr("**Predict first.** Answer before you look: the step's figure waits for your answer."))
     if choice is None:
         st.info(tr("Fix the model settings in the sidebar to see this step's question."))
         return
@@ -329,6 +324,11 @@ def question_box(lesson: Lesson, index: int, step: Step, choice: ModelChoice | N
             st.error(_inert(message, MESSAGE_CHARS), icon="⚠️")
         if record is not None and record.status == "p":
             given = st.session_state.get(_SHOWN, {}).get((lesson.id, index), (None, None))[0]
+            if given is None and record.value is not None:  # from a link: worded on this text
+                try:
+                    given = question.grade(_stored(question, record.value)).given
+                except AnswerError:
+                    given = None
             st.warning(
                 _inert(
                     tr("Not quite: you said {given}. Try once more.", given=given or record.value or "?"),
