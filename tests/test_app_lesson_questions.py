@@ -27,6 +27,30 @@ HIDDEN = "Hidden until you answer the question above (or skip it)."
 BASICS = "attention-basics"
 
 
+def step_of(template: str, lesson_id: str = BASICS) -> int:
+    """The index of the lesson's step that asks ``template`` (steps may be added before it)."""
+    lesson = lesson_by_id(lesson_id)
+    assert lesson is not None
+    return next(
+        i for i, s in enumerate(lesson.steps) if s.question is not None and s.question.template == template
+    )
+
+
+def asked(concept: str | None = None, lesson_id: str = BASICS) -> int:
+    """How many of the lesson's questions are on ``concept`` (None: all)."""
+    lesson = lesson_by_id(lesson_id)
+    assert lesson is not None
+    return sum(
+        1 for s in lesson.steps if s.question is not None and concept in (None, s.question.info.concept)
+    )
+
+
+IT = step_of("argmax_key")  # which token does "it" look at? (the Attention page)
+SHAPE = step_of("q_shape")  # the Q, K, V page
+TAU = step_of("entropy_change")  # why √d_k
+MASK = step_of("allowed_cells")  # the masks page
+
+
 def unescape(text: str) -> str:
     return text.replace("\\", "")
 
@@ -58,7 +82,7 @@ def basics(step: int, lang: str = "en", **params: str):
 
 
 def test_a_token_question_hides_the_figure_hints_then_reveals_it_outlined():
-    at = basics(0)  # the sidebar has the example, "The animal ... because it was too tired."
+    at = basics(IT)  # the sidebar has the example, "The animal ... because it was too tired."
     assert_clean(at)
     text = shown(at)
     assert 'which token does "it" give the most weight to?' in text
@@ -69,7 +93,7 @@ def test_a_token_question_hides_the_figure_hints_then_reveals_it_outlined():
     keys = {t.key for t in callback_widgets(at)}
     assert {"lq.check", "lq.skip"} <= keys
 
-    pick = at.button_group(key="lq.0.answer")
+    pick = at.button_group(key=f"lq.{IT}.answer")
     labels = at.text_area(key="text").value
     assert "animal" in labels
     pick.set_value(1).run()  # "The": wrong
@@ -80,9 +104,9 @@ def test_a_token_question_hides_the_figure_hints_then_reveals_it_outlined():
     assert "Hint:" in text
     assert not [w.value for w in at.warning if "animal" in w.value]  # the answer is not given away
     assert detail(at) is None
-    assert at.query_params["quiz"] == "0p1:1"
+    assert at.query_params["quiz"] == f"{IT}p1:1"
 
-    at.button_group(key="lq.0.answer").set_value(2).run()  # "animal"
+    at.button_group(key=f"lq.{IT}.answer").set_value(2).run()  # "animal"
     at.button(key="lq.check").click().run()
     assert_clean(at)
     text = shown(at)
@@ -96,11 +120,11 @@ def test_a_token_question_hides_the_figure_hints_then_reveals_it_outlined():
     cells = [s for s in shapes if s["xref"] == "x"]
     assert [(s["y0"], s["y1"]) for s in row] == [(9.5, 10.5)]  # "it" is position 10
     assert [(s["x0"], s["x1"], s["y0"]) for s in cells] == [(1.5, 2.5, 9.5)]  # "animal", in its row
-    assert parse_progress(at.query_params["quiz"])[0].status == "r"
-    assert parse_progress(at.query_params["quiz"])[0].tries == 1
+    assert parse_progress(at.query_params["quiz"])[IT].status == "r"
+    assert parse_progress(at.query_params["quiz"])[IT].tries == 1
 
     # the progress travels in the link: a fresh session shows the reveal and the score
-    again = basics(0, quiz=at.query_params["quiz"])
+    again = basics(IT, quiz=at.query_params["quiz"])
     assert_clean(again)
     assert "Right: the model's value is 'animal'" in shown(again)
     assert detail(again) is not None
@@ -110,9 +134,9 @@ def test_a_token_question_hides_the_figure_hints_then_reveals_it_outlined():
 
 
 def test_another_text_gives_another_answer():
-    at = basics(0, text="The trophy did not fit in the suitcase because it was too big.")
+    at = basics(IT, text="The trophy did not fit in the suitcase because it was too big.")
     assert_clean(at)
-    labels = at.button_group(key="lq.0.answer").options
+    labels = at.button_group(key=f"lq.{IT}.answer").options
     assert "trophy" in labels and "animal" not in labels
     at.button(key="lq.skip").click().run()
     assert_clean(at)
@@ -120,7 +144,7 @@ def test_another_text_gives_another_answer():
     assert "Skipped. The model's value is" in text
     assert "animal" not in text.split("Skipped.")[1].split(".")[0]
     assert detail(at) is not None
-    assert at.query_params["quiz"] == "0s0"
+    assert at.query_params["quiz"] == f"{IT}s0"
 
 
 @pytest.mark.parametrize(
@@ -134,11 +158,11 @@ def test_another_text_gives_another_answer():
     ],
 )
 def test_bad_input_in_a_number_box_gets_a_clear_escaped_message(raw, message):
-    at = open_app("pages/masks.py", lesson=BASICS, lesson_step="4")
+    at = open_app("pages/masks.py", lesson=BASICS, lesson_step=str(MASK))
     assert_clean(at)
     assert "How many of the query-key cells does the causal mask allow?" in shown(at)
     assert not at.get("plotly_chart")
-    at.text_input(key="lq.4.answer").input(raw).run()
+    at.text_input(key=f"lq.{MASK}.answer").input(raw).run()
     at.button(key="lq.check").click().run()
     assert not at.exception
     assert len(at.error) == 1, [e.value for e in at.error]
@@ -150,19 +174,19 @@ def test_bad_input_in_a_number_box_gets_a_clear_escaped_message(raw, message):
 
 
 def test_a_number_question_right_and_a_wrong_twice_reveals():
-    at = open_app("pages/masks.py", lesson=BASICS, lesson_step="4")
-    at.text_input(key="lq.4.answer").input("100").run()
+    at = open_app("pages/masks.py", lesson=BASICS, lesson_step=str(MASK))
+    at.text_input(key=f"lq.{MASK}.answer").input("100").run()
     at.button(key="lq.check").click().run()
     assert "Hint:" in shown(at)
-    at.text_input(key="lq.4.answer").input("120").run()
+    at.text_input(key=f"lq.{MASK}.answer").input("120").run()
     at.button(key="lq.check").click().run()
     assert_clean(at)
     text = shown(at)
     assert "Not quite: you said 120; the model's value is 136." in text
     assert at.get("plotly_chart"), "two wrong tries reveal the figure"
-    assert at.query_params["quiz"] == "4w2:120"
+    assert at.query_params["quiz"] == f"{MASK}w2:120"
     at.button(key="lq.again").click().run()
-    at.text_input(key="lq.4.answer").input("13６").run()  # a full-width digit: 136
+    at.text_input(key=f"lq.{MASK}.answer").input("13６").run()  # a full-width digit: 136
     at.button(key="lq.check").click().run()
     assert "Right: the model's value is 136." in shown(at)
 
@@ -170,30 +194,33 @@ def test_a_number_question_right_and_a_wrong_twice_reveals():
 def test_choice_and_direction_questions_and_the_summary_per_concept():
     lesson = lesson_by_id(BASICS)
     assert lesson is not None
-    at = open_app("pages/qkv.py", lesson=BASICS, lesson_step="1")
+    at = open_app("pages/qkv.py", lesson=BASICS, lesson_step=str(SHAPE))
     assert_clean(at)
-    at.radio(key="lq.1.answer").set_value("pos_d_head").run()
+    at.radio(key=f"lq.{SHAPE}.answer").set_value("pos_d_head").run()
     at.button(key="lq.check").click().run()
     assert "Right: the model's value is 16 × 32" in shown(at)
-    at = open_app("pages/scaling.py", lesson=BASICS, lesson_step="3", quiz=at.query_params["quiz"])
+    at = open_app("pages/scaling.py", lesson=BASICS, lesson_step=str(TAU), quiz=at.query_params["quiz"])
     assert_clean(at)  # why √d_k: sharper or flatter at τ = 0.25?
     assert "at τ = 0.25?" in shown(at)
-    at.radio(key="lq.3.answer").set_value("lower").run()
+    at.radio(key=f"lq.{TAU}.answer").set_value("lower").run()
     at.button(key="lq.check").click().run()
     assert "Right: the model's value is sharper" in shown(at)
-    assert at.query_params["quiz"] == "1r0:pos_d_head,3r0:lower"
+    assert at.query_params["quiz"] == f"{SHAPE}r0:pos_d_head,{TAU}r0:lower"
     last = len(lesson.steps) - 1
     at = open_app(
-        "pages/costs.py", lesson=BASICS, lesson_step=str(last), quiz="1r0:pos_d_head,3r0:lower,4w2:120"
+        "pages/costs.py",
+        lesson=BASICS,
+        lesson_step=str(last),
+        quiz=f"{SHAPE}r0:pos_d_head,{TAU}r0:lower,{MASK}w2:120",
     )
     assert_clean(at)
     summary = next(e for e in at.expander if "Your answers" in e.label)
-    assert summary.label == "Your answers: 2 of 6 right"
+    assert summary.label == f"Your answers: 2 of {asked()} right"
     text = unescape(" ".join(m.value for m in summary.markdown))
-    assert "Q, K, V: 1 of 2 right" in text  # argmax_key and q_shape are both Q, K, V questions
-    assert "Scaled dot product and √d_k: 1 of 1 right" in text
-    assert "Masks: 0 of 1 right" in text
-    assert "step 5, Masks: wrong; you said 120" in text
+    assert f"Q, K, V: 1 of {asked('qkv')} right" in text  # argmax_key and q_shape are both Q, K, V questions
+    assert f"Scaled dot product and √d_k: 1 of {asked('scaling')} right" in text
+    assert f"Masks: 0 of {asked('masks')} right" in text
+    assert f"step {MASK + 1}, Masks: wrong; you said 120" in text
     at.button(key="lq.again_all").click().run()
     assert_clean(at)
     assert "quiz" not in at.query_params
@@ -209,28 +236,28 @@ def test_a_hostile_progress_link_falls_back(quiz):
 
 
 def test_a_question_on_a_text_without_its_token_offers_to_restore_the_step():
-    at = basics(0, text="Birds sing at dawn.")
+    at = basics(IT, text="Birds sing at dawn.")
     assert_clean(at)
     assert "This question cannot be asked here: the token 'it' is not in this text" in shown(at)
     at.button(key="lq.restore").click().run()
     assert_clean(at)
     assert "animal" in at.text_area(key="text").value
-    assert at.button_group(key="lq.0.answer") is not None
+    assert at.button_group(key=f"lq.{IT}.answer") is not None
 
 
 def test_the_question_and_its_feedback_in_chinese():
-    at = basics(0, lang="zh")
+    at = basics(IT, lang="zh")
     assert_clean(at)
     text = shown(at)
     assert ZH[HIDDEN] in [i.value for i in at.info]
     assert "先预测" in text
     assert at.button(key="lq.check").label == ZH["Check my answer"]
-    at.button_group(key="lq.0.answer").set_value(1).run()
+    at.button_group(key=f"lq.{IT}.answer").set_value(1).run()
     at.button(key="lq.check").click().run()
     assert_clean(at)
     text = shown(at)
     assert "不太对" in text and "提示" in text
-    at.button_group(key="lq.0.answer").set_value(2).run()
+    at.button_group(key=f"lq.{IT}.answer").set_value(2).run()
     at.button(key="lq.check").click().run()
     assert_clean(at)
     assert detail(at) is not None
@@ -245,7 +272,7 @@ def english_left(at) -> dict:
 
 @pytest.mark.parametrize(
     ("page", "step", "answer"),
-    [("pages/masks.py", 4, "12"), ("pages/qkv.py", 1, "pos_pos"), ("pages/scaling.py", 3, "same")],
+    [("pages/masks.py", MASK, "12"), ("pages/qkv.py", SHAPE, "pos_pos"), ("pages/scaling.py", TAU, "same")],
 )
 def test_every_kind_of_feedback_and_the_summary_leave_no_english_in_chinese(page, step, answer):
     at = open_app(page, lesson=BASICS, lesson_step=str(step), lang="zh")
@@ -266,7 +293,7 @@ def test_every_kind_of_feedback_and_the_summary_leave_no_english_in_chinese(page
     lesson = lesson_by_id(BASICS)
     assert lesson is not None
     at = open_app("pages/costs.py", lesson=BASICS, lesson_step=str(len(lesson.steps) - 1), lang="zh",
-                  quiz="0r1:2,1s0,3w2:same,4r0:136")  # fmt: skip
+                  quiz=f"{IT}r1:2,{SHAPE}s0,{TAU}w2:same,{MASK}r0:136")  # fmt: skip
     assert_clean(at)
     assert not english_left(at), english_left(at)
     assert any("你的答案" in e.label for e in at.expander)
@@ -294,21 +321,21 @@ def test_a_training_question_is_graded_on_the_train_pages_settings():
 
 def test_a_long_text_picks_its_token_from_a_list():
     long = "The animal didn't cross the street because it was too tired. " + "It rained all day long. " * 8
-    at = basics(0, text=long)
+    at = basics(IT, text=long)
     assert_clean(at)
-    assert not [b for b in at.button_group if b.key == "lq.0.answer"]  # too many tokens for pills
-    box = at.selectbox(key="lq.0.answer")
+    assert not [b for b in at.button_group if b.key == f"lq.{IT}.answer"]  # too many tokens for pills
+    box = at.selectbox(key=f"lq.{IT}.answer")
     assert len(box.options) > 40
     assert "it" in box.options and "It #15" in box.options  # a repeated token says where it is
     box.set_value(2).run()  # "animal" (on this longer text the head may look elsewhere)
     at.button(key="lq.check").click().run()
     assert_clean(at)
-    assert parse_progress(at.query_params["quiz"])[0].value == "2"
+    assert parse_progress(at.query_params["quiz"])[IT].value == "2"
     assert "'animal' (position 2)" in shown(at)
 
 
 def test_a_link_with_a_first_wrong_try_words_it_and_hints():
-    at = basics(0, quiz="0p1:1")
+    at = basics(IT, quiz=f"{IT}p1:1")
     assert_clean(at)
     text = shown(at)
     assert "Not quite: you said 'The' (position 1). Try once more." in text

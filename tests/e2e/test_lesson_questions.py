@@ -4,9 +4,19 @@ the heatmap waits; a click on the wrong token's pill and Check gives the hint, a
 
 from __future__ import annotations
 
+from tformer.ui.lessons import lesson_by_id
+
 from .streamlit_driver import exception_boxes, mark, open_page, screenshot, wait_idle, widget
 
-STEP = "attention?lesson=attention-basics&lesson_step=0"
+
+def _it_step() -> int:
+    lesson = lesson_by_id("attention-basics")
+    assert lesson is not None
+    return next(i for i, s in enumerate(lesson.steps) if s.question and s.question.template == "argmax_key")
+
+
+IT = _it_step()  # which token does "it" look at? (steps may be added before it)
+STEP = f"attention?lesson=attention-basics&lesson_step={IT}"
 
 
 def click(page, locator) -> None:
@@ -25,13 +35,13 @@ def test_a_token_question_answered_by_clicking_reveals_the_outlined_heatmap(page
     assert 'which token does "it" give the most weight to?' in bar.inner_text()
     assert charts(page) == 0, "the heatmap waits for the answer"
     screenshot(page, "lesson-question-asked")
-    pills = widget(page, "lq.0.answer").locator("button")
+    pills = widget(page, f"lq.{IT}.answer").locator("button")
     click(page, pills.filter(has_text="street"))
     click(page, widget(page, "lq.check").locator("button"))
     text = bar.inner_text()
     assert "Not quite" in text and "Hint" in text, text
     assert charts(page) == 0
-    click(page, widget(page, "lq.0.answer").locator("button").filter(has_text="animal"))
+    click(page, widget(page, f"lq.{IT}.answer").locator("button").filter(has_text="animal"))
     click(page, widget(page, "lq.check").locator("button"))
     assert "Right: the model's value is 'animal'" in bar.inner_text()
     assert charts(page) >= 1
