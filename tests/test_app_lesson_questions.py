@@ -49,6 +49,7 @@ IT = step_of("argmax_key")  # which token does "it" look at? (the Attention page
 SHAPE = step_of("q_shape")  # the Q, K, V page
 TAU = step_of("entropy_change")  # why √d_k
 MASK = step_of("allowed_cells")  # the masks page
+WARMUP = step_of("warmup_lr", "inside-the-encoder")  # the Train page
 
 
 def unescape(text: str) -> str:
@@ -302,19 +303,19 @@ def test_every_kind_of_feedback_and_the_summary_leave_no_english_in_chinese(page
 def test_a_training_question_is_graded_on_the_train_pages_settings():
     lesson = lesson_by_id("inside-the-encoder")
     assert lesson is not None
-    at = open_app("pages/train.py", lesson=lesson.id, lesson_step="4")
+    at = open_app("pages/train.py", lesson=lesson.id, lesson_step=str(WARMUP))
     assert_clean(at)
     assert "warms up for 50 steps to a peak learning rate of 0.007" in shown(at)
     assert not at.get("plotly_chart")  # the schedule's chart would show the answer
-    at.text_input(key="lq.4.answer").input("0.0014").run()
+    at.text_input(key=f"lq.{WARMUP}.answer").input("0.0014").run()
     at.button(key="lq.check").click().run()
     assert_clean(at)
     assert "Right: the model's value is 0.0014." in shown(at)
     assert at.get("plotly_chart")
     # another warm-up, another answer: the same guess is now wrong
-    at = open_app("pages/train.py", lesson=lesson.id, lesson_step="4", **{"train.warmup": "100"})
+    at = open_app("pages/train.py", lesson=lesson.id, lesson_step=str(WARMUP), **{"train.warmup": "100"})
     assert "warms up for 100 steps" in shown(at)
-    at.text_input(key="lq.4.answer").input("0.0014").run()
+    at.text_input(key=f"lq.{WARMUP}.answer").input("0.0014").run()
     at.button(key="lq.check").click().run()
     assert "Hint:" in shown(at)
 
