@@ -17,7 +17,7 @@ with ui.page_context(__file__) as ctx:
         kind = ui.matrix_kind("show", "attention.kind")
     scale = ui.weight_scale(c3, disabled=kind != "pattern")
     why = ui.opening_note(ctx.choice, ctx.text, cap)
-    if why:
+    if why and not ui.figure_hidden():  # it names the head's answer: it waits for the lesson's question
         st.caption(why)
 
     detail, notes = st.columns([4, 1], gap="medium")
@@ -31,6 +31,7 @@ with ui.page_context(__file__) as ctx:
             weight_scale=scale,
         ),
         key="detail",
+        shows=(layer, head),
     )
     notes.markdown(
         tr(

@@ -26,7 +26,7 @@ with ui.page_context(__file__) as ctx:
     title = tr(
         "layer {layer}, head {head}: softmax(q·k / ({divisor}))", layer=layer, head=head, divisor=divisor
     )
-    ui.chart(attention_heatmap(t["pattern"], ctx.labels, title=title), key="tempered")
+    ui.chart(attention_heatmap(t["pattern"], ctx.labels, title=title), key="tempered", shows=(layer, head))
     ui.chart(row_stats_figure(t["entropy"], t["max"], ctx.labels), key="row_stats")
     st.caption(
         tr(

@@ -217,9 +217,10 @@ def check(at: AppTest, target: Target, option: str | None) -> None:
 
 
 # View-state values that no widget with a callback sets: the lesson and its step (set by the
-# lesson bar's plain buttons) and train.snapshot (no widget binds it: the live view's slider
-# keeps its position in its own widget state).
-SET_BY_CODE = {"lesson", "lesson_step", "train.snapshot"}
+# lesson bar's plain buttons), the lesson's progress (set by its question's Check / Skip / Try
+# again, driven in tests/test_app_lesson_questions.py) and train.snapshot (no widget binds it:
+# the live view's slider keeps its position in its own widget state).
+SET_BY_CODE = {"lesson", "lesson_step", "quiz", "train.snapshot"}
 
 
 def view_keys() -> set[str]:

@@ -14,9 +14,14 @@ from tformer.ui.lessons import Claim, check_lesson, lesson_by_id, lessons, local
 from tformer.ui.registry import LESSON_MAP, PAGES
 
 
-def test_three_lessons_in_order_each_in_both_languages():
+def test_the_lessons_in_order_each_in_both_languages():
     found = lessons()
-    assert [lesson.id for lesson in found] == ["attention-basics", "minilm-heads", "positional-encoding"]
+    assert [lesson.id for lesson in found] == [
+        "attention-basics",
+        "minilm-heads",
+        "positional-encoding",
+        "inside-the-encoder",
+    ]
     for lesson in found:
         assert len(lesson.steps) >= 5
         for texts in [lesson.title, lesson.summary] + [s.say for s in lesson.steps]:

@@ -18,6 +18,7 @@ _EXPORTS: dict[str, str] = {
     "start_lesson": "lesson_mode",
     "LESSON_MAP": "registry",
     "lesson_bar": "lesson_mode",
+    "figure_hidden": "lesson_questions",
     "image_buttons": "export_view",
     "report_file": "export_view",
     "npz_file": "export_view",
@@ -217,6 +218,7 @@ if TYPE_CHECKING:
     from .export_view import chart, chart_in, csv_file, image_buttons, npz_file, report_file
     from .guard import no_traceback, plain
     from .lesson_mode import lesson_bar, start_lesson
+    from .lesson_questions import figure_hidden
     from .opening import ROLE_NAMES, opening_note
     from .page_data import (
         ablation_change,

@@ -23,6 +23,7 @@ from .binding import bind, pop_link_asks, set_values, view
 from .caches import ModelChoice, get_capture, get_model
 from .guard import plain
 from .head_grid import head_grid
+from .lesson_questions import figure_hidden
 from .opening import chosen_head
 from .page_data import row_focus
 from .page_frame import Frame, draw_frame
@@ -283,7 +284,10 @@ def _overview_data(choice: ModelChoice, text: str, names: tuple[str, ...]) -> di
 
 def overview(ctx: PageContext, selected: tuple[int, int], *, key: str = "overview") -> None:
     """Every layer x head of the current text as one clickable grid; a click chooses that head
-    on every page. The PNG is made once per text (cached); the outline moves on its own."""
+    on every page. The PNG is made once per text (cached); the outline moves on its own.
+    Hidden while a lesson's question waits for its answer."""
+    if figure_hidden():
+        return
     head_grid(
         _overview_data(ctx.choice, ctx.text, ctx.capture.names), selected, key=key, on_select=select_head
     )

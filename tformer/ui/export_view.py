@@ -15,6 +15,7 @@ import streamlit as st
 
 from ..figures.images import IMAGE_TYPES, figure_image, image_export_problem
 from ..i18n import tr
+from .lesson_questions import figure_hidden, marked
 
 _PLOT_CONFIG = {"displaylogo": False}
 
@@ -24,10 +25,20 @@ def _problem() -> str | None:
     return image_export_problem()
 
 
-def chart(fig: Any, *, key: str, container: Any = None, **kwargs: Any) -> Any:
+def chart(
+    fig: Any, *, key: str, container: Any = None, shows: tuple[int, int] | None = None, **kwargs: Any
+) -> Any:
     """``st.plotly_chart(fig, key=key)`` in ``container`` (default: the page), with a row of
-    PNG and SVG download buttons under it."""
+    PNG and SVG download buttons under it.
+
+    While a lesson's question waits for its answer the chart is replaced by a note (it would
+    give the answer away); after the answer, an attention heatmap of the head ``shows``
+    (layer, head) gets the answer outlined (`tformer.ui.lesson_questions`)."""
     box = st if container is None else container
+    if figure_hidden():
+        box.info(tr("Hidden until you answer the question above (or skip it)."), icon="🙈")
+        return None
+    fig = marked(fig, shows)
     config = {
         **_PLOT_CONFIG,
         "toImageButtonOptions": {"format": "png", "scale": 2, "filename": f"tformer-{key}"},

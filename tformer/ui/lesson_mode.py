@@ -12,15 +12,20 @@ import streamlit as st
 
 from ..i18n import language, tr
 from .binding import view
+from .caches import ModelChoice
+from .lesson_questions import figure_hidden, question_box, reset_gate, summary
 from .lessons import Lesson, lesson_by_id, local
 from .registry import PAGES
 from .state import ViewState
 
 
-def _apply(lesson: Lesson, index: int) -> str:
-    """Put step ``index`` of ``lesson`` into the view; return the script of its page."""
+def apply_step(lesson: Lesson, index: int) -> str:
+    """Put step ``index`` of ``lesson`` into the view; return the script of its page. A lesson
+    opened afresh starts with no answers."""
     step = lesson.steps[index]
     v = view()
+    if v.lesson != lesson.id:
+        v.quiz = ""
     v.set("lesson", lesson.id)
     v.set("lesson_step", index)
     parsed, _ = ViewState.from_query(step.settings)  # checked when the lessons were loaded
@@ -41,11 +46,13 @@ def in_lesson() -> bool:
 
 def start_lesson(lesson: Lesson, index: int = 0) -> None:
     """Open ``lesson`` at step ``index`` (switches page; does not return)."""
-    st.switch_page(_apply(lesson, index))
+    st.switch_page(apply_step(lesson, index))
 
 
-def lesson_bar(page_key: str) -> None:
-    """The lesson bar, when the view is in a lesson; nothing otherwise."""
+def lesson_bar(page_key: str, choice: ModelChoice | None = None) -> None:
+    """The lesson bar, when the view is in a lesson; nothing otherwise. A step with a question
+    asks it here (`tformer.ui.lesson_questions`), on ``choice`` (the sidebar's model)."""
+    reset_gate()
     v = view()
     lesson = lesson_by_id(v.lesson) if v.lesson else None
     if lesson is None:
@@ -62,11 +69,16 @@ def lesson_bar(page_key: str) -> None:
                 title=local(step.title),
             )
         )
-        if step.page == page_key:
-            st.markdown(local(step.say))
-        else:
+        question_box(lesson, index, step, choice, page_key)
+        if step.page != page_key:
             spec = next(p for p in PAGES if p.key == step.page)
             st.caption(tr("This step is on the page “{page}”.", page=tr(spec.title)))
+        elif figure_hidden():  # the notes name the answer: they follow it
+            st.caption(tr("The step's notes follow your answer."))
+        else:
+            st.markdown(local(step.say))
+        if index == len(lesson.steps) - 1:
+            summary(lesson, choice)
         row = st.container(horizontal=True, gap="small")
         back = row.button(tr("◀ Previous"), key="lesson_prev", disabled=index == 0)
         here = row.button(tr("Open this step"), key="lesson_here", disabled=step.page == page_key)
@@ -77,10 +89,12 @@ def lesson_bar(page_key: str) -> None:
     if leave:
         v.lesson = None
         v.lesson_step = 0
+        v.quiz = ""
+        reset_gate()
         st.rerun()
     target = index - 1 if back else index + 1 if forward else index if here else None
     if target is not None:
-        script = _apply(lesson, target)
+        script = apply_step(lesson, target)
         if next(p.key for p in PAGES if p.script == script) == page_key:
             st.rerun()
         st.switch_page(script)

@@ -9,7 +9,14 @@ A lesson is a JSON file in ``assets/lessons/``::
                 "settings": {"layer": "0", "head": "2"},  # share-link keys and values
                 "text": {"en": "...", "zh": "..."},       # optional: the text to show
                 "title": {"en": "...", "zh": "..."},
-                "say": {"en": "...", "zh": "..."}}]}
+                "say": {"en": "...", "zh": "..."},
+                "question": {"template": "argmax_key",     # optional: asked before the figure
+                             "params": {"query": "it"}}}]}
+
+A step's ``question`` is checked by `tformer.questions.parse_spec` (the format is in the
+`tformer.questions` docstring; a malformed one names the step and the field); its template's
+page must be the step's page, and a layer, head or query the question leaves to the view must
+be among the step's settings, so every learner is asked about the same head.
 
 A step that says what a head does names it and carries the claim, so that it can be checked
 against the model (tests/test_lessons.py runs every claim on MiniLM)::
@@ -38,6 +45,7 @@ from importlib.resources import files
 from typing import Any
 
 from ..i18n import LANGUAGES, language
+from ..questions import QuestionSpec, SpecError, parse_spec
 
 LESSON_ID = r"[a-z0-9-]{1,40}"
 
@@ -114,6 +122,7 @@ class Step:
     title: dict[str, str]
     say: dict[str, str]
     claims: tuple[Claim, ...] = ()
+    question: QuestionSpec | None = None  # asked before the step's figure (tformer.questions)
 
     def text_in(self, lang: str) -> str | None:
         return None if self.text is None else self.text.get(lang) or self.text["en"]
@@ -173,6 +182,7 @@ def parse_lesson(data: Any) -> Lesson:
                 _both(s.get("title"), f"{where} title"),
                 _both(s.get("say"), f"{where} say"),
                 tuple(parse_claim(c, f"{where}, claim {k + 1}") for k, c in enumerate(claims)),
+                parse_spec(s["question"], where) if "question" in s else None,
             )
         )
     order = data.get("order", 99)
@@ -199,12 +209,35 @@ def check_lesson(lesson: Lesson) -> None:
         _, notices = ViewState.from_query(step.settings)
         if notices:
             raise ValueError(f"{where}: {'; '.join(notices)}")
+        if step.question is not None:
+            check_question(step, where)
         for lang in LANGUAGES:
             text = step.text_in(lang)
             if text is not None:
                 _, notices = ViewState.from_query({"text": text})
                 if notices:
                     raise ValueError(f"{where} text: {'; '.join(notices)}")
+
+
+def check_question(step: Step, where: str) -> None:
+    """Raise `SpecError` if a step's question is asked on another page than the one whose figure
+    gives it away, or leaves its layer, head or query to a view the step does not set (the
+    answer would then depend on where the learner came from)."""
+    spec = step.question
+    assert spec is not None
+    if spec.info.page != step.page:
+        raise SpecError(
+            where,
+            "question.template",
+            f"{spec.template} is answered by the page {spec.info.page!r}, but the step is on {step.page!r}",
+        )
+    for name in spec.from_view:
+        if name not in step.settings:
+            raise SpecError(
+                where,
+                f"question.params.{name}",
+                f"neither the question nor the step's settings choose the {name}: give one of them",
+            )
 
 
 @functools.cache

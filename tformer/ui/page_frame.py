@@ -50,7 +50,7 @@ def draw_frame(script: str) -> Frame:
     sync_url()
     share_box(spec.url_path)
     st.header(tr(spec.heading))
-    lesson_bar(spec.key)
+    lesson_bar(spec.key, choice)
     notices = pop_notices()
     if notices:
         shown = [plain(n) for n in notices[:MAX_NOTICES]]

@@ -26,6 +26,7 @@ from ..figures.colors import WEIGHT_SCALES
 from ..i18n import LANGUAGES, tr, use_language
 from ..model.config import NORMS, POS_ENCODINGS
 from ..resources import examples
+from .progress import QUIZ_CHARS, QUIZ_PATTERN
 
 MAX_CHARS = 20_000  # the text box refuses more; the tokenizer keeps at most max_len tokens anyway
 MAX_LIST = 12  # longest list a multiselect keeps
@@ -269,6 +270,8 @@ class ViewState:
     lang: str = _one_of("en", tuple(LANGUAGES))  # the interface's language (tformer.i18n)
     lesson: str | None = field(default=None, metadata={"pattern": r"[a-z0-9-]{1,40}"})  # lesson mode
     lesson_step: int = _bounded(0, 0, 99)  # the lesson's step shown (0-based)
+    # the lesson's questions answered so far (`tformer.ui.progress`: "0r0:7,3w2:0.5,4s0")
+    quiz: str = field(default="", metadata={"pattern": QUIZ_PATTERN, "max_chars": QUIZ_CHARS})
     # the model: the pretrained MiniLM, a from-scratch encoder of this shape, or a local folder
     source: str = _one_of("minilm", SOURCES)
     run: str | None = field(default=None, metadata={"pattern": RUN_NAME})  # a trained run's name
