@@ -68,6 +68,7 @@ def _arch_name(arch: str) -> str:
     kind="number",
     page="costs",
     summary="steps a signal takes from one token to another: |j − i| in a GRU, 1 in attention",
+    also=("why",),  # the Why attention page shows the steps and the path-length chart too
     params=(
         ARCH,
         Param("source", "token", "where the path starts (default: the first token)"),
@@ -124,6 +125,7 @@ def path_length(
     kind="number",
     page="costs",
     summary="steps that must run one after another over this text: n in a GRU, 1 in attention",
+    also=("why",),  # the Why attention page shows the steps and the path-length chart too
     params=(ARCH,),
 )
 def sequential_steps(ctx: QuestionContext, *, arch: str = "rnn") -> Question:

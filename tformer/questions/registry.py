@@ -88,6 +88,12 @@ class Template:
     runs_model: bool  # True: needs QuestionContext.model and runs it (seconds on MiniLM)
     summary: str  # one line: the quantity asked
     fn: Callable[..., Question]
+    also: tuple[str, ...] = ()  # other pages whose figures give the same answer away
+
+    @property
+    def pages(self) -> tuple[str, ...]:
+        """Every page a lesson step may ask this template on: ``page`` first."""
+        return (self.page, *self.also)
 
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)
@@ -119,6 +125,7 @@ def template(
     params: tuple[Param, ...] = (),
     needs: tuple[str, ...] = (),
     runs_model: bool = False,
+    also: tuple[str, ...] = (),
 ) -> Callable[[Callable[..., Question]], Callable[..., Question]]:
     """Register the decorated function as the template of its name."""
     if concept not in CONCEPTS or kind not in KINDS:
@@ -128,7 +135,7 @@ def template(
         name = fn.__name__
         if name in _REGISTRY:
             raise ValueError(f"two templates are named {name!r}")
-        _REGISTRY[name] = Template(name, concept, kind, page, params, needs, runs_model, summary, fn)
+        _REGISTRY[name] = Template(name, concept, kind, page, params, needs, runs_model, summary, fn, also)
         return fn
 
     return register

@@ -225,11 +225,12 @@ def check_question(step: Step, where: str) -> None:
     answer would then depend on where the learner came from)."""
     spec = step.question
     assert spec is not None
-    if spec.info.page != step.page:
+    if step.page not in spec.info.pages:
+        pages = " or ".join(repr(p) for p in spec.info.pages)
         raise SpecError(
             where,
             "question.template",
-            f"{spec.template} is answered by the page {spec.info.page!r}, but the step is on {step.page!r}",
+            f"{spec.template} is answered by the page {pages}, but the step is on {step.page!r}",
         )
     for name in spec.from_view:
         if name not in step.settings:
