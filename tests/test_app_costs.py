@@ -162,6 +162,9 @@ def run_noisy_busy_wall(monkeypatch, **params: str):
 
     machine = NoisyMachine()
     monkeypatch.setattr(tformer.timing, "perf_counter", machine.clock)
+    # the sweep's own window too: on its real clock a fast machine sweeps in under MIN_WATCH_S,
+    # too short a window for any share of the CPU time
+    monkeypatch.setattr(tformer.timing, "monotonic", machine.clock)
     monkeypatch.setattr(tformer.timing, "cpu_sample", machine.sampler)
     started, release = threading.Event(), threading.Event()
 
