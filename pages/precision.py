@@ -16,7 +16,8 @@ METRICS = {
 SHORT = {"changed": "rows changed (%)", "max_diff": "max |Δ weight|"}
 
 with ui.page_context(__file__, ["pattern"]) as ctx:
-    report = ui.precision_run(ctx.choice, ctx.text)
+    run = ui.precision_run(ctx.choice, ctx.text)
+    report = run.report
     ref = ui.precision_result(report, "float32")
     st.markdown(
         tr(
@@ -26,115 +27,140 @@ with ui.page_context(__file__, ["pattern"]) as ctx:
             n=report.n_pos,
         )
     )
-    rows, config = ui.precision_table(report)
-    ui.fitted_table(rows, column_config=config, key="precision_table")  # turned when too wide
-    for r in report.results:
-        if r.problem is not None:
-            st.warning(
-                tr("{variant} is not available here: {why}", variant=ui.variant_label(r.name), why=r.problem)
-            )
-    ran = [r for r in report.results if r.problem is None]
-    busy, unsettled = ui.precision_timing_notes(report)
-    if busy:
-        st.warning(busy)
-    ui.chart(
-        cost_bars(
-            [ui.variant_label(r.name) for r in ran],
-            [r.forward_ms for r in ran],
-            [r.weight_bytes / 2**20 for r in ran],
-            quartiles_ms=[(1e3 * r.timing.q1, 1e3 * r.timing.q3) for r in ran if r.timing is not None],
-        ),
-        key="precision_costs",
-    )
-    if unsettled:
-        st.info(unsettled)
-    st.caption(ui.precision_time_caption(report))
 
-    formats = ui.float_formats()
-    f32, bf, fp = formats["float32"], formats["bfloat16"], formats["float16"]
-    st.caption(
-        tr(
-            "float32 has {e32} exponent bits and {m32} mantissa bits. bfloat16 keeps float32's {ebf} "
-            "exponent bits, so the same range (up to {maxbf:.1e}), but only {mbf} mantissa bits: "
-            "neighbouring numbers are {epsbf:.4f} apart (relative). float16 keeps {mfp} mantissa bits "
-            "(a step of {epsfp:.5f}) but only {efp} exponent bits: nothing above {maxfp:.0f}.",
-            e32=f32["exponent"],
-            m32=f32["mantissa"],
-            ebf=bf["exponent"],
-            maxbf=bf["max"],
-            mbf=bf["mantissa"],
-            epsbf=bf["eps"],
-            mfp=fp["mantissa"],
-            epsfp=fp["eps"],
-            efp=fp["exponent"],
-            maxfp=fp["max"],
-        )
-    )
-    for r in ran:
-        if r.diff is None or r.name == "float32":
-            continue
-        d = r.diff
-        numbers = dict(
-            variant=ui.variant_label(r.name),
-            pmax=d.pattern_max,
-            pmean=d.pattern_mean,
-            share=d.changed,
-            k=d.rows_changed,
-            rows=d.rows,
-            omax=d.output_max,
-        )
-        if r.name.startswith("int8"):
-            ratio = r.linear_bytes / ref.linear_bytes if ref and ref.linear_bytes and r.linear_bytes else 0.0
-            if r.scales == 1:
-                how = tr("one scale for each whole weight matrix")
-                how += tr(
-                    " ($W_Q$, $W_K$ and $W_V$ count as three matrices, as torch quantizes a model "
-                    "with separate query, key and value layers)"
+    # The table, the times and the notes: the numbers the server's worker may still be computing
+    # (the timings of a new length band, the comparisons that did not fit this run). While any
+    # is, this part looks again every POLL_S seconds and runs the page again once one arrives.
+    @st.fragment(run_every=ui.POLL_S if run.pending else None)
+    def numbers() -> None:
+        if run.pending and ui.precision_arrived(run):
+            st.rerun()
+        waiting = ui.precision_waiting_note(run)
+        if waiting:
+            st.info(waiting)
+        for what, why in run.failures:
+            st.warning(tr("{what} failed: {why}", what=what, why=why))
+        rows, config = ui.precision_table(report)
+        ui.fitted_table(rows, column_config=config, key="precision_table")  # turned when too wide
+        for r in report.results:
+            if r.problem is not None:
+                st.warning(
+                    tr(
+                        "{variant} is not available here: {why}",
+                        variant=ui.variant_label(r.name),
+                        why=r.problem,
+                    )
                 )
-            else:
-                how = tr("one scale per output row ({k} in the first Linear layer)", k=r.scales)
-            st.caption(
-                tr(
-                    "{variant}: each Linear layer's weights are stored as int8 with {how}; each input to "
-                    "a Linear layer is quantized on the fly to 8 bits, with one scale computed from that "
-                    "input's own range at every call, so its largest value sets the step for all the "
-                    "others. The Linear weights shrink to {ratio:.0%} of float32's ({lin:.1f} MB); the "
-                    "embeddings and LayerNorms stay float32. On this text the attention weights move by at most "
-                    "{pmax:.3f} (mean {pmean:.1e}), the output by at most {omax:.3f}, and {k} of {rows} "
-                    "query rows ({share:.1%}) change their most attended key.",
-                    how=how,
-                    ratio=ratio,
-                    lin=(r.linear_bytes or 0) / 2**20,
-                    **numbers,
-                )
+        ran = [r for r in report.results if r.problem is None]
+        busy, unsettled = ui.precision_timing_notes(report)
+        if busy:
+            st.warning(busy)
+        timed = [r for r in ran if r.timing is not None]
+        if timed:
+            ui.chart(
+                cost_bars(
+                    [ui.variant_label(r.name) for r in timed],
+                    [r.forward_ms for r in timed],
+                    [r.weight_bytes / 2**20 for r in timed],
+                    quartiles_ms=[
+                        (1e3 * r.timing.q1, 1e3 * r.timing.q3) for r in timed if r.timing is not None
+                    ],
+                ),
+                key="precision_costs",
             )
-        else:
-            st.caption(
-                tr(
-                    "{variant}: on this text the attention weights move by at most {pmax:.2e} (mean "
-                    "{pmean:.1e}), the output by at most {omax:.3f}, and {k} of {rows} query rows "
-                    "({share:.1%}) change their most attended key.",
-                    **numbers,
-                )
-            )
-    notes = [r for r in ran if r.name.startswith("int8")]
-    if notes and notes[0].deprecated:
+            if unsettled:
+                st.info(unsettled)
+            st.caption(ui.precision_time_caption(run))
+
+        formats = ui.float_formats()
+        f32, bf, fp = formats["float32"], formats["bfloat16"], formats["float16"]
         st.caption(
             tr(
-                "INT8 here comes from `torch.ao.quantization.quantize_dynamic` with the quantized "
-                "engine {engine}. It works in this torch, which warns that the API is deprecated "
-                "(the `torchao` package replaces it).",
-                engine=report.engine,
+                "float32 has {e32} exponent bits and {m32} mantissa bits. bfloat16 keeps float32's {ebf} "
+                "exponent bits, so the same range (up to {maxbf:.1e}), but only {mbf} mantissa bits: "
+                "neighbouring numbers are {epsbf:.4f} apart (relative). float16 keeps {mfp} mantissa bits "
+                "(a step of {epsfp:.5f}) but only {efp} exponent bits: nothing above {maxfp:.0f}.",
+                e32=f32["exponent"],
+                m32=f32["mantissa"],
+                ebf=bf["exponent"],
+                maxbf=bf["max"],
+                mbf=bf["mantissa"],
+                epsbf=bf["eps"],
+                mfp=fp["mantissa"],
+                epsfp=fp["eps"],
+                efp=fp["exponent"],
+                maxfp=fp["max"],
             )
         )
-    if ref is not None and any(r.device != ref.device for r in notes):
-        st.info(
-            tr(
-                "Dynamic INT8 quantization runs on the CPU only: its rows ran on the CPU while float32 "
-                "ran on {device}, so their times do not compare.",
-                device=ref.device,
+        for r in ran:
+            if r.diff is None or r.name == "float32":
+                continue
+            d = r.diff
+            shown = dict(
+                variant=ui.variant_label(r.name),
+                pmax=d.pattern_max,
+                pmean=d.pattern_mean,
+                share=d.changed,
+                k=d.rows_changed,
+                rows=d.rows,
+                omax=d.output_max,
             )
-        )
+            if r.name.startswith("int8"):
+                ratio = (
+                    r.linear_bytes / ref.linear_bytes if ref and ref.linear_bytes and r.linear_bytes else 0.0
+                )
+                if r.scales == 1:
+                    how = tr("one scale for each whole weight matrix")
+                    how += tr(
+                        " ($W_Q$, $W_K$ and $W_V$ count as three matrices, as torch quantizes a model "
+                        "with separate query, key and value layers)"
+                    )
+                else:
+                    how = tr("one scale per output row ({k} in the first Linear layer)", k=r.scales)
+                st.caption(
+                    tr(
+                        "{variant}: each Linear layer's weights are stored as int8 with {how}; each input to "
+                        "a Linear layer is quantized on the fly to 8 bits, with one scale computed from that "
+                        "input's own range at every call, so its largest value sets the step for all the "
+                        "others. The Linear weights shrink to {ratio:.0%} of float32's ({lin:.1f} MB); the "
+                        "embeddings and LayerNorms stay float32. On this text the attention weights move by at most "
+                        "{pmax:.3f} (mean {pmean:.1e}), the output by at most {omax:.3f}, and {k} of {rows} "
+                        "query rows ({share:.1%}) change their most attended key.",
+                        how=how,
+                        ratio=ratio,
+                        lin=(r.linear_bytes or 0) / 2**20,
+                        **shown,
+                    )
+                )
+            else:
+                st.caption(
+                    tr(
+                        "{variant}: on this text the attention weights move by at most {pmax:.2e} (mean "
+                        "{pmean:.1e}), the output by at most {omax:.3f}, and {k} of {rows} query rows "
+                        "({share:.1%}) change their most attended key.",
+                        **shown,
+                    )
+                )
+        notes = [r for r in ran if r.name.startswith("int8")]
+        if notes and notes[0].deprecated:
+            st.caption(
+                tr(
+                    "INT8 here comes from `torch.ao.quantization.quantize_dynamic` with the quantized "
+                    "engine {engine}. It works in this torch, which warns that the API is deprecated "
+                    "(the `torchao` package replaces it).",
+                    engine=report.engine,
+                )
+            )
+        if ref is not None and any(r.device != ref.device for r in notes):
+            st.info(
+                tr(
+                    "Dynamic INT8 quantization runs on the CPU only: its rows ran on the CPU while float32 "
+                    "ran on {device}, so their times do not compare.",
+                    device=ref.device,
+                )
+            )
+
+    numbers()
 
     choices = ui.precision_choices(report)
     if not choices:

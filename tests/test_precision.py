@@ -450,3 +450,66 @@ def test_int8_outputs_agree_with_torchs_quantized_bert(variants, bert_int8, mini
     # measured: at most 7e-7 here (0.06 on one 142-token text, where one input moved a step)
     assert float(gap.median()) < 1e-5 and float(gap.max()) < 0.05, float(gap.max())
     assert float(gap.max()) < int8_error / 5, (float(gap.max()), int8_error)
+
+
+# --- the pieces the app splits a report into: a row per text, a timing per length band ----------
+
+
+def test_compare_variant_equals_the_report_row_and_float32_is_not_captured_again(minilm, variants, report):
+    from tformer.efficiency.precision import compare_variant, variant_row
+    from tformer.model.capture import capture_ids
+
+    model, tok = minilm
+    enc = tok.encode(TEXT)
+    ref = capture_ids(model, enc, ["pattern"])
+    for name in ("bfloat16", "int8"):
+        row = compare_variant(variants[name], enc, ref, reference_model=model)
+        old = report.result(name)
+        assert row.diff.pattern_max == pytest.approx(old.diff.pattern_max, abs=1e-6)
+        assert row.diff.rows_changed == old.diff.rows_changed
+        assert (row.weight_bytes, row.linear_bytes, row.dtype) == (
+            old.weight_bytes,
+            old.linear_bytes,
+            old.dtype,
+        )
+        assert row.timing is None and row.forward_ms is None  # timed elsewhere, per band
+    calls = []
+    import tformer.efficiency.precision as prec
+
+    real = prec.capture_ids
+    try:
+        prec.capture_ids = lambda *a, **k: calls.append(a) or real(*a, **k)
+        same = compare_variant(variants["float32"], enc, ref, reference_model=model)
+    finally:
+        prec.capture_ids = real
+    assert not calls and same.diff.pattern_max == 0.0  # its own capture, compared with itself
+    assert variant_row(variants["float32"]).diff is None
+
+
+def test_band_length_is_the_next_power_of_two_within_the_model():
+    from tformer.efficiency.precision import band_ids, band_length
+
+    assert [band_length(n, 512) for n in (1, 16, 17, 100, 128, 129, 512)] == [16, 16, 32, 128, 128, 256, 512]
+    assert band_length(300, 300) == 300  # a model's own limit caps the band
+    assert band_ids([1, 2, 3], 7) == [1, 2, 3, 1, 2, 3, 1]
+    assert band_ids([1, 2, 3], 2) == [1, 2]
+    with pytest.raises(ValueError):
+        band_length(0, 512)
+    with pytest.raises(ValueError):
+        band_ids([], 4)
+
+
+def test_time_variant_times_a_band_and_skips_a_missing_variant(variants):
+    from tformer.efficiency.precision import Variant, band_ids, time_variant, with_timing
+
+    t = time_variant(variants["float32"], band_ids([101, 7592, 102], 16), runs=3, budget_s=0.5)
+    assert t is not None and 1 <= t.n <= 3 and t.median > 0
+    row = with_timing(variant_row_of(variants["float32"]), t)
+    assert row.forward_ms == pytest.approx(1e3 * t.median) and row.runs == t.n
+    assert time_variant(Variant("float16", None, "cpu", problem="no"), [1, 2]) is None
+
+
+def variant_row_of(v):
+    from tformer.efficiency.precision import variant_row
+
+    return variant_row(v)

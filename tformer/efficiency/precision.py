@@ -28,7 +28,7 @@ from __future__ import annotations
 import copy
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -408,6 +408,74 @@ def measure(
         deprecated=variant.deprecated,
         scales=variant.scales,
     )
+
+
+def variant_row(variant: Variant) -> VariantResult:
+    """``variant``'s row before any text: its dtype, device and weights' bytes (no time, no
+    difference yet); a variant that is not available comes with its ``problem``."""
+    if variant.model is None:
+        return VariantResult(variant.name, variant.name, variant.device, problem=variant.problem)
+    total, linear = weight_bytes(variant.model)
+    return VariantResult(
+        name=variant.name,
+        dtype=_dtype_name(variant.model),
+        device=variant.device,
+        weight_bytes=total,
+        linear_bytes=linear,
+        deprecated=variant.deprecated,
+        scales=variant.scales,
+    )
+
+
+def compare_variant(
+    variant: Variant, encoded: Encoded, reference: TextCapture, *, reference_model: Encoder | None = None
+) -> VariantResult:
+    """`variant_row` with its difference: ``variant`` on ``encoded`` compared with ``reference``
+    (the float32 model's capture of "pattern" for the same ids). When ``variant.model`` is
+    ``reference_model`` (float32: the shared model itself) the reference is its own capture and
+    is compared with itself, not captured again."""
+    row = variant_row(variant)
+    if variant.model is None:
+        return row
+    if reference_model is not None and variant.model is reference_model:
+        cap = reference
+    else:
+        cap = capture_ids(variant.model, encoded, ["pattern"])  # through the hooks, cast to float32
+    return replace(row, diff=compare(reference.pattern, reference.output, cap.pattern, cap.output))
+
+
+def with_timing(result: VariantResult, t: Timing | None) -> VariantResult:
+    """``result`` with its forwards' timing (None: not timed yet)."""
+    if t is None or result.problem is not None:
+        return result
+    return replace(result, forward_ms=1000.0 * t.median, runs=t.n, timing=t)
+
+
+def band_length(n_pos: int, max_len: int) -> int:
+    """The length a text of ``n_pos`` tokens is timed at: the next power of two (at least 16),
+    at most ``max_len``. Dense forwards cost the same for any ids of one length, so one timing
+    per band serves every text in it."""
+    if n_pos < 1 or max_len < 1:
+        raise ValueError(f"need n_pos >= 1 and max_len >= 1, got {n_pos} and {max_len}")
+    band = max(16, 1 << (n_pos - 1).bit_length())
+    return min(band, max(max_len, n_pos))
+
+
+def band_ids(ids: list[int], length: int) -> list[int]:
+    """``ids`` repeated (or cut) to ``length`` positions: the input a band is timed on."""
+    if not ids or length < 1:
+        raise ValueError(f"need ids and length >= 1, got {len(ids)} ids and length {length}")
+    return (ids * (length // len(ids) + 1))[:length]
+
+
+def time_variant(
+    variant: Variant, ids: list[int], *, runs: int = RUNS, budget_s: float = BUDGET_S
+) -> Timing | None:
+    """The timing of ``variant``'s plain forwards on ``ids`` after one warm-up forward
+    (`time_forward`); None when the variant is not available."""
+    if variant.model is None:
+        return None
+    return time_forward(variant.model, ids, runs=runs, budget_s=budget_s, warmup=True)
 
 
 def variant_pattern(variant: Variant, encoded: Encoded, layer: int) -> npt.NDArray[np.float32]:

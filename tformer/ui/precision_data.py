@@ -1,16 +1,25 @@
-"""Cached numbers behind the precision page: the model's copies in each number format (one per
-model and format, shared by every session), the comparison on a text (per model, text and
-device), and one layer's patterns of a chosen format (per model, text, format and layer).
+"""The numbers behind the precision page: the model's copies in each number format (one per
+model and format, shared by every session), each copy compared with float32 on a text (per
+model, text, device and variant), the forwards timed (per model, device and length band), and
+one layer's patterns of a chosen format (per model, text, format and layer).
 
-The float32 reference is the app's own capture of "pattern" (`get_capture`), so the page's
-capture and this comparison share one forward pass.
+A text edit compares float32 (the app's own capture of "pattern", `get_capture`, against
+itself) and the session's chosen variant in the page run, and the other variants there too
+while their foreseen cost is small; the rest, and the timings of a length band not timed yet,
+go to the server's worker (`tformer.ui.precision_jobs`), and the page polls until they arrive.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 import streamlit as st
+import torch
 
 from ..efficiency.precision import (
     BUDGET_S,
@@ -20,18 +29,33 @@ from ..efficiency.precision import (
     PrecisionReport,
     Variant,
     VariantResult,
+    band_ids,
+    band_length,
+    compare_variant,
     float_format,
     make_variant,
-    precision_report,
+    time_variant,
     variant_pattern,
+    variant_row,
+    with_timing,
 )
 from ..i18n import tr
-from ..model.capture import capture_nbytes
+from ..model.capture import TextCapture, capture_nbytes
+from ..model.encoder import Encoder
+from ..timing import Load, Timing, activity, watch
+from .binding import view
 from .caches import MAX_CAPTURE_BYTES, CaptureTooLarge, ModelChoice, device, get_capture, get_model
+from .precision_jobs import Failed, precision_jobs
+from .singletons import shared
 from .timing_view import busy_method, load_note, spread_ms
 
 NAMES = ("pattern",)
 MB = 2**20
+# A page run compares a variant other than float32 and the chosen one itself only while the
+# comparisons it foresees (from the variant's last one, scaled by length) fit this many seconds;
+# the server's worker compares the others, and times every variant once per length band.
+FOREGROUND_S = 0.1
+POLL_S = 0.5  # how often a page waiting for the worker looks again
 
 
 def variant_label(name: str) -> str:
@@ -125,18 +149,22 @@ def precision_timing_notes(report: PrecisionReport) -> tuple[str | None, str | N
     return load_note(report.load), unsettled
 
 
-def precision_time_caption(report: PrecisionReport) -> str:
+def precision_time_caption(run: PrecisionRun) -> str:
     """How the forwards were timed, and how a busy machine is recognised."""
+    report = run.report
     return " ".join(
         [
             tr(
                 "Forward time: the median of plain forwards (no hooks, so attention takes the fused "
-                "kernel) under `torch.inference_mode`, after the forward that captured the attention "
-                "weights (the warm-up), repeated until their interquartile range is under {share:.0%} of "
-                "the median, or up to {runs} forwards or {seconds:g} s per variant; the error bars span "
-                "the quartiles. CPU threads: {threads}; torch's CPU kernels here use {cap}. A lower "
-                "precision is faster only where the device has fast kernels for it. Weights: every "
-                "tensor of each copy's `state_dict()`, in bytes as stored.",
+                "kernel) under `torch.inference_mode` on {band} tokens (this text's ids repeated: a "
+                "forward costs the same for any ids of one length, so each model, device and length band "
+                "up to {band} is timed once, in the background), after one warm-up forward, repeated "
+                "until their interquartile range is under {share:.0%} of the median, or up to {runs} "
+                "forwards or {seconds:g} s per variant; the error bars span the quartiles. CPU threads: "
+                "{threads}; torch's CPU kernels here use {cap}. A lower precision is faster only where "
+                "the device has fast kernels for it. Weights: every tensor of each copy's "
+                "`state_dict()`, in bytes as stored.",
+                band=run.band,
                 share=REL_SPREAD,
                 runs=report.runs,
                 seconds=BUDGET_S,
@@ -181,22 +209,187 @@ def check_size(choice: ModelChoice, text: str) -> int:
     return n
 
 
-def precision_run(choice: ModelChoice, text: str) -> PrecisionReport:
-    """Every variant on ``text``, cached per model, text and device."""
+@dataclass(frozen=True)
+class BandTiming:
+    """Every variant's forwards timed at one band length (`band_length`), and what else ran."""
+
+    length: int
+    timings: dict[str, Timing | None]  # None: the variant is not available
+    load: Load
+    threads: int
+    cpu_capability: str
+    engine: str
+
+
+@dataclass(frozen=True)
+class PrecisionRun:
+    """What the page shows for one text: the report as far as it is done (rows without a
+    ``diff`` are still being compared, rows without a ``timing`` still being timed), the
+    variants still comparing, whether the band is still being timed, and the job keys."""
+
+    report: PrecisionReport
+    band: int  # the length the forwards are timed at
+    comparing: tuple[str, ...]
+    timing: bool
+    keys: tuple[Hashable, ...]  # every job this view waits for
+    failures: tuple[tuple[str, str], ...] = ()  # (what, error) of jobs that raised
+
+    @property
+    def pending(self) -> bool:
+        return bool(self.comparing) or self.timing
+
+
+def precision_variant_of() -> str | None:
+    """The variant this session compares with float32 (its view state), read before its
+    widget is drawn so that the page compares it first."""
+    value = view().get("precision.variant")
+    return value if isinstance(value, str) else None
+
+
+@st.cache_resource(max_entries=40, show_spinner=False)
+def _row(choice: ModelChoice, name: str) -> VariantResult:
+    return variant_row(precision_variant(choice, name))
+
+
+def _costs() -> dict[str, tuple[int, float]]:
+    """The latest comparison of each variant: (tokens, seconds), to foresee the next one's."""
+    return shared("precision.costs", dict)
+
+
+def _foreseen(name: str, n_pos: int) -> float | None:
+    seen = _costs().get(name)
+    if seen is None:
+        return None
+    n0, t0 = seen
+    return t0 * (n_pos / n0) ** (2 if n_pos > n0 else 1)  # attention's n^2 when it grows
+
+
+def _compare_job(
+    name: str, variant: Variant, reference: TextCapture, model: Encoder
+) -> Callable[[], VariantResult]:
+    def job() -> VariantResult:
+        t0 = time.perf_counter()
+        with activity("precision comparison"):
+            out = compare_variant(variant, reference.encoded, reference, reference_model=model)
+        if variant.model is not model:
+            _costs()[name] = (len(reference.encoded.ids), time.perf_counter() - t0)
+        return out
+
+    return job
+
+
+def _timing_job(variants: dict[str, Variant], ids: list[int]) -> Callable[[], BandTiming]:
+    def job() -> BandTiming:
+        with activity("precision timing"), watch() as w:
+            timings = {name: time_variant(v, ids) for name, v in variants.items()}
+        return BandTiming(
+            length=len(ids),
+            timings=timings,
+            load=w.load,
+            threads=torch.get_num_threads(),
+            cpu_capability=torch.backends.cpu.get_cpu_capability(),
+            engine=torch.backends.quantized.engine,
+        )
+
+    return job
+
+
+def precision_run(choice: ModelChoice, text: str) -> PrecisionRun:
+    """Every variant on ``text``: float32 and the session's chosen variant compared in this run,
+    the others too while their foreseen cost fits `FOREGROUND_S`, the rest and the band's
+    timings by the server's worker (`precision_jobs`); rows not done yet come without numbers."""
     n = check_size(choice, text)
-    return _report(choice, text, str(device()[0]), n)
-
-
-# cache_data: the report holds [layer, head_index] arrays and numbers only (a few KB).
-@st.cache_data(max_entries=16, ttl=3600, show_spinner=False)
-def _report(choice: ModelChoice, text: str, device_name: str, n_pos: int) -> PrecisionReport:
-    model, tokenizer = get_model(choice)
+    dev = str(device()[0])
+    model, _ = get_model(choice)
     reference = get_capture(choice, text, NAMES)
     variants = {name: precision_variant(choice, name) for name in VARIANTS}
-    with st.spinner(
-        tr("Running and timing the model in {k} number formats on {n} tokens...", k=len(VARIANTS), n=n_pos)
-    ):
-        return precision_report(model, reference.encoded, VARIANTS, variants=variants, reference=reference)
+    jobs = precision_jobs()
+    chosen = precision_variant_of()
+    first = [REFERENCE] + (
+        [chosen] if chosen is not None and chosen in VARIANTS and chosen != REFERENCE else []
+    )
+    keys = {name: ("compare", choice, text, dev, name) for name in VARIANTS}
+    done: dict[str, Any] = {}
+    spent = 0.0
+    for name in [*first, *(v for v in VARIANTS if v not in first)]:
+        got = jobs.get(keys[name])
+        foreseen = _foreseen(name, n)
+        if got is None and (name in first or (foreseen is not None and spent + foreseen <= FOREGROUND_S)):
+            t0 = time.perf_counter()
+            got = jobs.run_here(keys[name], _compare_job(name, variants[name], reference, model))
+            spent += time.perf_counter() - t0
+        if got is not None:
+            done[name] = got
+    band = band_length(n, model.cfg.max_len)
+    time_key = ("time", choice, dev, band)
+    band_timing = jobs.get(time_key)
+    comparing = tuple(name for name in VARIANTS if name not in done)
+    jobs.submit(
+        [(keys[name], _compare_job(name, variants[name], reference, model)) for name in comparing]
+        + (
+            [(time_key, _timing_job(variants, band_ids(reference.encoded.ids, band)))]
+            if band_timing is None
+            else []
+        )
+    )
+    failures = [(variant_label(k), v.message) for k, v in done.items() if isinstance(v, Failed)]
+    if isinstance(band_timing, Failed):
+        failures.append((tr("timing the forwards"), band_timing.message))
+    timed = band_timing if isinstance(band_timing, BandTiming) else None
+    results = []
+    for name in VARIANTS:
+        row = done.get(name)
+        if not isinstance(row, VariantResult):
+            row = _row(choice, name)
+        results.append(with_timing(row, timed.timings.get(name) if timed is not None else None))
+    report = PrecisionReport(
+        n_pos=n,
+        results=tuple(results),
+        threads=timed.threads if timed else torch.get_num_threads(),
+        cpu_capability=timed.cpu_capability if timed else torch.backends.cpu.get_cpu_capability(),
+        engine=timed.engine if timed else torch.backends.quantized.engine,
+        load=timed.load if timed else Load(),
+    )
+    return PrecisionRun(
+        report=report,
+        band=band,
+        comparing=comparing,
+        timing=band_timing is None,
+        keys=(*(keys[name] for name in comparing), *([time_key] if band_timing is None else [])),
+        failures=tuple(failures),
+    )
+
+
+def precision_arrived(run: PrecisionRun) -> bool:
+    """Something the view waits for is done, or was dropped from the queue (a new run asks
+    again): time to run the page again."""
+    jobs = precision_jobs()
+    return any(jobs.get(k) is not None or not jobs.waiting(k) for k in run.keys)
+
+
+def precision_waiting_note(run: PrecisionRun) -> str | None:
+    """What is still running for this view, in one sentence; None when nothing is."""
+    parts = []
+    if run.comparing:
+        parts.append(
+            tr(
+                "comparing {variants} with float32 on this text",
+                variants=", ".join(variant_label(v) for v in run.comparing),
+            )
+        )
+    if run.timing:
+        parts.append(
+            tr(
+                "timing the {k} formats at {band} tokens (once per model, device and length band)",
+                k=len(VARIANTS),
+                band=run.band,
+            )
+        )
+    if not parts:
+        return None
+    return tr(
+        "Still working in the background: {what}. Their numbers appear here when done.", what="; ".join(parts)
+    )
 
 
 @st.cache_resource(max_entries=8, ttl=3600, show_spinner=False)

@@ -16,6 +16,7 @@ ACTIVITIES = {
     "training run": ("1 training run", "{n} training runs"),
     "sweep": ("1 costs sweep", "{n} costs sweeps"),
     "precision timing": ("1 precision timing", "{n} precision timings"),
+    "precision comparison": ("1 precision comparison", "{n} precision comparisons"),
 }
 
 
