@@ -30,15 +30,23 @@ with ui.page_context(__file__, ["pattern"]) as ctx:
 
     # The table, the times and the notes: the numbers the server's worker may still be computing
     # (the timings of a new length band, the comparisons that did not fit this run). While any
-    # is, this part looks again every POLL_S seconds and runs the page again once one arrives.
+    # is, this part looks again every POLL_S seconds, drawing what has arrived, and runs the
+    # whole page once more (which stops the polling) when all has, or when an ask was dropped.
+    first_pass = [True]
+
     @st.fragment(run_every=ui.POLL_S if run.pending else None)
     def numbers() -> None:
-        if run.pending and ui.precision_arrived(run):
-            st.rerun()
-        waiting = ui.precision_waiting_note(run)
+        shown = run
+        if run.pending and not first_pass[0]:
+            shown = ui.precision_run(ctx.choice, ctx.text, compute=False)
+            if not shown.pending or ui.precision_dropped(shown):
+                st.rerun()
+        first_pass[0] = False
+        report = shown.report
+        waiting = ui.precision_waiting_note(shown)
         if waiting:
             st.info(waiting)
-        for what, why in run.failures:
+        for what, why in shown.failures:
             st.warning(tr("{what} failed: {why}", what=what, why=why))
         rows, config = ui.precision_table(report)
         ui.fitted_table(rows, column_config=config, key="precision_table")  # turned when too wide
@@ -70,7 +78,7 @@ with ui.page_context(__file__, ["pattern"]) as ctx:
             )
             if unsettled:
                 st.info(unsettled)
-            st.caption(ui.precision_time_caption(run))
+            st.caption(ui.precision_time_caption(shown))
 
         formats = ui.float_formats()
         f32, bf, fp = formats["float32"], formats["bfloat16"], formats["float16"]
@@ -96,7 +104,7 @@ with ui.page_context(__file__, ["pattern"]) as ctx:
             if r.diff is None or r.name == "float32":
                 continue
             d = r.diff
-            shown = dict(
+            said = dict(
                 variant=ui.variant_label(r.name),
                 pmax=d.pattern_max,
                 pmean=d.pattern_mean,
@@ -129,7 +137,7 @@ with ui.page_context(__file__, ["pattern"]) as ctx:
                         how=how,
                         ratio=ratio,
                         lin=(r.linear_bytes or 0) / 2**20,
-                        **shown,
+                        **said,
                     )
                 )
             else:
@@ -138,7 +146,7 @@ with ui.page_context(__file__, ["pattern"]) as ctx:
                         "{variant}: on this text the attention weights move by at most {pmax:.2e} (mean "
                         "{pmean:.1e}), the output by at most {omax:.3f}, and {k} of {rows} query rows "
                         "({share:.1%}) change their most attended key.",
-                        **shown,
+                        **said,
                     )
                 )
         notes = [r for r in ran if r.name.startswith("int8")]

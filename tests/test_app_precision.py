@@ -197,3 +197,28 @@ def test_the_noisy_busy_notes_in_chinese_have_no_english_left(monkeypatch):
         (s for s in shown if "Noisy" not in s), tokens=_token_labels(at.session_state["text"])
     )
     assert not left, left
+
+
+def test_a_first_visit_shows_what_is_still_running_and_the_worker_fills_it_in():
+    """A fresh server's first visit compares float32 and the chosen variant itself and leaves
+    the other comparisons and the band's timings to the worker: the page says what is still
+    running, shows no time yet, and a later run has every number."""
+    from tformer.ui.precision_jobs import precision_jobs
+
+    at = open_app(PAGE, text="The cat sat on the mat.")
+    assert_clean(at)
+    infos = " ".join(i.value for i in at.info)
+    assert "Still working in the background" in infos and "timing the 5 formats at 16 tokens" in infos
+    assert not any(getattr(c, "key", None) == "precision_costs" for c in at.get("plotly_chart"))
+    t = table(at)
+    got = dict(zip(t["variant"], t["max |Δ pattern|"], strict=True))
+    assert got["float32 (the reference)"] == 0.0 and 0 < got["bfloat16"] < 0.1  # compared in the run
+    assert (t["forward (ms)"].astype(str).str.strip() == "").all()  # not timed yet: blank cells
+    # the chosen head's maps do not wait for the worker
+    chart(at, "precision_heads")
+    chart(at, "precision_diff")
+    assert precision_jobs().idle(120)
+    again = open_app(PAGE, text="The cat sat on the mat.")
+    check_page(again, 6, 12, 9)
+    t = table(again)
+    assert all(isinstance(v, float) for v in [*t["forward (ms)"], *t["max |Δ pattern|"]])

@@ -427,21 +427,29 @@ def variant_row(variant: Variant) -> VariantResult:
     )
 
 
-def compare_variant(
+def variant_diff(
     variant: Variant, encoded: Encoded, reference: TextCapture, *, reference_model: Encoder | None = None
-) -> VariantResult:
-    """`variant_row` with its difference: ``variant`` on ``encoded`` compared with ``reference``
-    (the float32 model's capture of "pattern" for the same ids). When ``variant.model`` is
-    ``reference_model`` (float32: the shared model itself) the reference is its own capture and
-    is compared with itself, not captured again."""
-    row = variant_row(variant)
+) -> Diff | None:
+    """``variant`` on ``encoded`` compared with ``reference`` (the float32 model's capture of
+    "pattern" for the same ids); None when the variant is not available. When ``variant.model``
+    is ``reference_model`` (float32: the shared model itself) the reference is its own capture
+    and is compared with itself, not captured again."""
     if variant.model is None:
-        return row
+        return None
     if reference_model is not None and variant.model is reference_model:
         cap = reference
     else:
         cap = capture_ids(variant.model, encoded, ["pattern"])  # through the hooks, cast to float32
-    return replace(row, diff=compare(reference.pattern, reference.output, cap.pattern, cap.output))
+    return compare(reference.pattern, reference.output, cap.pattern, cap.output)
+
+
+def compare_variant(
+    variant: Variant, encoded: Encoded, reference: TextCapture, *, reference_model: Encoder | None = None
+) -> VariantResult:
+    """`variant_row` with its difference (`variant_diff`)."""
+    row = variant_row(variant)
+    diff = variant_diff(variant, encoded, reference, reference_model=reference_model)
+    return row if diff is None else replace(row, diff=diff)
 
 
 def with_timing(result: VariantResult, t: Timing | None) -> VariantResult:

@@ -166,7 +166,7 @@ _EXPORTS: dict[str, str] = {
     "precision_result": "precision_data",
     "precision_timing_notes": "precision_data",
     "precision_time_caption": "precision_data",
-    "precision_arrived": "precision_data",
+    "precision_dropped": "precision_data",
     "precision_waiting_note": "precision_data",
     "POLL_S": "precision_data",
     "head_info": "predictions_data",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -31,10 +31,10 @@ from ..efficiency.precision import (
     VariantResult,
     band_ids,
     band_length,
-    compare_variant,
     float_format,
     make_variant,
     time_variant,
+    variant_diff,
     variant_pattern,
     variant_row,
     with_timing,
@@ -54,8 +54,8 @@ MB = 2**20
 # A page run compares a variant other than float32 and the chosen one itself only while the
 # comparisons it foresees (from the variant's last one, scaled by length) fit this many seconds;
 # the server's worker compares the others, and times every variant once per length band.
-FOREGROUND_S = 0.1
-POLL_S = 0.5  # how often a page waiting for the worker looks again
+FOREGROUND_S = 0.15
+POLL_S = 0.25  # how often a page waiting for the worker looks again
 
 
 def variant_label(name: str) -> str:
@@ -265,15 +265,17 @@ def _foreseen(name: str, n_pos: int) -> float | None:
 
 
 def _compare_job(
-    name: str, variant: Variant, reference: TextCapture, model: Encoder
+    row: VariantResult, variant: Variant, reference: TextCapture, model: Encoder
 ) -> Callable[[], VariantResult]:
+    """``row`` (the variant's cached `variant_row`) with its difference on the reference's text."""
+
     def job() -> VariantResult:
         t0 = time.perf_counter()
         with activity("precision comparison"):
-            out = compare_variant(variant, reference.encoded, reference, reference_model=model)
+            diff = variant_diff(variant, reference.encoded, reference, reference_model=model)
         if variant.model is not model:
-            _costs()[name] = (len(reference.encoded.ids), time.perf_counter() - t0)
-        return out
+            _costs()[variant.name] = (len(reference.encoded.ids), time.perf_counter() - t0)
+        return row if diff is None else replace(row, diff=diff)
 
     return job
 
@@ -294,10 +296,11 @@ def _timing_job(variants: dict[str, Variant], ids: list[int]) -> Callable[[], Ba
     return job
 
 
-def precision_run(choice: ModelChoice, text: str) -> PrecisionRun:
+def precision_run(choice: ModelChoice, text: str, *, compute: bool = True) -> PrecisionRun:
     """Every variant on ``text``: float32 and the session's chosen variant compared in this run,
-    the others too while their foreseen cost fits `FOREGROUND_S`, the rest and the band's
-    timings by the server's worker (`precision_jobs`); rows not done yet come without numbers."""
+    the others too (cheapest first) while their foreseen cost fits `FOREGROUND_S`, the rest and
+    the band's timings by the server's worker (`precision_jobs`); rows not done yet come without
+    numbers. ``compute=False``: only what is done already (a waiting view looking again)."""
     n = check_size(choice, text)
     dev = str(device()[0])
     model, _ = get_model(choice)
@@ -309,14 +312,21 @@ def precision_run(choice: ModelChoice, text: str) -> PrecisionRun:
         [chosen] if chosen is not None and chosen in VARIANTS and chosen != REFERENCE else []
     )
     keys = {name: ("compare", choice, text, dev, name) for name in VARIANTS}
+    rows = {name: _row(choice, name) for name in VARIANTS}
+
+    def job(name: str) -> Callable[[], VariantResult]:
+        return _compare_job(rows[name], variants[name], reference, model)
+
     done: dict[str, Any] = {}
     spent = 0.0
-    for name in [*first, *(v for v in VARIANTS if v not in first)]:
+    foreseen = {name: _foreseen(name, n) for name in VARIANTS}
+    others = sorted((v for v in VARIANTS if v not in first), key=lambda v: foreseen[v] or float("inf"))
+    for name in [*first, *others]:
         got = jobs.get(keys[name])
-        foreseen = _foreseen(name, n)
-        if got is None and (name in first or (foreseen is not None and spent + foreseen <= FOREGROUND_S)):
+        cost = foreseen[name]
+        if compute and got is None and (name in first or (cost is not None and spent + cost <= FOREGROUND_S)):
             t0 = time.perf_counter()
-            got = jobs.run_here(keys[name], _compare_job(name, variants[name], reference, model))
+            got = jobs.run_here(keys[name], job(name))
             spent += time.perf_counter() - t0
         if got is not None:
             done[name] = got
@@ -324,14 +334,11 @@ def precision_run(choice: ModelChoice, text: str) -> PrecisionRun:
     time_key = ("time", choice, dev, band)
     band_timing = jobs.get(time_key)
     comparing = tuple(name for name in VARIANTS if name not in done)
-    jobs.submit(
-        [(keys[name], _compare_job(name, variants[name], reference, model)) for name in comparing]
-        + (
-            [(time_key, _timing_job(variants, band_ids(reference.encoded.ids, band)))]
-            if band_timing is None
-            else []
+    if compute:
+        timing_job = _timing_job(variants, band_ids(reference.encoded.ids, band))
+        jobs.submit(
+            [(keys[name], job(name)) for name in comparing] + [(time_key, timing_job)] * (band_timing is None)
         )
-    )
     failures = [(variant_label(k), v.message) for k, v in done.items() if isinstance(v, Failed)]
     if isinstance(band_timing, Failed):
         failures.append((tr("timing the forwards"), band_timing.message))
@@ -340,7 +347,7 @@ def precision_run(choice: ModelChoice, text: str) -> PrecisionRun:
     for name in VARIANTS:
         row = done.get(name)
         if not isinstance(row, VariantResult):
-            row = _row(choice, name)
+            row = rows[name]
         results.append(with_timing(row, timed.timings.get(name) if timed is not None else None))
     report = PrecisionReport(
         n_pos=n,
@@ -360,11 +367,11 @@ def precision_run(choice: ModelChoice, text: str) -> PrecisionRun:
     )
 
 
-def precision_arrived(run: PrecisionRun) -> bool:
-    """Something the view waits for is done, or was dropped from the queue (a new run asks
-    again): time to run the page again."""
+def precision_dropped(run: PrecisionRun) -> bool:
+    """A job this view waits for is neither done nor queued (the bounded queue dropped it): a
+    new page run asks again."""
     jobs = precision_jobs()
-    return any(jobs.get(k) is not None or not jobs.waiting(k) for k in run.keys)
+    return any(jobs.get(k) is None and not jobs.waiting(k) for k in run.keys)
 
 
 def precision_waiting_note(run: PrecisionRun) -> str | None:
