@@ -500,16 +500,10 @@ def test_band_length_is_the_next_power_of_two_within_the_model():
 
 
 def test_time_variant_times_a_band_and_skips_a_missing_variant(variants):
-    from tformer.efficiency.precision import Variant, band_ids, time_variant, with_timing
+    from tformer.efficiency.precision import Variant, band_ids, time_variant, variant_row, with_timing
 
     t = time_variant(variants["float32"], band_ids([101, 7592, 102], 16), runs=3, budget_s=0.5)
     assert t is not None and 1 <= t.n <= 3 and t.median > 0
-    row = with_timing(variant_row_of(variants["float32"]), t)
+    row = with_timing(variant_row(variants["float32"]), t)
     assert row.forward_ms == pytest.approx(1e3 * t.median) and row.runs == t.n
     assert time_variant(Variant("float16", None, "cpu", problem="no"), [1, 2]) is None
-
-
-def variant_row_of(v):
-    from tformer.efficiency.precision import variant_row
-
-    return variant_row(v)

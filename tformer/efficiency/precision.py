@@ -389,24 +389,12 @@ def measure(
 ) -> VariantResult:
     """One row: ``variant`` on ``encoded``, compared with ``reference`` (the float32 model's
     capture of "pattern" for the same ids)."""
+    row = compare_variant(variant, encoded, reference)
     if variant.model is None:
-        return VariantResult(variant.name, variant.name, variant.device, problem=variant.problem)
-    cap = capture_ids(variant.model, encoded, ["pattern"])  # through the hooks, cast to float32
-    # The capture was a full forward of this copy on these ids: it is the warm-up.
-    t = time_forward(variant.model, encoded.ids, runs=runs, budget_s=budget_s, warmup=False)
-    total, linear = weight_bytes(variant.model)
-    return VariantResult(
-        name=variant.name,
-        dtype=_dtype_name(variant.model),
-        device=variant.device,
-        forward_ms=1000.0 * t.median,
-        runs=t.n,
-        timing=t,
-        weight_bytes=total,
-        linear_bytes=linear,
-        diff=compare(reference.pattern, reference.output, cap.pattern, cap.output),
-        deprecated=variant.deprecated,
-        scales=variant.scales,
+        return row
+    # The comparison's capture was a full forward of this copy on these ids: it is the warm-up.
+    return with_timing(
+        row, time_forward(variant.model, encoded.ids, runs=runs, budget_s=budget_s, warmup=False)
     )
 
 

@@ -213,7 +213,6 @@ def check_size(choice: ModelChoice, text: str) -> int:
 class BandTiming:
     """Every variant's forwards timed at one band length (`band_length`), and what else ran."""
 
-    length: int
     timings: dict[str, Timing | None]  # None: the variant is not available
     load: Load
     threads: int
@@ -285,7 +284,6 @@ def _timing_job(variants: dict[str, Variant], ids: list[int]) -> Callable[[], Ba
         with activity("precision timing"), watch() as w:
             timings = {name: time_variant(v, ids) for name, v in variants.items()}
         return BandTiming(
-            length=len(ids),
             timings=timings,
             load=w.load,
             threads=torch.get_num_threads(),
