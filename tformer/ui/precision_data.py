@@ -112,7 +112,7 @@ def precision_table(report: PrecisionReport) -> tuple[list[dict[str, object]], d
                 cols["ms"]: r.forward_ms,
                 cols["spread"]: None if r.timing is None else spread_ms(r.timing),
                 cols["ratio"]: ratio,
-                cols["runs"]: r.runs if r.problem is None else None,
+                cols["runs"]: r.runs if r.timing is not None else None,
                 cols["mb"]: None if r.weight_bytes is None else r.weight_bytes / MB,
                 cols["linear"]: None if r.linear_bytes is None else r.linear_bytes / MB,
                 cols["pmax"]: None if d is None else d.pattern_max,
