@@ -333,13 +333,13 @@ def test_minilm_cls_heads(minilm_scores):
         assert minilm_scores["first"][layer, head] >= 0.7, (layer, head)
 
 
-def test_the_readme_names_the_heads_the_finder_ranks_first(minilm_scores):
-    """The README's Head finder row quotes the top heads of each role over the examples: the
+def test_the_pages_doc_names_the_heads_the_finder_ranks_first(minilm_scores):
+    """docs/pages.md's Head finder row quotes the top heads of each role over the examples: the
     quote is rebuilt from the ranking, so a head named out of order (or a wrong score) fails."""
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    row = next(line for line in readme.splitlines() if line.startswith("| Head finder |"))
+    pages = (Path(__file__).resolve().parent.parent / "docs" / "pages.md").read_text(encoding="utf-8")
+    row = next(line for line in pages.splitlines() if line.startswith("| Head finder |"))
 
     def named(role: str, k: int) -> str:
         top = rank_heads(minilm_scores, role, top=k)
