@@ -183,8 +183,8 @@ def measure_edits(
             mon.wait_finished(page, f0 + 1)
             if i == 0:
                 continue
-            # from the commit keydown as the page saw it (the mark is taken before Playwright
-            # is asked to press the key: ~5 ms of driver round trip)
+            # from the commit keydown as the page saw it (the fallback mark is taken before
+            # Playwright is asked to press the key, so it includes the driver's round trip)
             t0 = (
                 idle.key_at_ms
                 if idle.key_at_ms is not None and idle.key_at_ms >= m.t_page_ms

@@ -4,8 +4,8 @@ Copy, reverse and sort of 16 tokens drawn from 16 symbols; the default model (2 
 heads, d_model 64, pre-norm, sinusoidal positions) and the default `Recipe`, with the live
 updates the page makes included: held-out accuracy every ``eval_every`` updates and the probe's
 attention patterns every ``snapshot_every``. The clock covers `Trainer.run` (the model is built
-before it starts; the build time has its own column). Reference: FIELD_NOTES's 0.9 / 1.7 /
-5.1 s measured without live updates; goal: at most 1.5x.
+before it starts; the build time has its own column). Reference: the times FIELD_NOTES
+measured without live updates (`REFERENCE_S`); goal: at most 1.5x.
 
 Two recipes: "default" (`Recipe()`, with `Trainer`'s default held-out set) and "notes", the
 recipe FIELD_NOTES measured (batch 128, AdamW 3e-3, 100 warm-up steps), evaluated on 512

@@ -1,7 +1,7 @@
 """Figures as PNG or SVG bytes, drawn by kaleido, which drives a headless Chromium.
 
-The first image starts one browser that is kept for the process (``kaleido.start_sync_server``):
-~2-3 s once, then ~0.2 s per figure on a 2-core machine, instead of ~3 s for every image.
+The first image starts one browser that is kept for the process (``kaleido.start_sync_server``),
+so only the first figure pays for starting it, not every image (docs/performance.md).
 """
 
 from __future__ import annotations

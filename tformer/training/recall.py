@@ -256,7 +256,7 @@ class RecallSettings:
     d_model: int = 32
     n_heads: int = 4
     pos_encoding: str = "learned"
-    time_limit_s: float = 60.0  # a cap: the defaults take 15-20 s per kind on a quiet 2-core CPU, 1 thread
+    time_limit_s: float = 60.0  # a cap, well above what the defaults take (docs/performance.md)
     n_eval: int = 200
     eval_every: int = 25
     n_eval_during: int = 64
