@@ -19,7 +19,8 @@ from streamlit.testing.v1 import AppTest
 from tformer.i18n import catalog
 from tformer.training.tasks import TaskSpec
 from tformer.ui.registry import PAGES as SPECS
-from tformer.ui.state import PAGE_STATES, ViewState
+from tformer.ui.registry import page_states
+from tformer.ui.state import ViewState
 
 from ._drive import Target, explore
 from ._folders import tiny_bert_folder, tiny_run
@@ -225,7 +226,7 @@ SET_BY_CODE = {"lesson", "lesson_step", "quiz", "train.snapshot"}
 
 def view_keys() -> set[str]:
     keys = {f.name for f in dataclasses.fields(ViewState) if f.name != "pages"}
-    for page, cls in PAGE_STATES.items():
+    for page, cls in page_states().items():
         keys |= {f"{page}.{f.name}" for f in dataclasses.fields(cls)}
     return keys
 
