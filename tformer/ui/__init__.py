@@ -13,16 +13,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS: dict[str, str] = {
-    "chart": "export_view",
-    "chart_in": "export_view",
+    "chart": "charts",
+    "chart_in": "charts",
     "start_lesson": "lesson_mode",
     "LESSON_MAP": "registry",
     "lesson_bar": "lesson_mode",
     "figure_hidden": "lesson_questions",
-    "image_buttons": "export_view",
-    "report_file": "export_view",
-    "npz_file": "export_view",
-    "csv_file": "export_view",
+    "image_buttons": "charts",
     "bind": "binding",
     "set_values": "binding",
     "view": "binding",
@@ -62,8 +59,6 @@ _EXPORTS: dict[str, str] = {
     "StepsState": "state",
     "EncoderState": "state",
     "CompareState": "state",
-    "COMPARE_WHAT": "compare_data",
-    "compare_sides": "compare_data",
     "plain": "guard",
     "task_controls": "train_view",
     "model_controls": "train_view",
@@ -77,15 +72,6 @@ _EXPORTS: dict[str, str] = {
     "start_training": "train_jobs",
     "start_race": "train_jobs",
     "TrainState": "state",
-    "tempered": "experiment_data",
-    "scaling_sweep_data": "experiment_data",
-    "masked_run": "experiment_data",
-    "padded_pair": "experiment_data",
-    "combined": "experiment_data",
-    "qk_projection": "experiment_data",
-    "head_roles": "experiment_data",
-    "head_roles_on_examples": "experiment_data",
-    "rank_heads": "experiment_data",
     "jump_box": "zoom",
     "TAUS": "state",
     "ScalingState": "state",
@@ -123,14 +109,6 @@ _EXPORTS: dict[str, str] = {
     "page_context": "entry",
     "Frame": "page_frame",
     "no_traceback": "guard",
-    "ablation_change": "page_data",
-    "head_names": "page_data",
-    "head_similarity": "page_data",
-    "head_stats": "page_data",
-    "model_positions": "page_data",
-    "patterns_without_pe": "page_data",
-    "shift_check": "page_data",
-    "sinusoids": "page_data",
     "PAGES": "registry",
     "SECTIONS": "registry",
     "PageSpec": "registry",
@@ -189,7 +167,7 @@ if TYPE_CHECKING:
         set_threads,
         shared_figure,
     )
-    from .compare_data import COMPARE_WHAT, compare_sides
+    from .charts import chart, chart_in, image_buttons
     from .context import (
         MATRIX_LABELS,
         PageContext,
@@ -207,32 +185,10 @@ if TYPE_CHECKING:
     )
     from .encoder_data import architecture_of, ffn_stats, layernorm_io, residual_norms
     from .entry import frame, page_context
-    from .experiment_data import (
-        combined,
-        head_roles,
-        head_roles_on_examples,
-        masked_run,
-        padded_pair,
-        qk_projection,
-        rank_heads,
-        scaling_sweep_data,
-        tempered,
-    )
-    from .export_view import chart, chart_in, csv_file, image_buttons, npz_file, report_file
     from .guard import no_traceback, plain
     from .lesson_mode import lesson_bar, start_lesson
     from .lesson_questions import figure_hidden
     from .opening import ROLE_NAMES, opening_note
-    from .page_data import (
-        ablation_change,
-        head_names,
-        head_similarity,
-        head_stats,
-        model_positions,
-        patterns_without_pe,
-        shift_check,
-        sinusoids,
-    )
     from .page_frame import Frame
     from .predictions_data import (
         continuation,

@@ -22,7 +22,7 @@ from ..training.runs import Run
 from ..training.tasks import TASKS, TaskSpec, as_text, held_out_set, task_targets
 from .binding import bind, set_values, view
 from .caches import run_meta
-from .export_view import chart
+from .charts import chart
 from .train_jobs import (
     MAX_RUN_SECONDS,
     MAX_TRAIN_BYTES,

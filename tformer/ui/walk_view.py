@@ -20,7 +20,7 @@ from ..formulas import latex_of, localized
 from ..i18n import tr
 from ..model.config import EncoderConfig
 from .binding import bind, set_values, view
-from .export_view import chart
+from .charts import chart
 from .guard import plain
 from .lesson_mode import in_lesson
 from .step_notes import note, short
