@@ -79,10 +79,6 @@ _EXPORTS: dict[str, str] = {
     "LayersState": "state",
     "QKSpaceState": "state",
     "FinderState": "state",
-    "architecture_of": "encoder_data",
-    "ffn_stats": "encoder_data",
-    "residual_norms": "encoder_data",
-    "layernorm_io": "encoder_data",
     "window": "walk_view",
     "frame": "entry",
     "CostsState": "state",
@@ -118,20 +114,6 @@ _EXPORTS: dict[str, str] = {
     "PositionalState": "state",
     "QKVState": "state",
     "ViewState": "state",
-    "WHY_SECTIONS": "why_data",
-    "D_HIDDEN": "why_data",
-    "RECALL_KINDS": "why_data",
-    "RECALL_SECONDS": "why_data",
-    "why_layers": "why_data",
-    "sweep_settings": "why_data",
-    "why_path_lengths": "why_data",
-    "recall_settings": "why_data",
-    "recall_board": "why_data",
-    "recall_run": "why_data",
-    "start_recall": "why_data",
-    "recall_progress": "why_data",
-    "probe_tokens": "why_data",
-    "token_vectors": "why_data",
     "WhyState": "state",
     "step_slider": "stepper",
     "WHY_SCALES": "state",
@@ -147,12 +129,6 @@ _EXPORTS: dict[str, str] = {
     "precision_dropped": "precision_data",
     "precision_waiting_note": "precision_data",
     "POLL_S": "precision_data",
-    "head_info": "predictions_data",
-    "mask_positions": "predictions_data",
-    "start_position": "predictions_data",
-    "prediction": "predictions_data",
-    "generation": "predictions_data",
-    "continuation": "predictions_data",
     "PredictionsState": "state",
 }
 
@@ -183,21 +159,12 @@ if TYPE_CHECKING:
         source_text,
         weight_scale,
     )
-    from .encoder_data import architecture_of, ffn_stats, layernorm_io, residual_norms
     from .entry import frame, page_context
     from .guard import no_traceback, plain
     from .lesson_mode import lesson_bar, start_lesson
     from .lesson_questions import figure_hidden
     from .opening import ROLE_NAMES, opening_note
     from .page_frame import Frame
-    from .predictions_data import (
-        continuation,
-        generation,
-        head_info,
-        mask_positions,
-        prediction,
-        start_position,
-    )
     from .registry import LESSON_MAP, PAGES, SECTIONS, PageSpec, by_section
     from .state import (
         WHY_SCALES,
@@ -225,22 +192,6 @@ if TYPE_CHECKING:
     )
     from .walk_data import STATS_NAMES, WALK_NAMES, layouts_agree, neuron, walk
     from .walk_view import WINDOW, ZOOMS, show_step, step_bar, step_facts, window
-    from .why_data import (
-        D_HIDDEN,
-        RECALL_KINDS,
-        RECALL_SECONDS,
-        WHY_SECTIONS,
-        probe_tokens,
-        recall_board,
-        recall_progress,
-        recall_run,
-        recall_settings,
-        start_recall,
-        sweep_settings,
-        token_vectors,
-        why_layers,
-        why_path_lengths,
-    )
     from .zoom import jump_box
 
 __all__ = sorted(_EXPORTS)
