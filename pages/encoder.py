@@ -8,6 +8,7 @@ from tformer.analysis.layer_stats import ffn_sparsity, layernorm_stats, sublayer
 from tformer.figures.architecture import architecture_figure
 from tformer.figures.encoder import ffn_activations_figure, layernorm_figure, sublayer_norms_figure
 from tformer.i18n import tr
+from tformer.ui.views import steps
 
 SECTIONS = {
     "architecture": "The architecture",
@@ -18,7 +19,7 @@ SECTIONS = {
 LN_NAMES = {"ln1": "the first (around attention)", "ln2": "the second (around the FFN)"}
 LN_WINDOW = 32  # tokens of box plots on one screen
 
-with ui.page_context(__file__, ui.STATS_NAMES) as ctx:
+with ui.page_context(__file__, steps.STATS_NAMES) as ctx:
     from tformer.ui.views import encoder as view  # after the frame: a view loads torch
 
     cap, cfg = ctx.capture, ctx.capture.cfg
@@ -100,7 +101,7 @@ with ui.page_context(__file__, ui.STATS_NAMES) as ctx:
                 **ui.bind("encoder.norm", list(LN_NAMES)),
             )  # fmt: skip
             x, normalized, ln = view.layernorm_io(ctx.choice, ctx.text, layer, which)
-            rows = ui.window(cap.n_pos, query, LN_WINDOW)
+            rows = steps.window(cap.n_pos, query, LN_WINDOW)
             sl = slice(rows.start, rows.stop)
             ui.chart(
                 layernorm_figure(

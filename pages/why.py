@@ -20,7 +20,8 @@ from tformer.figures.why import (
 from tformer.i18n import tr
 
 with ui.page_context(__file__, ["embed"]) as ctx:
-    from tformer.ui.views import why as view  # after the frame: a view loads torch
+    from tformer.ui.views import costs  # after the frame: a view loads torch
+    from tformer.ui.views import why as view
 
     n = ctx.capture.n_pos
     labels = ctx.labels
@@ -93,20 +94,20 @@ with ui.page_context(__file__, ["embed"]) as ctx:
                 "attention layer's n² work runs as a few large products."
             )
         )
-        sweep = ui.run_cost_sweep("rnn", view.sweep_settings())
-        st.caption(ui.cost_device_line(sweep))
+        sweep = costs.run_cost_sweep("rnn", view.sweep_settings())
+        st.caption(costs.cost_device_line(sweep))
         if sweep is not None:
-            busy = ui.cost_load_note(sweep)
+            busy = costs.cost_load_note(sweep)
             if busy:
                 st.warning(busy)
             lines = {c.method: (c.n, c.time_s, c.q1_s, c.q3_s) for c in sweep.curves if len(c.points)}
             if lines:
                 ui.chart(time_figure(lines), key="why_time")
-            noisy = ui.cost_fit_note(sweep)
+            noisy = costs.cost_fit_note(sweep)
             if noisy:
                 st.info(noisy)
-            st.markdown("\n".join(ui.cost_stops(sweep)))
-            st.caption(ui.cost_budget_line(sweep) + " " + ui.busy_method())
+            st.markdown("\n".join(costs.cost_stops(sweep)))
+            st.caption(costs.cost_budget_line(sweep) + " " + ui.busy_method())
         ui.source("efficiency.rnn.rnn_sweep", label="The layers that are timed: the code")
 
     elif part == "gradients":

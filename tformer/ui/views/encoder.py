@@ -17,7 +17,7 @@ from ...analysis.layer_stats import (
 )
 from ...model.capture import TextCapture
 from ..caches import ModelChoice, get_capture, get_model
-from ..walk_data import STATS_NAMES
+from .steps.walk import STATS_NAMES
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)

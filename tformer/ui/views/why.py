@@ -29,7 +29,7 @@ from ...training.runs import Run, RunHandle
 from ...training.tasks import as_text
 from ..caches import ModelChoice, get_capture
 from ..singletons import shared
-from ..train_jobs import manager, session_id
+from .train.jobs import manager, session_id
 
 WHY_SECTIONS = {
     "steps": "Sequential or parallel",
