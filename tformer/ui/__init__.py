@@ -4,7 +4,9 @@ Only the app imports this package (``import tformer`` does not load Streamlit). 
 ``with ui.page_context(__file__, names) as ctx:`` (or ``with ui.frame(__file__):`` when they
 need no text), a figure builder from `tformer.figures`, render. Names are imported from their
 modules on first use (PEP 562): importing this package loads no torch, which lets a fresh
-server's first page start the browser's chart code early (`tformer.ui.warm`).
+server's first page start the browser's chart code early (`tformer.ui.warm`). The ``TYPE_CHECKING``
+imports name the same names for mypy (tests/test_rooms_of_pages.py holds the two lists equal). A
+page's own compute and helpers are not here: they are its view, `tformer.ui.views`.
 """
 
 from __future__ import annotations
@@ -116,19 +118,30 @@ if TYPE_CHECKING:
     from .page_frame import Frame
     from .registry import LESSON_MAP, PAGES, SECTIONS, PageSpec, by_section
     from .state import (
+        TAUS,
         WHY_SCALES,
         AttentionState,
+        CompareState,
+        CostsState,
         EncoderState,
+        FinderState,
+        FlashState,
         HeadsState,
+        LayersState,
+        MasksState,
         PositionalState,
         PredictionsState,
+        QKSpaceState,
         QKVState,
+        ScalingState,
         StepsState,
+        TrainState,
         ViewState,
         WhyState,
     )
     from .stepper import step_slider
     from .tables import fitted_table
+    from .timing_view import busy_method, load_note
     from .zoom import jump_box
 
 __all__ = sorted(_EXPORTS)

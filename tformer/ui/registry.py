@@ -1,9 +1,11 @@
 """Every page of the app, declared once: the navigation, the start page's map, the state
 namespaces and the test suites all loop over `PAGES`.
 
-Adding a page: write ``pages/<url_path>.py`` (a thin script that starts with
-``ui.page_context(__file__)`` or ``ui.frame(__file__)``), add its `PageSpec` here, and, if it has
-choices of its own, a state dataclass in `tformer.ui.state`.
+Adding a page (docs/adding-a-page.md): its `PageSpec` here, naming its state dataclass of
+`tformer.ui.state` (``state=``) when it has choices of its own; the thin script
+``pages/<url_path>.py``; its view ``tformer/ui/views/<key>.py`` (cached compute, widget helpers);
+its test ``tests/test_app_<key>.py``; its Chinese strings ``assets/i18n/zh/<key>.json``.
+tests/test_rooms_of_pages.py names whichever piece a registered page lacks.
 
 Why the scripts live in pages/ and no `st.navigation` is used: Streamlit serves pages/*.py by
 itself (its "pages directory" mode) to a fresh server's first visitor who opens /qkv before
