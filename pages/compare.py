@@ -11,16 +11,18 @@ from tformer.figures.walkthrough import step_heatmap
 from tformer.i18n import tr
 
 with ui.page_context(__file__) as ctx:
+    from tformer.ui.views import compare as view  # after the frame: a view loads torch
+
     what = st.selectbox(
-        tr("B differs from A in"), list(ui.COMPARE_WHAT), format_func=lambda w: tr(ui.COMPARE_WHAT[w]),
-        **ui.bind("compare.what", list(ui.COMPARE_WHAT)),
+        tr("B differs from A in"), list(view.COMPARE_WHAT), format_func=lambda w: tr(view.COMPARE_WHAT[w]),
+        **ui.bind("compare.what", list(view.COMPARE_WHAT)),
     )  # fmt: skip
     if what == "text":
         st.text_input(tr("text B (Enter to apply)"), max_chars=2000, **ui.bind("compare.text_b"))
     elif what == "heads":
         st.number_input(tr("heads in B"), 1, 32, **ui.bind("compare.heads_b"))
     try:
-        a, b = ui.compare_sides(ctx.view, ctx.choice, ctx.text, what)
+        a, b = view.compare_sides(ctx.view, ctx.choice, ctx.text, what)
     except ValueError as err:
         st.info(tr("B cannot be made: {err}.", err=err))
         st.stop()

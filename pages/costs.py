@@ -8,8 +8,10 @@ from tformer.figures.heads import heads_side_by_side
 from tformer.i18n import tr
 
 with ui.frame(__file__) as fr:
-    part = ui.section("costs.section", ui.COST_SECTIONS)
-    settings = ui.cost_controls(part)
+    from tformer.ui.views import costs as view  # after the frame: a view loads torch
+
+    part = ui.section("costs.section", view.COST_SECTIONS)
+    settings = view.cost_controls(part)
 
     if part == "wall":
         st.markdown(
@@ -44,7 +46,7 @@ with ui.frame(__file__) as fr:
                 "implementations that compute only the allowed scores."
             )
         )
-        on_text = ui.sparse_on_text(fr.choice, fr.text)
+        on_text = view.sparse_on_text(fr.choice, fr.text)
         if on_text is not None:
             h = on_text["head"]
             shares = on_text["shares"]
@@ -85,22 +87,22 @@ with ui.frame(__file__) as fr:
 
     if settings is None:
         st.stop()
-    sweep = ui.run_cost_sweep(part, settings)
-    st.caption(ui.cost_device_line(sweep))
+    sweep = view.run_cost_sweep(part, settings)
+    st.caption(view.cost_device_line(sweep))
     if sweep is None:
         st.stop()
 
-    busy = ui.cost_load_note(sweep)
+    busy = view.cost_load_note(sweep)
     if busy:
         st.warning(busy)
-    figs = ui.cost_figures(sweep)
+    figs = view.cost_figures(sweep)
     if "time" in figs:
         ui.chart(figs["time"], key="costs_time")
-    noisy = ui.cost_fit_note(sweep)
+    noisy = view.cost_fit_note(sweep)
     if noisy:
         st.info(noisy)
     if part == "wall":
-        line = ui.cost_summary(sweep)
+        line = view.cost_summary(sweep)
         if line:
             st.markdown(line)
         if "memory" in figs:
@@ -113,7 +115,7 @@ with ui.frame(__file__) as fr:
                 "measured."
             )
         )
-        missing = ui.cost_unavailable(sweep)
+        missing = view.cost_unavailable(sweep)
         if missing:
             st.caption(missing)
     elif part == "rnn":
@@ -129,14 +131,14 @@ with ui.frame(__file__) as fr:
     else:
         if "memory" in figs:
             ui.chart(figs["memory"], key="costs_memory")
-        ui.fitted_table(ui.sparse_cost_table(sweep), key="costs_sparse_table")  # turned when too wide
+        ui.fitted_table(view.sparse_cost_table(sweep), key="costs_sparse_table")  # turned when too wide
         ui.source("efficiency.sparse.local_attention", label="The local window, only its blocks: the code")
         ui.source(
             "efficiency.sparse.strided_attention", label="The strided pattern, only its blocks: the code"
         )
 
     st.markdown(tr("**Where each method stopped**"))
-    st.markdown("\n".join(ui.cost_stops(sweep)))
-    st.caption(ui.cost_budget_line(sweep) + " " + ui.busy_method())
+    st.markdown("\n".join(view.cost_stops(sweep)))
+    st.caption(view.cost_budget_line(sweep) + " " + ui.busy_method())
     with st.expander(tr("Every measured point")):
-        st.dataframe(ui.cost_table(sweep), hide_index=True, width="stretch", key="costs_points")
+        st.dataframe(view.cost_table(sweep), hide_index=True, width="stretch", key="costs_points")

@@ -8,6 +8,7 @@ from tformer.analysis.layer_stats import ffn_sparsity, layernorm_stats, sublayer
 from tformer.figures.architecture import architecture_figure
 from tformer.figures.encoder import ffn_activations_figure, layernorm_figure, sublayer_norms_figure
 from tformer.i18n import tr
+from tformer.ui.views import steps
 
 SECTIONS = {
     "architecture": "The architecture",
@@ -18,12 +19,14 @@ SECTIONS = {
 LN_NAMES = {"ln1": "the first (around attention)", "ln2": "the second (around the FFN)"}
 LN_WINDOW = 32  # tokens of box plots on one screen
 
-with ui.page_context(__file__, ui.STATS_NAMES) as ctx:
+with ui.page_context(__file__, steps.STATS_NAMES) as ctx:
+    from tformer.ui.views import encoder as view  # after the frame: a view loads torch
+
     cap, cfg = ctx.capture, ctx.capture.cfg
     part = ui.section("encoder.section", SECTIONS)
 
     if part == "architecture":
-        spec = ui.architecture_of(ctx.choice, cap.n_pos)
+        spec = view.architecture_of(ctx.choice, cap.n_pos)
         ui.chart(architecture_figure(spec, title=ctx.choice.label), key="architecture")
         st.caption(
             tr(
@@ -47,7 +50,7 @@ with ui.page_context(__file__, ui.STATS_NAMES) as ctx:
 
         if part == "ffn":
             ui.formula(ffn_sparsity, code=False)
-            stats = ui.ffn_stats(ctx.choice, ctx.text)
+            stats = view.ffn_stats(ctx.choice, ctx.text)
             ui.chart(
                 ffn_activations_figure(
                     cap["mlp_pre"][layer],
@@ -78,7 +81,7 @@ with ui.page_context(__file__, ui.STATS_NAMES) as ctx:
 
         elif part == "residual":
             ui.formula(sublayer_norms, code=False)
-            norms = ui.residual_norms(ctx.choice, ctx.text)
+            norms = view.residual_norms(ctx.choice, ctx.text)
             ui.chart(sublayer_norms_figure(norms, ctx.labels, layer=layer), key="residual")
             st.caption(
                 tr(
@@ -97,8 +100,8 @@ with ui.page_context(__file__, ui.STATS_NAMES) as ctx:
                 "LayerNorm", list(ln_names), horizontal=True, format_func=ln_names.__getitem__,
                 **ui.bind("encoder.norm", list(LN_NAMES)),
             )  # fmt: skip
-            x, normalized, ln = ui.layernorm_io(ctx.choice, ctx.text, layer, which)
-            rows = ui.window(cap.n_pos, query, LN_WINDOW)
+            x, normalized, ln = view.layernorm_io(ctx.choice, ctx.text, layer, which)
+            rows = steps.window(cap.n_pos, query, LN_WINDOW)
             sl = slice(rows.start, rows.stop)
             ui.chart(
                 layernorm_figure(

@@ -15,10 +15,12 @@ data["pattern"].shape  # [layer, head_index, query_pos, key_pos]
 data["q"].shape  # [layer, pos, head_index, d_head]"""
 
 with ui.page_context(__file__) as ctx:
+    from tformer.ui.views import export as view  # after the frame: a view loads torch
+
     cap = ctx.capture
-    names = ui.head_names(cap.n_layers, cap.n_heads)
+    names = view.head_names(cap.n_layers, cap.n_heads)
     layer, head = ctx.chosen()
-    metrics = ui.head_stats(ctx.choice, ctx.text)
+    metrics = view.head_stats(ctx.choice, ctx.text)
 
     st.subheader(tr("A report that opens anywhere"))
     st.caption(
@@ -37,7 +39,7 @@ with ui.page_context(__file__) as ctx:
     pairs = [divmod(names.index(n), cap.n_heads) for n in chosen]  # names run layer by layer
     st.download_button(
         tr("Download the report (HTML)"),
-        data=ui.report_file(cap, ctx.text, ctx.choice.label, pairs, metrics, language()),
+        data=view.report_file(cap, ctx.text, ctx.choice.label, pairs, metrics, language()),
         file_name="tformer-report.html",
         mime="text/html",
         key="export_report",
@@ -50,7 +52,7 @@ with ui.page_context(__file__) as ctx:
     mib = sum(a.nbytes for a in cap.arrays.values()) / 2**20
     c1.download_button(
         tr("Download the tensors (NPZ)"),
-        data=ui.npz_file(cap),
+        data=view.npz_file(cap),
         file_name="tformer-tensors.npz",
         mime="application/octet-stream",
         key="export_npz",
@@ -65,7 +67,7 @@ with ui.page_context(__file__) as ctx:
     )
     c2.download_button(
         tr("Download the metrics (CSV)"),
-        data=ui.csv_file(metrics),
+        data=view.csv_file(metrics),
         file_name="tformer-metrics.csv",
         mime="text/csv",
         key="export_csv",

@@ -12,6 +12,8 @@ ROLES = ui.ROLE_NAMES  # English templates (translated where shown)
 OVER = {"text": "this text", "examples": "the English example texts (averaged)"}
 
 with ui.page_context(__file__) as ctx:
+    from tformer.ui.views import finder as view  # after the frame: a view loads torch
+
     role = ui.section("finder.role", ROLES, label="heads that attend to")
     over = st.radio(
         tr("scores from"),
@@ -21,9 +23,9 @@ with ui.page_context(__file__) as ctx:
         **ui.bind("finder.over", list(OVER)),
     )
     if over == "examples":
-        scores, n_texts = ui.head_roles_on_examples(ctx.choice)
+        scores, n_texts = view.head_roles_on_examples(ctx.choice)
     else:
-        scores, n_texts = ui.head_roles(ctx.choice, ctx.text), 1
+        scores, n_texts = view.head_roles(ctx.choice, ctx.text), 1
     if role == "next" and ctx.capture.cfg.causal:
         st.info(
             tr(
@@ -41,7 +43,7 @@ with ui.page_context(__file__) as ctx:
         st.markdown(
             tr("**Top heads for “{role}”** (click to open on the Attention page)", role=tr(ROLES[role]))
         )
-        for layer, head, score in ui.rank_heads(scores, role, top=10):
+        for layer, head, score in view.rank_heads(scores, role, top=10):
             if st.button(
                 tr("layer {layer}, head {head} · {score:.2f}", layer=layer, head=head, score=score),
                 key=f"finder.open.{layer}.{head}",

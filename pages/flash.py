@@ -8,11 +8,6 @@ import streamlit as st
 from tformer import ui
 from tformer.analysis.masks import causal_mask
 from tformer.efficiency.flash import (
-    MAX_AUTO_STEPS,
-    TILE_SIDES,
-    Footprint,
-    auto_tile,
-    flash_attention,
     flash_steps,
     n_tiles,
     skipped_tiles,
@@ -22,70 +17,9 @@ from tformer.figures.flash import running_rows, tile_grid
 from tformer.figures.walkthrough import step_heatmap
 from tformer.i18n import tr
 
-BLOCKS = (0, *TILE_SIDES)  # 0: sized for the text (auto_tile)
-NUMBERS = 16  # tiles and outputs up to this many rows and columns show every number
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def full_run(
-    q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool, block_q: int, block_k: int
-) -> tuple[np.ndarray, Footprint]:
-    """The whole loop (no records kept), once per head, text and tile sizes."""
-    allowed = causal_mask(len(q)) if causal else None
-    flash = flash_attention(q, k, v, block_q=block_q, block_k=block_k, allowed=allowed, record=False)
-    return flash.out, flash.footprint
-
-
-def size_text(nbytes: int) -> str:
-    for unit, scale in (("MB", 2**20), ("KB", 2**10)):
-        if nbytes >= scale:
-            return f"{nbytes / scale:.1f} {unit}"
-    return f"{nbytes} B"
-
-
-def step_bar(n_steps: int) -> int:
-    """Back / a slider / next over the loop's steps; the step shown, counted from 1."""
-    return ui.step_slider(
-        "flash.step", n_steps, single="One tile holds the whole text: the loop has a single step."
-    )
-
-
-def without_docstring(source: str) -> str:
-    """A function's source with its docstring cut (the formulas are shown above the loop)."""
-    lines = source.splitlines(keepends=True)
-    first = next((i for i, line in enumerate(lines) if line.strip().startswith(('r"""', '"""'))), None)
-    if first is None:
-        return source
-    rest = lines[first].split('"""', 1)[1]
-    last = first if '"""' in rest else next(i for i in range(first + 1, len(lines)) if '"""' in lines[i])
-    return "".join(lines[:first] + lines[last + 1 :])
-
-
-def tile_picker(column, label: str, key: str, n: int) -> int:
-    """A tile side: "auto" (sized for the text's length, the default) or one of TILE_SIDES."""
-    auto = auto_tile(n)
-    names = {b: str(b) for b in TILE_SIDES} | {0: tr("auto: {side}", side=auto)}
-    picked = column.selectbox(
-        tr(label),
-        BLOCKS,
-        format_func=names.__getitem__,
-        help=tr(
-            "auto: the smallest tiles (4 rows or more) with which this text takes at most {steps} "
-            "steps; {side} rows for these {n} tokens. Smaller tiles: more steps, each easier to read.",
-            steps=MAX_AUTO_STEPS,
-            side=auto,
-            n=n,
-        ),
-        **ui.bind(key, BLOCKS),
-    )
-    return auto if not picked else int(picked)
-
-
-def labels_of(labels: list[str], lo: int, hi: int) -> list[str]:
-    return [f"{p} {labels[p]}" for p in range(lo, hi)]
-
-
 with ui.page_context(__file__, ("q", "k", "v", "z"), one_layer=True) as ctx:
+    from tformer.ui.views import flash as view  # after the frame: a view loads torch
+
     cap, cfg = ctx.capture, ctx.capture.cfg
     st.markdown(
         tr(
@@ -100,8 +34,8 @@ with ui.page_context(__file__, ("q", "k", "v", "z"), one_layer=True) as ctx:
     c1, c2, c3, c4 = st.columns(4)
     layer, head = ui.layer_head(ctx, (c1, c2))
     n, labels = cap.n_pos, ctx.labels
-    block_q = tile_picker(c3, "query tile: rows", "flash.block_q", n)
-    block_k = tile_picker(c4, "key tile: rows of K and V", "flash.block_k", n)
+    block_q = view.tile_picker(c3, "query tile: rows", "flash.block_q", n)
+    block_k = view.tile_picker(c4, "key tile: rows of K and V", "flash.block_k", n)
     q, k, v, z = (np.ascontiguousarray(cap.at(name, layer)[:, head]) for name in ("q", "k", "v", "z"))
     allowed = causal_mask(n) if cfg.causal else None
     t_r, t_c = n_tiles(n, block_q), n_tiles(n, block_k)
@@ -116,7 +50,7 @@ with ui.page_context(__file__, ("q", "k", "v", "z"), one_layer=True) as ctx:
         )
     )  # fmt: skip
 
-    shown = step_bar(n_steps)
+    shown = view.step_bar(n_steps)
     s = shown - 1
     rec = step_at(q, k, v, s, block_q=block_q, block_k=block_k, allowed=allowed)
     rows = rec.q1 - rec.q0
@@ -153,9 +87,9 @@ with ui.page_context(__file__, ("q", "k", "v", "z"), one_layer=True) as ctx:
         )  # fmt: skip
     st.markdown(what)
 
-    row_labels = labels_of(labels, rec.q0, rec.q1)
-    col_labels = labels_of(labels, rec.k0, rec.k1)
-    numbers = rows <= NUMBERS and rec.k1 - rec.k0 <= NUMBERS
+    row_labels = view.labels_of(labels, rec.q0, rec.q1)
+    col_labels = view.labels_of(labels, rec.k0, rec.k1)
+    numbers = rows <= view.NUMBERS and rec.k1 - rec.k0 <= view.NUMBERS
     left, right = st.columns(2)
     with left:
         grid = tile_grid(
@@ -187,7 +121,7 @@ with ui.page_context(__file__, ("q", "k", "v", "z"), one_layer=True) as ctx:
         )  # fmt: skip
     with right:
         st.markdown(tr("**The loop** (`tformer.efficiency.flash.flash_steps`), as it ran:"))
-        st.code(without_docstring(ui.source_text(flash_steps)), language="python", wrap_lines=True)
+        st.code(view.without_docstring(ui.source_text(flash_steps)), language="python", wrap_lines=True)
     ui.chart(
         running_rows(
             row_labels, m_old=rec.m_old, m_new=rec.m_new, l_old=rec.l_old, l_new=rec.l_new,
@@ -198,7 +132,7 @@ with ui.page_context(__file__, ("q", "k", "v", "z"), one_layer=True) as ctx:
     dims = [str(d) for d in range(cfg.d_head)]
     ui.chart(
         step_heatmap(
-            rec.out, row_labels, dims, numbers=rows <= NUMBERS and cfg.d_head <= NUMBERS,
+            rec.out, row_labels, dims, numbers=rows <= view.NUMBERS and cfg.d_head <= view.NUMBERS,
             title=tr("the partial output O_i / ℓ_i: softmax over the keys seen so far (0–{k1}), times their values",
                      k1=rec.k1 - 1),
             row_title=tr("query token (row)"), col_title=tr("dimension (d_head)"), value_title="O_i / ℓ_i",
@@ -216,7 +150,7 @@ with ui.page_context(__file__, ("q", "k", "v", "z"), one_layer=True) as ctx:
         )
     else:
         with st.spinner(tr("Running the whole loop...")):
-            out, fp = full_run(q, k, v, bool(cfg.causal), block_q, block_k)
+            out, fp = view.full_run(q, k, v, bool(cfg.causal), block_q, block_k)
         diff = float(np.abs(out - z).max())
         hook = f"`blocks.{layer}.attn.hook_z`"
         if diff <= 1e-5:
@@ -244,8 +178,8 @@ with ui.page_context(__file__, ("q", "k", "v", "z"), one_layer=True) as ctx:
                 "builds the whole {n} × {n} score matrix: {full} numbers, {full_bytes}, {ratio} times "
                 "as many. The loop's memory grows with the tile sizes and d_k, not with the square of "
                 "the text's length.",
-                name=f"`{fp.name}`", shape=shape, elements=f"{fp.elements:,}", nbytes=size_text(fp.bytes),
-                tile=tile, n=n, full=f"{fp.full_elements:,}", full_bytes=size_text(fp.full_bytes),
+                name=f"`{fp.name}`", shape=shape, elements=f"{fp.elements:,}", nbytes=view.size_text(fp.bytes),
+                tile=tile, n=n, full=f"{fp.full_elements:,}", full_bytes=view.size_text(fp.full_bytes),
                 ratio=f"{fp.ratio:.1f}",
             )  # fmt: skip
         else:
@@ -254,7 +188,7 @@ with ui.page_context(__file__, ("q", "k", "v", "z"), one_layer=True) as ctx:
                 "{nbytes}. The whole {n} × {n} score matrix has only {full} numbers ({full_bytes}): at "
                 "this length tiling saves nothing. It pays off for long texts, where n × n outgrows "
                 "every tile.",
-                name=f"`{fp.name}`", shape=shape, elements=f"{fp.elements:,}", nbytes=size_text(fp.bytes),
-                n=n, full=f"{fp.full_elements:,}", full_bytes=size_text(fp.full_bytes),
+                name=f"`{fp.name}`", shape=shape, elements=f"{fp.elements:,}", nbytes=view.size_text(fp.bytes),
+                n=n, full=f"{fp.full_elements:,}", full_bytes=view.size_text(fp.full_bytes),
             )  # fmt: skip
         st.markdown(memory)

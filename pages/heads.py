@@ -22,8 +22,10 @@ SECTIONS = {
 }
 
 with ui.page_context(__file__) as ctx:
+    from tformer.ui.views import heads as view  # after the frame: a view loads torch
+
     cap = ctx.capture
-    names = ui.head_names(cap.n_layers, cap.n_heads)
+    names = view.head_names(cap.n_layers, cap.n_heads)
     part = ui.section("heads.section", SECTIONS)
 
     if part == "compare":
@@ -57,7 +59,7 @@ with ui.page_context(__file__) as ctx:
 
     elif part == "numbers":
         ui.formula(head_metrics)
-        metrics = ui.head_stats(ctx.choice, ctx.text)
+        metrics = view.head_stats(ctx.choice, ctx.text)
         metric = st.selectbox(
             tr("metric"), list(metrics), format_func=metric_name, **ui.bind("heads.metric", list(metrics))
         )
@@ -76,7 +78,7 @@ with ui.page_context(__file__) as ctx:
 
     elif part == "likeness":
         ui.formula(js_divergence_matrix)
-        sim = ui.head_similarity(ctx.choice, ctx.text)
+        sim = view.head_similarity(ctx.choice, ctx.text)
         order = sim["order"]
         ui.chart(head_similarity_heatmap(sim["divergence"], names, order=order), key="js")
         about = (
@@ -100,7 +102,7 @@ with ui.page_context(__file__) as ctx:
         )
         if ablate:
             heads = tuple((names.index(h) // cap.n_heads, names.index(h) % cap.n_heads) for h in ablate)
-            change = ui.ablation_change(ctx.choice, ctx.text, heads)
+            change = view.ablation_change(ctx.choice, ctx.text, heads)
             title = tr("zeroing {heads}", heads=", ".join(ablate))
             ui.chart(ablation_effect_figure(change, ctx.labels, title), key="ablation")
             st.caption(

@@ -21,6 +21,8 @@ SIZES = (16, 32, 64, 128)
 ZOOM_TICK_CHARS = 24
 
 with ui.page_context(__file__) as ctx:
+    from tformer.ui.views import layers as view  # after the frame: a view loads torch
+
     cap = ctx.capture
     how = ui.section("layers.combine", COMBINE)
     scale = ui.weight_scale()
@@ -36,7 +38,7 @@ with ui.page_context(__file__) as ctx:
                 tr("layer"), layers, **ui.bind("layer", layers, clamp=True, fallback=ctx.chosen()[0])
             )
         )
-        matrix = ui.combined(ctx.choice, ctx.text, how)[layer]
+        matrix = view.combined(ctx.choice, ctx.text, how)[layer]
         what = (
             tr("attention rollout, layers 0–{layer}", layer=layer)
             if how == "rollout"

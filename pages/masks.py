@@ -9,6 +9,8 @@ from tformer.figures.heads import ablation_effect_figure, heads_side_by_side
 from tformer.i18n import tr
 
 with ui.page_context(__file__) as ctx:
+    from tformer.ui.views import masks as view  # after the frame: a view loads torch
+
     kinds = {
         "none": "no mask",
         "padding": "padding",
@@ -46,7 +48,7 @@ with ui.page_context(__file__) as ctx:
         if not b_text.strip():
             st.info(tr("Type a second text."))
             st.stop()
-        a, b = ui.padded_pair(ctx.choice, ctx.text, b_text)
+        a, b = view.padded_pair(ctx.choice, ctx.text, b_text)
         short = a if a.encoded.n_pad else b
         alone = ui.get_capture(
             ctx.choice, ctx.text if short is a else b_text, ["q", "k", "v", "attn_scores", "pattern", "z"]
@@ -81,7 +83,7 @@ with ui.page_context(__file__) as ctx:
             max_chars=400, **ui.bind("masks.spec"),
         )  # fmt: skip
     try:
-        run = ui.masked_run(
+        run = view.masked_run(
             ctx.choice, ctx.text, kind, ctx.view.get("masks.window"), ctx.view.get("masks.spec")
         )
     except ValueError as err:  # a custom spec that does not parse: the message names the item

@@ -16,6 +16,8 @@ from tformer.figures.positional import (
 from tformer.i18n import tr
 
 with ui.page_context(__file__) as ctx:
+    from tformer.ui.views import positional as view  # after the frame: a view loads torch
+
     cfg = ctx.model.cfg
     sections = {
         "table": "The sinusoid table",
@@ -34,7 +36,7 @@ with ui.page_context(__file__) as ctx:
             2 * cfg.max_len,
             **ui.bind("positional.n_pos", range(8, 2 * cfg.max_len + 1), clamp=True),
         )
-        pe = ui.sinusoids(n_pos, d)  # [pos, d_model]
+        pe = view.sinusoids(n_pos, d)  # [pos, d_model]
 
     if part == "table":
         ui.formula("sinusoidal_encoding")
@@ -86,7 +88,7 @@ with ui.page_context(__file__) as ctx:
         c3, c4 = st.columns(2)
         pos = c3.number_input("pos", 0, 10_000, **ui.bind("positional.pos"))
         k = c4.number_input("k", -1000, 1000, **ui.bind("positional.k"))
-        shift = ui.shift_check(int(pos), int(k), d)
+        shift = view.shift_check(int(pos), int(k), d)
         st.dataframe(
             shift["table"],
             hide_index=True,
@@ -104,7 +106,7 @@ with ui.page_context(__file__) as ctx:
         st.caption(tr("The first 16 (sin, cos) pairs of M_k: one 2x2 rotation each, zero elsewhere."))
 
     elif part == "learned":
-        learned = ui.shared_figure(pe_matrix_heatmap, ui.model_positions(ctx.choice, n_pos))
+        learned = ui.shared_figure(pe_matrix_heatmap, view.model_positions(ctx.choice, n_pos))
         ui.chart(learned, key="pe_learned")
         color = learned.layout.meta.get("color") or {}
         if color.get("clipped"):
@@ -129,7 +131,7 @@ with ui.page_context(__file__) as ctx:
         if cfg.pos_encoding == "none":
             st.info(tr("This model has no positional encoding: choose sinusoidal or learned in the sidebar."))
         else:
-            without = ui.patterns_without_pe(ctx.choice, ctx.text)
+            without = view.patterns_without_pe(ctx.choice, ctx.text)
             ui.chart(
                 attention_diff_figure(ctx.capture.pattern[layer, head], without[layer, head], ctx.labels),
                 key="pe_diff",

@@ -16,9 +16,11 @@ METRICS = {
 SHORT = {"changed": "rows changed (%)", "max_diff": "max |Δ weight|"}
 
 with ui.page_context(__file__, ["pattern"]) as ctx:
-    run = ui.precision_run(ctx.choice, ctx.text)
+    from tformer.ui.views import precision as view  # after the frame: a view loads torch
+
+    run = view.precision_run(ctx.choice, ctx.text)
     report = run.report
-    ref = ui.precision_result(report, "float32")
+    ref = view.precision_result(report, "float32")
     st.markdown(
         tr(
             "The same model on the same {n} tokens, copied into lower-precision number formats. Each "
@@ -34,42 +36,42 @@ with ui.page_context(__file__, ["pattern"]) as ctx:
     # whole page once more (which stops the polling) when all has, or when an ask was dropped.
     first_pass = [True]
 
-    @st.fragment(run_every=ui.POLL_S if run.pending else None)
+    @st.fragment(run_every=view.POLL_S if run.pending else None)
     def numbers() -> None:
         shown = run
         if run.pending and not first_pass[0]:
-            shown = ui.precision_run(ctx.choice, ctx.text, compute=False)
-            if not shown.pending or ui.precision_dropped(shown):
+            shown = view.precision_run(ctx.choice, ctx.text, compute=False)
+            if not shown.pending or view.precision_dropped(shown):
                 st.rerun()
         first_pass[0] = False
         report = shown.report
-        waiting = ui.precision_waiting_note(shown)
+        waiting = view.precision_waiting_note(shown)
         if waiting:
             st.info(waiting)
         for what, why in shown.failures:
             st.warning(tr("{what} failed: {why}", what=what, why=why))
-        rows, config = ui.precision_table(report)
+        rows, config = view.precision_table(report)
         ui.fitted_table(rows, column_config=config, key="precision_table")  # turned when too wide
         for r in report.results:
             if r.problem is not None:
                 st.warning(
                     tr(
                         "{variant} is not available here: {why}",
-                        variant=ui.variant_label(r.name),
+                        variant=view.variant_label(r.name),
                         why=r.problem,
                     )
                 )
         ran = [r for r in report.results if r.problem is None]
-        busy, unsettled = ui.precision_timing_notes(report)
+        busy, unsettled = view.precision_timing_notes(report)
         if busy:
             st.warning(busy)
         timed = [r for r in ran if r.timing is not None]
         if timed:
             ui.chart(
                 cost_bars(
-                    [ui.variant_label(r.name) for r in timed],
-                    [r.forward_ms for r in timed],
-                    [r.weight_bytes / 2**20 for r in timed],
+                    [view.variant_label(r.name) for r in timed],
+                    [r.forward_ms for r in timed if r.forward_ms is not None],  # set with its timing
+                    [r.weight_bytes / 2**20 for r in timed if r.weight_bytes is not None],  # every run row's
                     quartiles_ms=[
                         (1e3 * r.timing.q1, 1e3 * r.timing.q3) for r in timed if r.timing is not None
                     ],
@@ -78,9 +80,9 @@ with ui.page_context(__file__, ["pattern"]) as ctx:
             )
             if unsettled:
                 st.info(unsettled)
-            st.caption(ui.precision_time_caption(shown))
+            st.caption(view.precision_time_caption(shown))
 
-        formats = ui.float_formats()
+        formats = view.float_formats()
         f32, bf, fp = formats["float32"], formats["bfloat16"], formats["float16"]
         st.caption(
             tr(
@@ -105,7 +107,7 @@ with ui.page_context(__file__, ["pattern"]) as ctx:
                 continue
             d = r.diff
             said = dict(
-                variant=ui.variant_label(r.name),
+                variant=view.variant_label(r.name),
                 pmax=d.pattern_max,
                 pmean=d.pattern_mean,
                 share=d.changed,
@@ -170,7 +172,7 @@ with ui.page_context(__file__, ["pattern"]) as ctx:
 
     numbers()
 
-    choices = ui.precision_choices(report)
+    choices = view.precision_choices(report)
     if not choices:
         st.info(tr("No lower-precision variant could run here: there is nothing to compare."))
         st.stop()
@@ -179,7 +181,7 @@ with ui.page_context(__file__, ["pattern"]) as ctx:
     variant = c1.selectbox(
         tr("variant compared with float32"),
         choices,
-        format_func=ui.variant_label,
+        format_func=view.variant_label,
         **ui.bind("precision.variant", choices),
     )
     metric = c2.radio(
@@ -189,7 +191,8 @@ with ui.page_context(__file__, ["pattern"]) as ctx:
         **ui.bind("precision.metric", list(METRICS)),
     )
     layer, head = ui.layer_head(ctx)
-    chosen = ui.precision_result(report, variant)
+    chosen = view.precision_result(report, variant)
+    assert chosen is not None and chosen.diff is not None  # the report compares every variant offered
     changed = metric == "changed"
     values = 100 * chosen.diff.head_changed if changed else chosen.diff.head_max
     ui.chart(
@@ -199,8 +202,8 @@ with ui.page_context(__file__, ["pattern"]) as ctx:
         key="precision_heads",
     )
     base = ctx.capture.pattern[layer, head]
-    low = ui.precision_layer(ctx.choice, ctx.text, variant, layer)[head]
-    label = ui.variant_label(variant)
+    low = view.precision_layer(ctx.choice, ctx.text, variant, layer)[head]
+    label = view.variant_label(variant)
     ui.chart(
         heads_side_by_side([base, low], ["float32", label], ctx.labels),
         key="precision_pair",

@@ -19,7 +19,9 @@ KIND_NOTES = {
 }
 
 with ui.page_context(__file__) as ctx:
-    info = ui.head_info(ctx.choice)
+    from tformer.ui.views import predictions as view  # after the frame: a view loads torch
+
+    info = view.head_info(ctx.choice)
     if info.kind is None:
         st.info(
             tr(
@@ -51,7 +53,7 @@ with ui.page_context(__file__) as ctx:
     cap = ctx.capture
     n = cap.n_pos
     labels = ctx.labels
-    masks = ui.mask_positions(ctx.choice, ctx.text)
+    masks = view.mask_positions(ctx.choice, ctx.text)
     st.caption(tr(KIND_NOTES[info.kind], mask=info.mask_token or "[MASK]"))
     if info.kind == "mlm" and not masks:
         st.info(
@@ -62,7 +64,7 @@ with ui.page_context(__file__) as ctx:
         )
 
     c1, c2, c3 = st.columns([2, 2, 1])
-    start = ui.start_position(info, cap.encoded.special, masks)
+    start = view.start_position(info, cap.encoded.special, masks)
     position = int(
         c1.selectbox(
             tr("position"), range(n), format_func=lambda i: f"{i} · {labels[i]}",
@@ -76,7 +78,7 @@ with ui.page_context(__file__) as ctx:
     )  # fmt: skip
     lo, hi = ctx.view.bounds("predictions.k")
     k = int(c3.number_input(tr("top k"), lo, hi, **ui.bind("predictions.k")))
-    pred = ui.prediction(ctx.choice, ctx.text, position, float(temperature), k, language())
+    pred = view.prediction(ctx.choice, ctx.text, position, float(temperature), k, language())
 
     ids = cap.encoded.ids
     target = position + 1 if pred.predicts_next else position  # the token the text has there
@@ -123,7 +125,7 @@ with ui.page_context(__file__) as ctx:
         st.subheader(tr("Greedy generation: the most probable token, again and again"))
         lo, hi = ctx.view.bounds("predictions.n_new")
         n_new = int(st.number_input(tr("new tokens"), lo, hi, **ui.bind("predictions.n_new")))
-        gen = ui.generation(ctx.choice, ctx.text, n_new)
+        gen = view.generation(ctx.choice, ctx.text, n_new)
         if not gen.new_ids:
             st.info(
                 tr(
@@ -139,7 +141,7 @@ with ui.page_context(__file__) as ctx:
             ],
             key="generated",
         )
-        st.text(tr("the text continued: {text}", text=ui.continuation(ctx.choice, gen)))
+        st.text(tr("the text continued: {text}", text=view.continuation(ctx.choice, gen)))
         if gen.stopped_at_max_len:
             st.caption(tr("Generation stopped at the model's {n} positions.", n=cap.cfg.max_len))
         layer, head = ui.layer_head(ctx)

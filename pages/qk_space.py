@@ -9,6 +9,8 @@ from tformer.figures.layers import qk_space_figure
 from tformer.i18n import tr
 
 with ui.page_context(__file__) as ctx:
+    from tformer.ui.views import qk_space as view  # after the frame: a view loads torch
+
     cap = ctx.capture
     layer, head = ui.layer_head(ctx)
     c1, c2 = st.columns(2, vertical_alignment="bottom")
@@ -16,7 +18,7 @@ with ui.page_context(__file__) as ctx:
     n_pairs = c2.slider(
         tr("lines for the most attended (query, key) pairs"), 0, 30, **ui.bind("qk_space.pairs")
     )
-    proj = ui.qk_projection(ctx.choice, ctx.text, layer, head, bool(translate))
+    proj = view.qk_projection(ctx.choice, ctx.text, layer, head, bool(translate))
     pairs = top_pairs(cap.pattern[layer, head], int(n_pairs)) if n_pairs else []
     ui.chart(qk_space_figure(proj, ctx.labels, pairs=pairs), key="qk_space")
     share = sum(proj.explained[:2])

@@ -10,6 +10,8 @@ from tformer.figures.scaling import row_stats_figure, sweep_figure
 from tformer.i18n import tr
 
 with ui.page_context(__file__) as ctx:
+    from tformer.ui.views import scaling as view  # after the frame: a view loads torch
+
     cfg = ctx.capture.cfg
     ui.formula(temperature_pattern, code=False)
     layer, head = ui.layer_head(ctx)
@@ -20,8 +22,8 @@ with ui.page_context(__file__) as ctx:
         **ui.bind("scaling.tau", ui.TAUS),
     )
     scaled = c2.toggle(tr("divide by √d_k = √{d_head}", d_head=cfg.d_head), **ui.bind("scaling.scaled"))
-    t = ui.tempered(ctx.choice, ctx.text, layer, head, float(tau), bool(scaled))
-    own = ui.tempered(ctx.choice, ctx.text, layer, head, 1.0, True)
+    t = view.tempered(ctx.choice, ctx.text, layer, head, float(tau), bool(scaled))
+    own = view.tempered(ctx.choice, ctx.text, layer, head, 1.0, True)
     divisor = f"√{cfg.d_head} · {tau}" if scaled else f"{tau}"
     title = tr(
         "layer {layer}, head {head}: softmax(q·k / ({divisor}))", layer=layer, head=head, divisor=divisor
@@ -43,7 +45,7 @@ with ui.page_context(__file__) as ctx:
 
     st.subheader(tr("Why: what the scaling does as d_k grows"))
     ui.formula(scaling_sweep, code=False)
-    ui.chart(sweep_figure(ui.scaling_sweep_data(), mark_dk=cfg.d_head), key="sweep")
+    ui.chart(sweep_figure(view.scaling_sweep_data(), mark_dk=cfg.d_head), key="sweep")
     st.caption(
         tr(
             "Computed on this server from random queries and keys with unit-variance entries (fixed "

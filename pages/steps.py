@@ -7,6 +7,7 @@ from tformer import ui
 from tformer.analysis.walkthrough import neuron_view
 from tformer.figures.walkthrough import neuron_figure
 from tformer.i18n import tr
+from tformer.ui.views import steps as view
 
 SECTIONS = {
     "walk": "Walk through a layer",
@@ -14,37 +15,37 @@ SECTIONS = {
     "layouts": "Two ways to write attention",
 }
 
-with ui.page_context(__file__, ui.WALK_NAMES, one_layer=True) as ctx:
+with ui.page_context(__file__, view.WALK_NAMES, one_layer=True) as ctx:
     cap, cfg = ctx.capture, ctx.capture.cfg
     part = ui.section("steps.section", SECTIONS)
     layer, head, query = ui.layer_head_query(ctx)
 
     if part == "walk":
         with st.spinner(tr("Walking the layer...")):
-            walk = ui.walk(ctx.choice, ctx.text, layer, head)
-        index = ui.step_bar(walk)
+            walk = view.walk(ctx.choice, ctx.text, layer, head)
+        index = view.step_bar(walk)
         c1, c2 = st.columns([2, 1])
-        zooms = {z: tr(label, w=ui.WINDOW) for z, label in ui.ZOOMS.items()}
+        zooms = {z: tr(label, w=view.WINDOW) for z, label in view.ZOOMS.items()}
         zoom = c1.radio(
             tr("show"),
             list(zooms),
             horizontal=True,
             format_func=zooms.__getitem__,
-            **ui.bind("steps.zoom", list(ui.ZOOMS)),
+            **ui.bind("steps.zoom", list(view.ZOOMS)),
         )
         width = walk.steps[index].value.shape[1]
         dim = 0
-        if zoom == "window" and walk.steps[index].axes[1] != "key_pos" and width > ui.WINDOW:
-            dims = range(0, width - ui.WINDOW + 1)
+        if zoom == "window" and walk.steps[index].axes[1] != "key_pos" and width > view.WINDOW:
+            dims = range(0, width - view.WINDOW + 1)
             dim = c2.number_input(
                 tr("first dimension shown"),
                 0,
-                width - ui.WINDOW,
-                step=ui.WINDOW,
+                width - view.WINDOW,
+                step=view.WINDOW,
                 **ui.bind("steps.dim", dims, clamp=True),
             )
-        facts = ui.step_facts(cfg, walk, layer, head, query, ctx.labels)
-        ui.show_step(walk, index, ctx.labels, query, facts, zoom=zoom, dim=int(dim))
+        facts = view.step_facts(cfg, walk, layer, head, query, ctx.labels)
+        view.show_step(walk, index, ctx.labels, query, facts, zoom=zoom, dim=int(dim))
 
     elif part == "neuron":
         ui.formula(neuron_view, code=False)
@@ -56,7 +57,7 @@ with ui.page_context(__file__, ui.WALK_NAMES, one_layer=True) as ctx:
             format_func=lambda i: f"{i} · {ctx.labels[i]}",
             **ui.bind("steps.key", range(n), clamp=True, fallback=int(row.argmax())),
         )
-        nv = ui.neuron(ctx.choice, ctx.text, layer, head, query, int(key))
+        nv = view.neuron(ctx.choice, ctx.text, layer, head, query, int(key))
         ui.chart(neuron_figure(nv.q, nv.k, nv.products), key="neuron")
         model_score = float(cap.at("attn_scores", layer)[head, query, key])
         m1, m2, m3, m4 = st.columns(4)
@@ -95,7 +96,7 @@ with ui.page_context(__file__, ui.WALK_NAMES, one_layer=True) as ctx:
             st.markdown(f"**{tr('One fused Linear, with a mask')}**")
             st.code(ui.source_text("FusedQKV"), language="python", wrap_lines=True)
         with st.spinner(tr("Running both layouts...")):
-            agree = ui.layouts_agree(ctx.choice, ctx.text, layer)
+            agree = view.layouts_agree(ctx.choice, ctx.text, layer)
         m1, m2, m3 = st.columns(3)
         m1.metric(tr("largest |separate − fused|"), f"{agree['separate_vs_fused']:.1e}")
         m2.metric(tr("largest |fused − the model|"), f"{agree['fused_vs_model']:.1e}")

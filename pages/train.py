@@ -14,14 +14,16 @@ SECTIONS = {
 }  # English templates (ui.section translates)
 
 with ui.frame(__file__) as fr:
+    from tformer.ui.views import train as view  # after the frame: a view loads torch
+
     part = ui.section("train.section", SECTIONS, label="what to train")
-    spec = ui.task_controls()
-    cfg = ui.model_controls(spec) if spec is not None else None
-    recipe = ui.recipe_controls()
+    spec = view.task_controls()
+    cfg = view.model_controls(spec) if spec is not None else None
+    recipe = view.recipe_controls()
     stop_at = 0.99 if fr.view.get("train.stop_at_99") else None
     kind = "train" if part == "train" else "race"
-    ready = spec is not None and cfg is not None and recipe is not None and ui.run_budget(cfg, recipe, kind)
-    run = ui.current_run(kind)
+    ready = spec is not None and cfg is not None and recipe is not None and view.run_budget(cfg, recipe, kind)
+    run = view.current_run(kind)
     active = run is not None and not run.is_final
 
     c1, c2, c3, c4 = st.columns(4)
@@ -32,9 +34,9 @@ with ui.frame(__file__) as fr:
         assert spec is not None and cfg is not None and recipe is not None
         try:
             if part == "train":
-                ui.start_training(cfg, spec, recipe, stop_at)
+                view.start_training(cfg, spec, recipe, stop_at)
             else:
-                ui.start_race(cfg, spec, recipe, stop_at)
+                view.start_race(cfg, spec, recipe, stop_at)
         except ValueError as err:
             st.warning(str(err))  # worded in the reader's language where it was raised
         else:
@@ -48,34 +50,34 @@ with ui.frame(__file__) as fr:
     ):
         assert spec is not None and cfg is not None and recipe is not None
         try:
-            ui.start_training(cfg, spec, recipe, stop_at, resume=True)
+            view.start_training(cfg, spec, recipe, stop_at, resume=True)
         except ValueError as err:
             st.warning(str(err))
         else:
             st.rerun()
-    saved = ui.saved_name(run) if part == "train" else None
+    saved = view.saved_name(run) if part == "train" else None
     if c4.button(tr("Open this model"), key="train.open", disabled=saved is None, width="stretch"):
         assert saved is not None
-        ui.open_saved_run(saved)  # the Attention page, with the run and its first task input
+        view.open_saved_run(saved)  # the Attention page, with the run and its first task input
 
     @st.fragment(run_every=1.0 if active else None)
     def live() -> None:
-        run = ui.current_run(kind)
+        run = view.current_run(kind)
         if run is None:
             st.info(
                 tr("Press start. Training runs on this server in the background: switch pages, come back.")
             )
             return
         run.heartbeat()
-        ui.run_status(run)
+        view.run_status(run)
         if part == "train":
-            ui.live_view(run)
+            view.live_view(run)
         else:
             evals = run.progress.evals()
             by_heads: dict[int, list[tuple[int, float]]] = {}
             for e in evals:
                 by_heads.setdefault(int(e["heads"]), []).append((int(e["step"]), float(e["accuracy"])))
-            seconds, spread, notes = ui.race_times(evals)
+            seconds, spread, notes = view.race_times(evals)
             ui.chart(heads_race_figure(by_heads, seconds, spread_by_heads=spread), key="race")
             for note in notes:
                 st.info(note)
@@ -86,7 +88,7 @@ with ui.frame(__file__) as fr:
                     "against updates, and the time one update takes."
                 )
                 + " "
-                + ui.race_caption()
+                + view.race_caption()
             )
         if run.is_final and st.session_state.get("_train_was_active"):
             st.session_state["_train_was_active"] = False

@@ -19,28 +19,10 @@ from tformer.figures.why import (
 )
 from tformer.i18n import tr
 
-KIND_NAMES = {"rnn": "tanh RNN", "gru": "GRU", "attention": "attention"}  # English templates
-PROTOCOLS = {
-    "separate": "one model per distance",
-    "mixed": "one model for every distance",
-}  # English templates
-
-
-def numbers(row: object, k: int = 4) -> str:
-    values = [float(v) for v in list(row)[:k]]  # type: ignore[call-overload]
-    return ", ".join(f"{v:+.2f}" for v in values) + ", …"
-
-
-def power(log10: float) -> str:
-    """A norm given by its log10: 0.42 near 1, 10^−5.3 far from it, 0 when exactly 0."""
-    if log10 == float("-inf"):
-        return "0"
-    if -2 <= log10 <= 2:
-        return f"{10**log10:.2g}"
-    return f"10^{log10:.1f}".replace("-", "−")
-
-
 with ui.page_context(__file__, ["embed"]) as ctx:
+    from tformer.ui.views import costs  # after the frame: a view loads torch
+    from tformer.ui.views import why as view
+
     n = ctx.capture.n_pos
     labels = ctx.labels
     st.markdown(
@@ -55,9 +37,9 @@ with ui.page_context(__file__, ["embed"]) as ctx:
             d=int(ctx.capture["embed"].shape[1]),
         )
     )
-    part = ui.section("why.section", ui.WHY_SECTIONS)
+    part = ui.section("why.section", view.WHY_SECTIONS)
     scale = float(ui.view().get("why.scale"))
-    runs = ui.why_layers(ctx.choice, ctx.text, scale)
+    runs = view.why_layers(ctx.choice, ctx.text, scale)
 
     if part == "steps":
         st.markdown(tr("**tanh RNN**: step t needs the state of step t − 1"))
@@ -87,13 +69,13 @@ with ui.page_context(__file__, ["embed"]) as ctx:
                 "attention layer computed all {n} positions in one step. Sequential steps for this text: "
                 "tanh RNN {rnn_steps}, GRU {gru_steps}, attention {att_steps}. Recurrent weight scale "
                 "s = {scale:g} (the Gradients section sets it).",
-                d=ui.D_HIDDEN,
+                d=view.D_HIDDEN,
                 k=k,
                 n=n,
                 last=k - 1,
                 token=ui.plain(labels[k - 1]),
-                rnn=numbers(runs["rnn"].states[k - 1]),
-                gru=numbers(runs["gru"].states[k - 1]),
+                rnn=view.numbers(runs["rnn"].states[k - 1]),
+                gru=view.numbers(runs["gru"].states[k - 1]),
                 rest=n - k,
                 rnn_steps=runs["rnn"].steps,
                 gru_steps=runs["gru"].steps,
@@ -112,20 +94,20 @@ with ui.page_context(__file__, ["embed"]) as ctx:
                 "attention layer's n² work runs as a few large products."
             )
         )
-        sweep = ui.run_cost_sweep("rnn", ui.sweep_settings())
-        st.caption(ui.cost_device_line(sweep))
+        sweep = costs.run_cost_sweep("rnn", view.sweep_settings())
+        st.caption(costs.cost_device_line(sweep))
         if sweep is not None:
-            busy = ui.cost_load_note(sweep)
+            busy = costs.cost_load_note(sweep)
             if busy:
                 st.warning(busy)
             lines = {c.method: (c.n, c.time_s, c.q1_s, c.q3_s) for c in sweep.curves if len(c.points)}
             if lines:
                 ui.chart(time_figure(lines), key="why_time")
-            noisy = ui.cost_fit_note(sweep)
+            noisy = costs.cost_fit_note(sweep)
             if noisy:
                 st.info(noisy)
-            st.markdown("\n".join(ui.cost_stops(sweep)))
-            st.caption(ui.cost_budget_line(sweep) + " " + ui.busy_method())
+            st.markdown("\n".join(costs.cost_stops(sweep)))
+            st.caption(costs.cost_budget_line(sweep) + " " + ui.busy_method())
         ui.source("efficiency.rnn.rnn_sweep", label="The layers that are timed: the code")
 
     elif part == "gradients":
@@ -161,15 +143,15 @@ with ui.page_context(__file__, ["embed"]) as ctx:
                 n=n,
                 scale=scale,
                 far_d=n - 1,
-                rnn_near=power(near["rnn"]),
-                rnn_far=power(far["rnn"]),
-                gru_near=power(near["gru"]),
-                gru_far=power(far["gru"]),
-                att_near=power(near["attention"]),
-                att_far=power(far["attention"]),
+                rnn_near=view.power(near["rnn"]),
+                rnn_far=view.power(far["rnn"]),
+                gru_near=view.power(near["gru"]),
+                gru_far=view.power(far["gru"]),
+                att_near=view.power(near["attention"]),
+                att_far=view.power(far["attention"]),
             )
         )
-        n_path, paths = ui.why_path_lengths(n)
+        n_path, paths = view.why_path_lengths(n)
         ui.chart(path_length_figure(n_path, paths), key="why_path")
         st.caption(
             tr(
@@ -194,7 +176,7 @@ with ui.page_context(__file__, ["embed"]) as ctx:
                 "recipe and the same batches, then answer held-out sequences they never saw. Training "
                 "runs on this server in the background, at most {seconds:.0f} s per model; the result is "
                 "kept for every visitor with the same settings.",
-                seconds=ui.RECALL_SECONDS,
+                seconds=view.RECALL_SECONDS,
             )
         )
         c1, c2 = st.columns(2)
@@ -203,20 +185,20 @@ with ui.page_context(__file__, ["embed"]) as ctx:
             tr("training"),
             protocols,
             horizontal=True,
-            format_func={p: tr(PROTOCOLS[p]) for p in protocols}.__getitem__,
+            format_func={p: tr(view.PROTOCOLS[p]) for p in protocols}.__getitem__,
             **ui.bind("why.protocol", protocols),
         )
         seed = int(c2.number_input(tr("seed (weights and batches)"), 0, 9999, **ui.bind("why.seed")))
-        settings = ui.recall_settings(str(protocol), seed)
+        settings = view.recall_settings(str(protocol), seed)
         m1, m2, m3, m4 = st.columns(4)
         m1.metric(tr("distances"), f"{settings.spec.distances[0]} … {settings.spec.distances[-1]}")
         m2.metric(tr("symbols (chance)"), f"{settings.spec.vocab} ({settings.spec.chance:.1%})")
         m3.metric(tr("updates (batch) per model"), f"{settings.recipe.steps} ({settings.recipe.batch})")
         m4.metric(tr("time limit per model"), f"{settings.time_limit_s:.0f} s")
-        done = ui.recall_board().get(settings)
-        run = ui.recall_run(settings)
+        done = view.recall_board().get(settings)
+        run = view.recall_run(settings)
         active = run is not None and not run.is_final
-        missing = [k for k in ui.RECALL_KINDS if k not in done]
+        missing = [k for k in view.RECALL_KINDS if k not in done]
         if st.button(
             tr("▶ Train the GRU, the attention model and the tanh RNN"),
             key="why.train",
@@ -224,7 +206,7 @@ with ui.page_context(__file__, ["embed"]) as ctx:
             disabled=active or not missing,
         ):
             try:
-                ui.start_recall(settings)
+                view.start_recall(settings)
             except ValueError as err:
                 st.warning(str(err))  # worded in the reader's language where it was raised
             else:
@@ -232,19 +214,19 @@ with ui.page_context(__file__, ["embed"]) as ctx:
 
         @st.fragment(run_every=1.0 if active else None)
         def live() -> None:
-            run = ui.recall_run(settings)
-            done = ui.recall_board().get(settings)
+            run = view.recall_run(settings)
+            done = view.recall_board().get(settings)
             if run is not None:
                 run.heartbeat()
                 if run.state == "failed":
                     st.warning(run.message)
                 elif not run.is_final:
-                    st.info(ui.recall_progress(run))
+                    st.info(view.recall_progress(run))
             if not done:
                 if run is None:
                     st.info(tr("Not trained yet with these settings: press the button."))
             else:
-                kinds = [k for k in ui.RECALL_KINDS if k in done]
+                kinds = [k for k in view.RECALL_KINDS if k in done]
                 first = done[kinds[0]]
                 ui.chart(
                     recall_figure(first.distances, {k: done[k].accuracy for k in kinds}, chance=first.chance),
@@ -253,7 +235,7 @@ with ui.page_context(__file__, ["embed"]) as ctx:
                 parts = [
                     tr(
                         "{model}: {params} parameters, {steps} updates in {seconds:.1f} s{limit}",
-                        model=tr(KIND_NAMES[k]),
+                        model=tr(view.KIND_NAMES[k]),
                         params=int(done[k].n_params.max()),
                         steps=int(done[k].steps.sum()),
                         seconds=done[k].seconds,
@@ -269,7 +251,7 @@ with ui.page_context(__file__, ["embed"]) as ctx:
                         "{models}. The same seed gives the same numbers on this machine.",
                         n=first.settings.n_eval,
                         seed=seed,
-                        protocol=tr(PROTOCOLS[first.settings.protocol]),
+                        protocol=tr(view.PROTOCOLS[first.settings.protocol]),
                         models="; ".join(parts),
                     )
                 )
@@ -289,7 +271,7 @@ with ui.page_context(__file__, ["embed"]) as ctx:
             d = int(st.selectbox(tr("distance d"), distances, **ui.bind("why.distance", distances)))
             i = distances.index(d)
             head = int(lb.heads[i])
-            tokens = ui.probe_tokens(lb.probe_ids[i], d)
+            tokens = view.probe_tokens(lb.probe_ids[i], d)
             ui.chart(
                 look_back_figure(lb.probe_pattern[i, head, : d + 1], tokens, head=head),
                 key="why_look_back",

@@ -37,7 +37,7 @@ def _fresh_state():
 @pytest.fixture
 def runs_dir(tmp_path, monkeypatch):
     """The Train page saves into a temporary folder, and no training run outlives its test."""
-    from tformer.ui.train_jobs import manager
+    from tformer.ui.views.train.jobs import manager
 
     monkeypatch.setenv("TFORMER_RUNS_DIR", str(tmp_path))
     runs = manager()  # the one the page will use (singletons are dropped only after the test)

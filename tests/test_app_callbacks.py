@@ -19,7 +19,8 @@ from streamlit.testing.v1 import AppTest
 from tformer.i18n import catalog
 from tformer.training.tasks import TaskSpec
 from tformer.ui.registry import PAGES as SPECS
-from tformer.ui.state import PAGE_STATES, ViewState
+from tformer.ui.registry import page_states
+from tformer.ui.state import ViewState
 
 from ._drive import Target, explore
 from ._folders import tiny_bert_folder, tiny_run
@@ -225,7 +226,7 @@ SET_BY_CODE = {"lesson", "lesson_step", "quiz", "train.snapshot"}
 
 def view_keys() -> set[str]:
     keys = {f.name for f in dataclasses.fields(ViewState) if f.name != "pages"}
-    for page, cls in PAGE_STATES.items():
+    for page, cls in page_states().items():
         keys |= {f"{page}.{f.name}" for f in dataclasses.fields(cls)}
     return keys
 
@@ -235,7 +236,7 @@ def test_every_widget_with_a_callback_is_driven_on_every_page(
 ) -> None:
     """The sidebar through every model source (each source's own widgets), then every page's
     own widgets: every option of a short choice (a page's sections), once for the rest."""
-    from tformer.ui import why_data
+    from tformer.ui.views import why as why_data
 
     monkeypatch.setattr(why_data, "RECALL_SECONDS", 0.5)  # the recall models each train 0.5 s
     driven: dict[str, set[str]] = {}

@@ -241,7 +241,7 @@ def _sweep_of(points, fit):
 
 def test_the_legend_shows_an_exponent_only_from_a_good_fit():
     from tformer.efficiency.measure import Fit, Point
-    from tformer.ui.cost_view import cost_figures, cost_fit_note, cost_table
+    from tformer.ui.views.costs.draw import cost_figures, cost_fit_note, cost_table
 
     points = [
         Point(n, 1e-9 * n * n, None, 5, 1e-9 * n * n, 0.9e-9 * n * n, 1.1e-9 * n * n) for n in (64, 128, 256)

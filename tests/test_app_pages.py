@@ -74,9 +74,7 @@ def sections_of(page: str) -> list[str]:
     """The sections a page offers (its state's "section" choices), or [] for a page without."""
     import dataclasses
 
-    from tformer.ui.state import PAGE_STATES
-
-    cls = PAGE_STATES.get(page_for(page).key)
+    cls = page_for(page).state
     fields = {f.name: f for f in dataclasses.fields(cls)} if cls else {}
     return list(fields["section"].metadata["choices"]) if "section" in fields else []
 

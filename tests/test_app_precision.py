@@ -45,7 +45,7 @@ def open_settled(page, **params):
     visit asks it for the timings and the comparisons that run did not make itself, and a
     second visitor's first run (the AppTest harness reads a radio's label in English after a
     second run of the same session) finds them all."""
-    from tformer.ui.precision_jobs import precision_jobs
+    from tformer.ui.views.precision.jobs import precision_jobs
 
     first = open_app(page, **params)
     assert_clean(first)
@@ -203,7 +203,7 @@ def test_a_first_visit_shows_what_is_still_running_and_the_worker_fills_it_in():
     """A fresh server's first visit compares float32 and the chosen variant itself and leaves
     the other comparisons and the band's timings to the worker: the page says what is still
     running, shows no time yet, and a later run has every number."""
-    from tformer.ui.precision_jobs import precision_jobs
+    from tformer.ui.views.precision.jobs import precision_jobs
 
     at = open_app(PAGE, text="The cat sat on the mat.")
     assert_clean(at)

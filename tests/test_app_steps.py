@@ -167,8 +167,8 @@ def fully_masked_script(offset: int) -> None:
 
     from tformer.analysis.walkthrough import walk_layer
     from tformer.model.config import EncoderConfig
-    from tformer.ui.walk_data import Walk
-    from tformer.ui.walk_view import show_step, step_facts
+    from tformer.ui.views.steps.draw import show_step, step_facts
+    from tformer.ui.views.steps.walk import Walk
 
     rng = np.random.default_rng(0)
     n, d = 4, 8

@@ -57,7 +57,7 @@ def test_a_run_trains_stops_saves_and_opens_on_the_attention_page(runs_dir):
     assert at.dataframe  # the task's inputs and targets, as text
     at.button(key="train.start").click().run()
     poll(at, lambda at: "update" in status_text(at) and "update 0 " not in status_text(at) + " ")
-    from tformer.ui.train_jobs import manager
+    from tformer.ui.views.train.jobs import manager
 
     [run] = manager().runs()
     at.button(key="train.stop").click().run()
@@ -117,7 +117,7 @@ def test_the_heads_race_trains_every_head_count(runs_dir):
 
 def test_snapshots_are_bounded_in_number_and_memory():
     from tformer.training.recipe import Recipe
-    from tformer.ui.train_jobs import MAX_SNAPSHOT_BYTES, MAX_SNAPSHOTS, snapshot_stride
+    from tformer.ui.views.train.jobs import MAX_SNAPSHOT_BYTES, MAX_SNAPSHOTS, snapshot_stride
 
     assert snapshot_stride(Recipe(steps=2000, snapshot_every=5), 8_192) == 20  # 100 frames
     assert snapshot_stride(Recipe(steps=100, snapshot_every=5), 8_192) == 5
@@ -146,7 +146,7 @@ def test_a_run_over_the_memory_limit_is_refused_before_it_starts_with_the_figure
 
 
 def test_a_watched_run_stops_at_the_time_limit_and_is_saved(runs_dir, monkeypatch):
-    import tformer.ui.train_jobs as jobs
+    import tformer.ui.views.train.jobs as jobs
 
     monkeypatch.setattr(jobs, "MAX_RUN_SECONDS", 4.0)
     at = open_train(**{"train.task": "sort", "train.steps": "20000", "train.stop_at_99": "0"})
@@ -185,7 +185,7 @@ def test_the_race_times_updates_by_their_median_not_the_mean_with_evaluations(mo
     from tformer.training.recipe import Recipe, model_config
     from tformer.training.tasks import TaskSpec
     from tformer.training.trainer import StepStats, Trainer
-    from tformer.ui import train_jobs
+    from tformer.ui.views.train import jobs as train_jobs
 
     durations = {1: 0.010, 2: 0.030, 4: 0.010, 8: 0.010}  # 2 heads: slower by 20 ms an update
 
@@ -233,7 +233,7 @@ def test_the_race_times_updates_by_their_median_not_the_mean_with_evaluations(mo
     finally:
         release.set()
         th.join(5)
-    from tformer.ui.timing_view import race_times
+    from tformer.ui.views.train.draw import race_times
 
     seconds, spread, notes = race_times(handle.evals)
     assert set(seconds) == {1, 2, 4, 8}

@@ -106,7 +106,7 @@ def test_one_word_is_three_positions_and_the_step_is_clamped_to_them():
 def test_the_timing_sweep_runs_on_a_click_and_names_its_method(monkeypatch):
     from tformer.efficiency.measure import Budget
     from tformer.efficiency.rnn import RnnSettings
-    from tformer.ui import why_data
+    from tformer.ui.views import why as why_data
 
     small = RnnSettings(d_model=16, heads=1, n_min=16, n_max=64, budget=Budget(call_s=0.05, total_s=2.0),
                         recurrent=("rnn", "gru"))  # fmt: skip
@@ -121,7 +121,7 @@ def test_the_timing_sweep_runs_on_a_click_and_names_its_method(monkeypatch):
 
 
 def wait_for_training(at, protocol: str = "separate", seed: int = 0, timeout_s: float = 60.0) -> None:
-    from tformer.ui.why_data import recall_board, recall_run, recall_settings
+    from tformer.ui.views.why import recall_board, recall_run, recall_settings
 
     settings = recall_settings(protocol, seed)
     deadline = time.monotonic() + timeout_s
@@ -137,7 +137,7 @@ def wait_for_training(at, protocol: str = "separate", seed: int = 0, timeout_s: 
 
 def train_here(at, protocol: str = "separate", seed: int = 0) -> None:
     """Train the recall models of the page's settings (unless a run already does) and rerun
-    the page once they are done. Set `why_data.RECALL_SECONDS` low first."""
+    the page once they are done. Set `tformer.ui.views.why.RECALL_SECONDS` low first."""
     if not at.button(key="why.train").disabled:
         at.button(key="why.train").click().run()
     wait_for_training(at, protocol, seed)
@@ -145,7 +145,7 @@ def train_here(at, protocol: str = "separate", seed: int = 0) -> None:
 
 
 def test_recall_trains_once_within_its_bound_and_is_shared(monkeypatch, runs_dir):
-    from tformer.ui import why_data
+    from tformer.ui.views import why as why_data
 
     monkeypatch.setattr(why_data, "RECALL_SECONDS", 0.5)  # each kind stops at its time limit
     at = open_app(PAGE, text="Birds sing at dawn.", **{"why.section": "recall"})
@@ -177,7 +177,7 @@ def test_recall_trains_once_within_its_bound_and_is_shared(monkeypatch, runs_dir
 
 @pytest.mark.parametrize("protocol", ["separate", "mixed"])
 def test_recall_in_chinese_after_training_has_no_english_left(monkeypatch, runs_dir, protocol):
-    from tformer.ui import why_data
+    from tformer.ui.views import why as why_data
 
     monkeypatch.setattr(why_data, "RECALL_SECONDS", 0.5)
     params = {"why.section": "recall", "why.protocol": protocol}

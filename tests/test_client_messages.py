@@ -169,7 +169,7 @@ def one_run_at_a_time(monkeypatch):
 
 
 def test_a_running_run_survives_every_cache_clear(guard, one_run_at_a_time, runs_dir):
-    from tformer.ui.train_jobs import manager
+    from tformer.ui.views.train.jobs import manager
 
     started = threading.Event()
 

@@ -1,4 +1,4 @@
-"""The precision page's worker (`tformer.ui.precision_jobs`): a key runs once, the newest asks
+"""The precision page's worker (`tformer.ui.views.precision.jobs`): a key runs once, the newest asks
 run first, the queue is bounded, a failure is kept as the result, a page run may compute a key
 itself, and shutting down stops the thread."""
 
@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("streamlit")
 
-from tformer.ui import precision_jobs as pj
+from tformer.ui.views.precision import jobs as pj
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ pytest.importorskip("streamlit")
 
 from streamlit.source_util import page_icon_and_name
 
-from tformer.ui.registry import PAGES, SECTIONS, by_section, page_for
-from tformer.ui.state import PAGE_STATES, ViewState
+from tformer.ui.registry import PAGES, SECTIONS, by_section, page_for, page_states
+from tformer.ui.state import ViewState
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,8 +47,8 @@ def test_icons_are_emoji_not_material_names():
 
 
 def test_every_page_state_belongs_to_a_registered_page():
-    assert set(PAGE_STATES) <= {p.key for p in PAGES}
-    assert set(ViewState().pages) == set(PAGE_STATES)
+    assert set(page_states()) <= {p.key for p in PAGES}
+    assert set(ViewState().pages) == set(page_states())
 
 
 def test_page_for_finds_a_running_script_by_its_path():

@@ -4,7 +4,9 @@ Only the app imports this package (``import tformer`` does not load Streamlit). 
 ``with ui.page_context(__file__, names) as ctx:`` (or ``with ui.frame(__file__):`` when they
 need no text), a figure builder from `tformer.figures`, render. Names are imported from their
 modules on first use (PEP 562): importing this package loads no torch, which lets a fresh
-server's first page start the browser's chart code early (`tformer.ui.warm`).
+server's first page start the browser's chart code early (`tformer.ui.warm`). The ``TYPE_CHECKING``
+imports name the same names for mypy (tests/test_rooms_of_pages.py holds the two lists equal). A
+page's own compute and helpers are not here: they are its view, `tformer.ui.views`.
 """
 
 from __future__ import annotations
@@ -13,16 +15,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS: dict[str, str] = {
-    "chart": "export_view",
-    "chart_in": "export_view",
+    "chart": "charts",
+    "chart_in": "charts",
     "start_lesson": "lesson_mode",
     "LESSON_MAP": "registry",
     "lesson_bar": "lesson_mode",
     "figure_hidden": "lesson_questions",
-    "image_buttons": "export_view",
-    "report_file": "export_view",
-    "npz_file": "export_view",
-    "csv_file": "export_view",
+    "image_buttons": "charts",
     "bind": "binding",
     "set_values": "binding",
     "view": "binding",
@@ -49,43 +48,11 @@ _EXPORTS: dict[str, str] = {
     "source_text": "context",
     "query_token": "context",
     "layer_head_query": "context",
-    "WALK_NAMES": "walk_data",
-    "STATS_NAMES": "walk_data",
-    "walk": "walk_data",
-    "neuron": "walk_data",
-    "layouts_agree": "walk_data",
-    "WINDOW": "walk_view",
-    "ZOOMS": "walk_view",
-    "step_bar": "walk_view",
-    "show_step": "walk_view",
-    "step_facts": "walk_view",
     "StepsState": "state",
     "EncoderState": "state",
     "CompareState": "state",
-    "COMPARE_WHAT": "compare_data",
-    "compare_sides": "compare_data",
     "plain": "guard",
-    "task_controls": "train_view",
-    "model_controls": "train_view",
-    "recipe_controls": "train_view",
-    "run_status": "train_view",
-    "live_view": "train_view",
-    "run_budget": "train_view",
-    "open_saved_run": "train_view",
-    "saved_name": "train_jobs",
-    "current_run": "train_jobs",
-    "start_training": "train_jobs",
-    "start_race": "train_jobs",
     "TrainState": "state",
-    "tempered": "experiment_data",
-    "scaling_sweep_data": "experiment_data",
-    "masked_run": "experiment_data",
-    "padded_pair": "experiment_data",
-    "combined": "experiment_data",
-    "qk_projection": "experiment_data",
-    "head_roles": "experiment_data",
-    "head_roles_on_examples": "experiment_data",
-    "rank_heads": "experiment_data",
     "jump_box": "zoom",
     "TAUS": "state",
     "ScalingState": "state",
@@ -93,44 +60,14 @@ _EXPORTS: dict[str, str] = {
     "LayersState": "state",
     "QKSpaceState": "state",
     "FinderState": "state",
-    "architecture_of": "encoder_data",
-    "ffn_stats": "encoder_data",
-    "residual_norms": "encoder_data",
-    "layernorm_io": "encoder_data",
-    "window": "walk_view",
     "frame": "entry",
     "CostsState": "state",
     "FlashState": "state",
-    "COST_SECTIONS": "cost_data",
-    "cost_budget_line": "cost_view",
-    "cost_controls": "cost_data",
-    "cost_device_line": "cost_data",
-    "cost_figures": "cost_view",
-    "cost_fit_note": "cost_view",
-    "cost_load_note": "cost_view",
     "busy_method": "timing_view",
     "load_note": "timing_view",
-    "race_caption": "timing_view",
-    "race_times": "timing_view",
-    "cost_stops": "cost_view",
-    "cost_summary": "cost_view",
-    "cost_table": "cost_view",
-    "cost_unavailable": "cost_view",
-    "run_cost_sweep": "cost_data",
-    "sparse_cost_table": "cost_view",
-    "sparse_on_text": "cost_data",
-    "sparse_patterns": "cost_data",
     "page_context": "entry",
     "Frame": "page_frame",
     "no_traceback": "guard",
-    "ablation_change": "page_data",
-    "head_names": "page_data",
-    "head_similarity": "page_data",
-    "head_stats": "page_data",
-    "model_positions": "page_data",
-    "patterns_without_pe": "page_data",
-    "shift_check": "page_data",
-    "sinusoids": "page_data",
     "PAGES": "registry",
     "SECTIONS": "registry",
     "PageSpec": "registry",
@@ -140,41 +77,9 @@ _EXPORTS: dict[str, str] = {
     "PositionalState": "state",
     "QKVState": "state",
     "ViewState": "state",
-    "WHY_SECTIONS": "why_data",
-    "D_HIDDEN": "why_data",
-    "RECALL_KINDS": "why_data",
-    "RECALL_SECONDS": "why_data",
-    "why_layers": "why_data",
-    "sweep_settings": "why_data",
-    "why_path_lengths": "why_data",
-    "recall_settings": "why_data",
-    "recall_board": "why_data",
-    "recall_run": "why_data",
-    "start_recall": "why_data",
-    "recall_progress": "why_data",
-    "probe_tokens": "why_data",
-    "token_vectors": "why_data",
     "WhyState": "state",
     "step_slider": "stepper",
     "WHY_SCALES": "state",
-    "precision_run": "precision_data",
-    "precision_layer": "precision_data",
-    "precision_table": "precision_data",
-    "variant_label": "precision_data",
-    "float_formats": "precision_data",
-    "precision_choices": "precision_data",
-    "precision_result": "precision_data",
-    "precision_timing_notes": "precision_data",
-    "precision_time_caption": "precision_data",
-    "precision_dropped": "precision_data",
-    "precision_waiting_note": "precision_data",
-    "POLL_S": "precision_data",
-    "head_info": "predictions_data",
-    "mask_positions": "predictions_data",
-    "start_position": "predictions_data",
-    "prediction": "predictions_data",
-    "generation": "predictions_data",
-    "continuation": "predictions_data",
     "PredictionsState": "state",
 }
 
@@ -189,7 +94,7 @@ if TYPE_CHECKING:
         set_threads,
         shared_figure,
     )
-    from .compare_data import COMPARE_WHAT, compare_sides
+    from .charts import chart, chart_in, image_buttons
     from .context import (
         MATRIX_LABELS,
         PageContext,
@@ -205,86 +110,38 @@ if TYPE_CHECKING:
         source_text,
         weight_scale,
     )
-    from .encoder_data import architecture_of, ffn_stats, layernorm_io, residual_norms
     from .entry import frame, page_context
-    from .experiment_data import (
-        combined,
-        head_roles,
-        head_roles_on_examples,
-        masked_run,
-        padded_pair,
-        qk_projection,
-        rank_heads,
-        scaling_sweep_data,
-        tempered,
-    )
-    from .export_view import chart, chart_in, csv_file, image_buttons, npz_file, report_file
     from .guard import no_traceback, plain
     from .lesson_mode import lesson_bar, start_lesson
     from .lesson_questions import figure_hidden
     from .opening import ROLE_NAMES, opening_note
-    from .page_data import (
-        ablation_change,
-        head_names,
-        head_similarity,
-        head_stats,
-        model_positions,
-        patterns_without_pe,
-        shift_check,
-        sinusoids,
-    )
     from .page_frame import Frame
-    from .predictions_data import (
-        continuation,
-        generation,
-        head_info,
-        mask_positions,
-        prediction,
-        start_position,
-    )
     from .registry import LESSON_MAP, PAGES, SECTIONS, PageSpec, by_section
     from .state import (
+        TAUS,
         WHY_SCALES,
         AttentionState,
+        CompareState,
+        CostsState,
         EncoderState,
+        FinderState,
+        FlashState,
         HeadsState,
+        LayersState,
+        MasksState,
         PositionalState,
         PredictionsState,
+        QKSpaceState,
         QKVState,
+        ScalingState,
         StepsState,
+        TrainState,
         ViewState,
         WhyState,
     )
     from .stepper import step_slider
     from .tables import fitted_table
-    from .train_jobs import current_run, saved_name, start_race, start_training
-    from .train_view import (
-        live_view,
-        model_controls,
-        open_saved_run,
-        recipe_controls,
-        run_budget,
-        run_status,
-        task_controls,
-    )
-    from .walk_data import STATS_NAMES, WALK_NAMES, layouts_agree, neuron, walk
-    from .walk_view import WINDOW, ZOOMS, show_step, step_bar, step_facts, window
-    from .why_data import (
-        D_HIDDEN,
-        RECALL_KINDS,
-        RECALL_SECONDS,
-        WHY_SECTIONS,
-        probe_tokens,
-        recall_board,
-        recall_progress,
-        recall_run,
-        recall_settings,
-        start_recall,
-        sweep_settings,
-        token_vectors,
-        why_layers,
-        why_path_lengths,
-    )
+    from .timing_view import busy_method, load_note
     from .zoom import jump_box
 
 __all__ = sorted(_EXPORTS)

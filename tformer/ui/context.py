@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import streamlit as st
 
 from ..figures.attention import Kind
@@ -25,9 +26,17 @@ from .guard import plain
 from .head_grid import head_grid
 from .lesson_questions import figure_hidden
 from .opening import chosen_head
-from .page_data import row_focus
 from .page_frame import Frame, draw_frame
 from .state import ViewState
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def row_focus(choice: ModelChoice, text: str, names: tuple[str, ...]) -> tuple[float, float]:
+    """Mean of each row's largest weight over every head, and what spreading evenly over the
+    allowed keys would give: (focus, even). Once per text, not on every rerun."""
+    p = get_capture(choice, text, names).pattern  # [layer, head_index, query_pos, key_pos]
+    allowed = np.maximum((p > 0).sum(-1), 1)  # keys each row may attend to
+    return float(p.max(-1).mean()), float((1 / allowed).mean())
 
 
 @dataclass(frozen=True)
@@ -140,7 +149,7 @@ def link_beyond_shape(capture: TextCapture) -> list[str]:
 
 def random_weights_note(choice: ModelChoice, focus: tuple[float, float] | None) -> str:
     """What a from-scratch model's heads show before training, with this text's numbers
-    (`page_data.row_focus`)."""
+    (`row_focus`)."""
     seed = choice.cfg.seed if choice.cfg is not None else 0
     note = tr(
         "This encoder's weights are random (drawn from seed {seed}), not trained: its heads have "

@@ -3,7 +3,7 @@
 `question_box` draws the question of the step shown (`tformer.questions`: computed now from the
 view's text, model, layer and head), an answer widget for its kind, Check and Skip. Until the
 learner answers right, answers wrong twice or skips, the step's page hides its figures
-(`figure_hidden`: `tformer.ui.export_view.chart` and the head overview read it); after, the
+(`figure_hidden`: `tformer.ui.charts.chart` and the head overview read it); after, the
 feedback says right or wrong, the model's value and why with this text's numbers, and the
 attention heatmap that shows the answer outlines the query's row and the key (`marked`). The
 first wrong try gets the hint and another go. Progress lives in the view state (`ViewState.quiz`,

@@ -1,9 +1,11 @@
 """Every page of the app, declared once: the navigation, the start page's map, the state
 namespaces and the test suites all loop over `PAGES`.
 
-Adding a page: write ``pages/<url_path>.py`` (a thin script that starts with
-``ui.page_context(__file__)`` or ``ui.frame(__file__)``), add its `PageSpec` here, and, if it has
-choices of its own, a state dataclass in `tformer.ui.state`.
+Adding a page (docs/adding-a-page.md): its `PageSpec` here, naming its state dataclass of
+`tformer.ui.state` (``state=``) when it has choices of its own; the thin script
+``pages/<url_path>.py``; its view ``tformer/ui/views/<key>.py`` (cached compute, widget helpers);
+its test ``tests/test_app_<key>.py``; its Chinese strings ``assets/i18n/zh/<key>.json``.
+tests/test_rooms_of_pages.py names whichever piece a registered page lacks.
 
 Why the scripts live in pages/ and no `st.navigation` is used: Streamlit serves pages/*.py by
 itself (its "pages directory" mode) to a fresh server's first visitor who opens /qkv before
@@ -18,6 +20,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+
+from .state import (
+    AttentionState,
+    CompareState,
+    CostsState,
+    EncoderState,
+    ExportState,
+    FinderState,
+    FlashState,
+    HeadsState,
+    LayersState,
+    MasksState,
+    PositionalState,
+    PrecisionState,
+    PredictionsState,
+    QKSpaceState,
+    QKVState,
+    ScalingState,
+    StepsState,
+    TrainState,
+    WhyState,
+)
 
 # Sections in the order of the lesson.
 SECTIONS = (
@@ -43,6 +67,9 @@ class PageSpec:
     script: str  # relative to the repo root: "app.py" for the start page, else "pages/<name>.py"
     summary: str  # one line on the start page's map
     needs_text: bool = True  # False: the page draws without a text (start, training, efficiency)
+    # the dataclass of the page's own choices (`tformer.ui.state`), its namespace ``key`` in the
+    # view state and in share links; None: the page has no choices of its own
+    state: type | None = None
 
     @property
     def url_path(self) -> str:
@@ -72,6 +99,7 @@ PAGES: tuple[PageSpec, ...] = (
         "pages/why.py",
         "A tanh RNN and a GRU step through your text one token at a time; attention computes every "
         "position at once: steps, time, gradients over distance, and a long-range recall trained here.",
+        state=WhyState,
     ),
     PageSpec(
         "attention",
@@ -81,6 +109,7 @@ PAGES: tuple[PageSpec, ...] = (
         "Attention",
         "pages/attention.py",
         "One head's weights in detail, and every head of every layer at a glance.",
+        state=AttentionState,
     ),
     PageSpec(
         "qkv",
@@ -90,6 +119,7 @@ PAGES: tuple[PageSpec, ...] = (
         "Attention",
         "pages/qkv.py",
         "The chosen head's queries, keys and values beside the scores they make.",
+        state=QKVState,
     ),
     PageSpec(
         "qk_space",
@@ -99,6 +129,7 @@ PAGES: tuple[PageSpec, ...] = (
         "Attention",
         "pages/qk_space.py",
         "One head's queries and keys in one plane, with lines for the pairs that attend most.",
+        state=QKSpaceState,
     ),
     PageSpec(
         "scaling",
@@ -108,6 +139,7 @@ PAGES: tuple[PageSpec, ...] = (
         "Attention",
         "pages/scaling.py",
         "The head under a temperature and without the scaling, and a sweep over d_k computed live.",
+        state=ScalingState,
     ),
     PageSpec(
         "masks",
@@ -117,6 +149,7 @@ PAGES: tuple[PageSpec, ...] = (
         "Attention",
         "pages/masks.py",
         "Padding, causal, a local window or blocked cells, through the encoder's own mask.",
+        state=MasksState,
     ),
     PageSpec(
         "heads",
@@ -126,6 +159,7 @@ PAGES: tuple[PageSpec, ...] = (
         "Multi-head",
         "pages/heads.py",
         "Heads side by side, a number for each head, their likeness, ablation.",
+        state=HeadsState,
     ),
     PageSpec(
         "finder",
@@ -135,6 +169,7 @@ PAGES: tuple[PageSpec, ...] = (
         "Multi-head",
         "pages/finder.py",
         "Previous-token, next-token, [CLS], duplicate-token and broad heads, ranked; click to open one.",
+        state=FinderState,
     ),
     PageSpec(
         "layers",
@@ -144,6 +179,7 @@ PAGES: tuple[PageSpec, ...] = (
         "Multi-head",
         "pages/layers.py",
         "One head, the mean or max over heads, or the rollout through the layers; zoom into long texts.",
+        state=LayersState,
     ),
     PageSpec(
         "positional",
@@ -153,6 +189,7 @@ PAGES: tuple[PageSpec, ...] = (
         "Positions",
         "pages/positional.py",
         "The sinusoid table, offsets as rotations, attention with positions switched off.",
+        state=PositionalState,
     ),
     PageSpec(
         "steps",
@@ -163,6 +200,7 @@ PAGES: tuple[PageSpec, ...] = (
         "pages/steps.py",
         "Every step of a layer on your text, in order: formula, live numbers, the code; one score "
         "dimension by dimension; the seeds' two ways to write attention.",
+        state=StepsState,
     ),
     PageSpec(
         "encoder",
@@ -173,6 +211,7 @@ PAGES: tuple[PageSpec, ...] = (
         "pages/encoder.py",
         "The model drawn with its real shapes and parameter counts; what the FFN, the residual "
         "connections and LayerNorm do to your text, layer by layer.",
+        state=EncoderState,
     ),
     PageSpec(
         "predictions",
@@ -183,6 +222,7 @@ PAGES: tuple[PageSpec, ...] = (
         "pages/predictions.py",
         "The last step of the architecture: the last hidden state, its logits, the softmax at a "
         "temperature and the top tokens; GPT-2's next token and a short greedy generation.",
+        state=PredictionsState,
     ),
     PageSpec(
         "train",
@@ -194,6 +234,7 @@ PAGES: tuple[PageSpec, ...] = (
         "Copy, reverse, sort, shift or look up: Adam with warm-up, clipping, label smoothing, dropout, "
         "accumulation; live curves and attention snapshots; the trained model opens on every page.",
         needs_text=False,
+        state=TrainState,
     ),
     PageSpec(
         "costs",
@@ -205,6 +246,7 @@ PAGES: tuple[PageSpec, ...] = (
         "Time and memory against length for explicit attention, each SDPA backend and a tiled loop; "
         "attention against a GRU; local and strided masks.",
         needs_text=False,
+        state=CostsState,
     ),
     PageSpec(
         "flash",
@@ -215,6 +257,7 @@ PAGES: tuple[PageSpec, ...] = (
         "pages/flash.py",
         "Your text's head computed tile by tile: the running maximum, the running sum, the rescaling, "
         "and never the whole n × n matrix.",
+        state=FlashState,
     ),
     PageSpec(
         "precision",
@@ -225,6 +268,7 @@ PAGES: tuple[PageSpec, ...] = (
         "pages/precision.py",
         "MiniLM in lower precision and with INT8 Linear layers: time, size, and how much the "
         "attention moves.",
+        state=PrecisionState,
     ),
     PageSpec(
         "compare",
@@ -235,6 +279,7 @@ PAGES: tuple[PageSpec, ...] = (
         "pages/compare.py",
         "The same head under two settings or for two texts: positions off, more heads, pre-norm, "
         "a causal mask, another model; and where the weights moved.",
+        state=CompareState,
     ),
     PageSpec(
         "export",
@@ -245,6 +290,7 @@ PAGES: tuple[PageSpec, ...] = (
         "pages/export.py",
         "One HTML report that opens without a network; the tensors as NPZ, the metrics as CSV; every "
         "chart as PNG or SVG.",
+        state=ExportState,
     ),
 )
 
@@ -256,6 +302,11 @@ def page_for(script: str) -> PageSpec:
         if path.parts[-len(PurePosixPath(spec.script).parts) :] == PurePosixPath(spec.script).parts:
             return spec
     raise KeyError(f"{script} is not in tformer.ui.registry.PAGES")
+
+
+def page_states() -> dict[str, type]:
+    """Registry key -> the dataclass of that page's choices, for the pages that have one."""
+    return {p.key: p.state for p in PAGES if p.state is not None}
 
 
 def by_section() -> list[tuple[str, list[PageSpec]]]:

@@ -1,9 +1,14 @@
 """One typed view state: what the user chose, on every page, in one object.
 
 `ViewState` holds the text, the model settings, the chosen layer / head / query token, and one
-namespace per page (`PAGE_STATES`) for that page's own choices. The app keeps one per browser
-session (`tformer.ui.binding`), restores each widget from it before drawing, and writes a
-widget's new value back in its on_change callback, so choices survive page switches.
+namespace per page for that page's own choices (the class its registry entry names,
+`tformer.ui.registry.PageSpec.state`). The app keeps one per browser session
+(`tformer.ui.binding`), restores each widget from it before drawing, and writes a widget's new
+value back in its on_change callback, so choices survive page switches.
+
+Every page's state class lives here, not in its view module: the view state holds every page's
+namespace on every page (a share link carries them all), and this module loads no torch and no
+Streamlit, while the views do.
 
 It converts to and from flat URL query parameters (``to_query`` / ``from_query``): the keys are
 the widget keys (``text``, ``n_heads``, ``layer``, ``attention.kind``...). Reading never trusts
@@ -236,28 +241,13 @@ class ExportState:
     heads: list[str] | None = field(default=None, metadata={"pattern": HEAD_NAME})  # None: the chosen head
 
 
-# registry key -> the dataclass of that page's choices
-PAGE_STATES: dict[str, type] = {
-    "why": WhyState,
-    "attention": AttentionState,
-    "qkv": QKVState,
-    "positional": PositionalState,
-    "heads": HeadsState,
-    "steps": StepsState,
-    "encoder": EncoderState,
-    "compare": CompareState,
-    "scaling": ScalingState,
-    "masks": MasksState,
-    "layers": LayersState,
-    "qk_space": QKSpaceState,
-    "finder": FinderState,
-    "train": TrainState,
-    "costs": CostsState,
-    "flash": FlashState,
-    "precision": PrecisionState,
-    "predictions": PredictionsState,
-    "export": ExportState,
-}
+def page_namespaces() -> dict[str, Any]:
+    """One default instance of each page's state, by registry key: the registry names each page's
+    state class (`tformer.ui.registry.PageSpec.state`); imported here on use, as the registry
+    imports this module's classes."""
+    from .registry import page_states
+
+    return {key: cls() for key, cls in page_states().items()}
 
 
 def default_text() -> str:
@@ -291,7 +281,7 @@ class ViewState:
     query: int = _bounded(0, 0, 4095)
     # how attention weights become colors on the heatmaps that offer the choice (figures.colors)
     weight_scale: str = _one_of("linear", WEIGHT_SCALES)
-    pages: dict[str, Any] = field(default_factory=lambda: {k: cls() for k, cls in PAGE_STATES.items()})
+    pages: dict[str, Any] = field(default_factory=page_namespaces)
 
     # --- typed access ---
 

@@ -8,13 +8,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..i18n import tr
-from ..model.capture import ATTENTION
-from ..model.config import EncoderConfig
-from ..model.pretrained import pretrained_available
-from .caches import ModelChoice, get_capture, scratch_config_of
-from .page_data import patterns_without_pe
-from .state import ViewState
+from ...i18n import tr
+from ...model.capture import ATTENTION
+from ...model.config import EncoderConfig
+from ...model.pretrained import pretrained_available
+from ..caches import ModelChoice, get_capture, scratch_config_of
+from ..state import ViewState
+from .positional import patterns_without_pe
 
 # What B changes, as the page names it (English templates: the page translates them).
 COMPARE_WHAT = {

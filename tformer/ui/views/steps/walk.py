@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from ..analysis.walkthrough import (
+from ....analysis.walkthrough import (
     NeuronView,
     Step,
     input_weights,
@@ -24,10 +24,10 @@ from ..analysis.walkthrough import (
     walk_input,
     walk_layer,
 )
-from ..model.capture import TextCapture, available_names
-from ..model.config import EncoderConfig
-from ..model.hooks import ACTS, act_name
-from .caches import ModelChoice, get_capture, get_model
+from ....model.capture import TextCapture, available_names
+from ....model.config import EncoderConfig
+from ....model.hooks import ACTS, act_name
+from ...caches import ModelChoice, get_capture, get_model
 
 # Every activation a model has, except the output head's logits: the step-by-step page walks
 # from the embeddings to the last LayerNorm. Pages ask for this set; `open_page` drops the
@@ -136,7 +136,7 @@ def layouts_agree(choice: ModelChoice, text: str, layer: int) -> dict[str, float
     attention input; their largest differences from each other and from the model's output."""
     import torch
 
-    from ..analysis.layouts import compare_layouts
+    from ....analysis.layouts import compare_layouts
 
     model = get_model(choice)[0]
     cap = layer_capture(choice, text, layer)

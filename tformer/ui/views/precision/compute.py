@@ -6,7 +6,7 @@ one layer's patterns of a chosen format (per model, text, format and layer).
 A text edit compares float32 (the app's own capture of "pattern", `get_capture`, against
 itself) and the session's chosen variant in the page run, and the other variants there too
 while their foreseen cost is small; the rest, and the timings of a length band not timed yet,
-go to the server's worker (`tformer.ui.precision_jobs`), and the page polls until they arrive.
+go to the server's worker (`tformer.ui.views.precision.jobs`), and the page polls until they arrive.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import numpy.typing as npt
 import streamlit as st
 import torch
 
-from ..efficiency.precision import (
+from ....efficiency.precision import (
     BUDGET_S,
     REFERENCE,
     REL_SPREAD,
@@ -39,15 +39,15 @@ from ..efficiency.precision import (
     variant_row,
     with_timing,
 )
-from ..i18n import tr
-from ..model.capture import TextCapture, capture_nbytes
-from ..model.encoder import Encoder
-from ..timing import Load, Timing, activity, watch
-from .binding import view
-from .caches import MAX_CAPTURE_BYTES, CaptureTooLarge, ModelChoice, device, get_capture, get_model
-from .precision_jobs import Failed, precision_jobs
-from .singletons import shared
-from .timing_view import busy_method, load_note, spread_ms
+from ....i18n import tr
+from ....model.capture import TextCapture, capture_nbytes
+from ....model.encoder import Encoder
+from ....timing import Load, Timing, activity, watch
+from ...binding import view
+from ...caches import MAX_CAPTURE_BYTES, CaptureTooLarge, ModelChoice, device, get_capture, get_model
+from ...singletons import shared
+from ...timing_view import busy_method, load_note, spread_ms
+from .jobs import Failed, precision_jobs
 
 NAMES = ("pattern",)
 MB = 2**20

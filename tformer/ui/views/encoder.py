@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from ..analysis.architecture import ArchitectureSpec, architecture_spec, parameter_counts
-from ..analysis.layer_stats import (
+from ...analysis.architecture import ArchitectureSpec, architecture_spec, parameter_counts
+from ...analysis.layer_stats import (
     FfnSparsity,
     LayerNormStats,
     SublayerNorms,
@@ -15,9 +15,9 @@ from ..analysis.layer_stats import (
     layernorm_stats,
     sublayer_norms,
 )
-from ..model.capture import TextCapture
-from .caches import ModelChoice, get_capture, get_model
-from .walk_data import STATS_NAMES
+from ...model.capture import TextCapture
+from ..caches import ModelChoice, get_capture, get_model
+from .steps.walk import STATS_NAMES
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)

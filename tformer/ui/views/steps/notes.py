@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..i18n import tr
+from ....i18n import tr
 
 # Short labels for the step bar, by step key (English; `short` translates).
 SHORT = {

@@ -13,18 +13,18 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from ..analysis.walkthrough import Step
-from ..figures.layout import FULL_WIDTH
-from ..figures.walkthrough import row_bars, step_heatmap
-from ..formulas import latex_of, localized
-from ..i18n import tr
-from ..model.config import EncoderConfig
-from .binding import bind, set_values, view
-from .export_view import chart
-from .guard import plain
-from .lesson_mode import in_lesson
-from .step_notes import note, short
-from .walk_data import Walk
+from ....analysis.walkthrough import Step
+from ....figures.layout import FULL_WIDTH
+from ....figures.walkthrough import row_bars, step_heatmap
+from ....formulas import latex_of, localized
+from ....i18n import tr
+from ....model.config import EncoderConfig
+from ...binding import bind, set_values, view
+from ...charts import chart
+from ...guard import plain
+from ...lesson_mode import in_lesson
+from .notes import note, short
+from .walk import Walk
 
 WINDOW = 16  # rows and columns with their numbers: readable on a projector
 # The score steps also get the query's whole row as bars.

@@ -21,7 +21,7 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .singletons import shared
+from ...singletons import shared
 
 MAX_QUEUE = 12
 MAX_RESULTS = 256

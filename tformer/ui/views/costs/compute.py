@@ -15,17 +15,17 @@ from typing import Any
 
 import streamlit as st
 
-from ..efficiency.costs import Sweep, WallSettings, wall_sweep
-from ..efficiency.measure import MIB, REL_SPREAD, Budget, Note, Progress
-from ..efficiency.rnn import RnnSettings, rnn_sweep
-from ..efficiency.sparse import local_mask, strided_mask
-from ..efficiency.sparse_costs import SparseSettings, sparse_sweep
-from ..i18n import tr
-from ..model.capture import capture_ids
-from .binding import bind, view
-from .caches import ModelChoice, device, get_capture, get_model
-from .opening import chosen_head
-from .state import CostsState
+from ....efficiency.costs import Sweep, WallSettings, wall_sweep
+from ....efficiency.measure import MIB, REL_SPREAD, Budget, Note, Progress
+from ....efficiency.rnn import RnnSettings, rnn_sweep
+from ....efficiency.sparse import local_mask, strided_mask
+from ....efficiency.sparse_costs import SparseSettings, sparse_sweep
+from ....i18n import tr
+from ....model.capture import capture_ids
+from ...binding import bind, view
+from ...caches import ModelChoice, device, get_capture, get_model
+from ...opening import chosen_head
+from ...state import CostsState
 
 COST_SECTIONS = {
     "wall": "The n² wall",
@@ -75,7 +75,7 @@ def method_names() -> dict[str, str]:
 
 def run_device() -> tuple[str, str]:
     """The device the sweeps run on (torch's name) and its name for the page."""
-    from ..efficiency.measure import device_name
+    from ....efficiency.measure import device_name
 
     dev = device()[0]
     return str(dev), _device_name(str(dev)) if dev.type != "cpu" else device_name(dev)
@@ -85,7 +85,7 @@ def run_device() -> tuple[str, str]:
 def _device_name(dev: str) -> str:
     import torch
 
-    from ..efficiency.measure import device_name
+    from ....efficiency.measure import device_name
 
     return device_name(torch.device(dev))
 

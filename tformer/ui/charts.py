@@ -1,8 +1,7 @@
-"""Taking things away from the app: every chart with PNG and SVG buttons (`chart`), and the
-export page's downloads (the tensors, the metrics, the offline report).
+"""Every chart of every page, with its PNG and SVG buttons (`chart`, `chart_in`). The Export
+page's downloads (the tensors, the metrics, the offline report) are in `tformer.ui.views.export`.
 
-A download button's data is a callable here, so nothing is drawn or packed until the button is
-clicked: Streamlit runs the callable in a worker thread on click (a "deferred" download). The
+An image button's data is a callable here, so nothing is drawn until the button is clicked: Streamlit runs the callable in a worker thread on click (a "deferred" download). The
 chart's own toolbar camera also saves a PNG in the browser, at twice the size for a projector.
 """
 
@@ -73,41 +72,3 @@ def image_buttons(fig: Any, key: str, container: Any = None) -> None:
             if problem is None
             else tr("Images cannot be drawn here: {why}", why=tr(problem)),
         )
-
-
-def report_file(
-    capture: Any, text: str, model_label: str, heads: list[tuple[int, int]], metrics: Any, lang: str
-) -> Any:
-    """A callable that builds the report in ``lang`` when its download button is clicked (in a
-    worker thread, which has no session: the language is passed in)."""
-
-    def build() -> bytes:
-        from ..analysis.metrics import metrics_table
-        from ..figures.report import build_report
-        from ..i18n import use_language
-
-        with use_language(lang):
-            rows = metrics_table(metrics, decimals=3) if metrics is not None else []
-            html = build_report(capture, text, model_label=model_label, heads=heads, metrics=rows)
-        return html.encode("utf-8")
-
-    return build
-
-
-def npz_file(capture: Any) -> Any:
-    def build() -> bytes:
-        from ..export import capture_npz
-
-        return capture_npz(capture)
-
-    return build
-
-
-def csv_file(metrics: Any) -> Any:
-    def build() -> str:
-        from ..analysis.metrics import metrics_table
-        from ..export import rows_csv
-
-        return rows_csv(metrics_table(metrics, decimals=6))
-
-    return build

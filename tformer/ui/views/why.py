@@ -21,15 +21,15 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from ..analysis.why import KINDS, LayerRun, LayerSpec, run_layer, timing_settings
-from ..efficiency.rnn import RnnSettings, path_lengths
-from ..i18n import tr
-from ..training.recall import RecallResult, RecallSettings, train_recall
-from ..training.runs import Run, RunHandle
-from ..training.tasks import as_text
-from .caches import ModelChoice, get_capture
-from .singletons import shared
-from .train_jobs import manager, session_id
+from ...analysis.why import KINDS, LayerRun, LayerSpec, run_layer, timing_settings
+from ...efficiency.rnn import RnnSettings, path_lengths
+from ...i18n import tr
+from ...training.recall import RecallResult, RecallSettings, train_recall
+from ...training.runs import Run, RunHandle
+from ...training.tasks import as_text
+from ..caches import ModelChoice, get_capture
+from ..singletons import shared
+from .train.jobs import manager, session_id
 
 WHY_SECTIONS = {
     "steps": "Sequential or parallel",
@@ -183,3 +183,26 @@ def recall_progress(run: Run) -> str:
 def probe_tokens(ids: np.ndarray, distance: int) -> list[str]:
     """The probe sequence at ``distance`` as tokens (its first d + 1: the pads cut off)."""
     return as_text(ids[: distance + 1]).split(" ")
+
+
+# --- the page's wording ------------------------------------------------------------------------
+
+KIND_NAMES = {"rnn": "tanh RNN", "gru": "GRU", "attention": "attention"}  # English templates
+PROTOCOLS = {
+    "separate": "one model per distance",
+    "mixed": "one model for every distance",
+}  # English templates
+
+
+def numbers(row: object, k: int = 4) -> str:
+    values = [float(v) for v in list(row)[:k]]  # type: ignore[call-overload]
+    return ", ".join(f"{v:+.2f}" for v in values) + ", …"
+
+
+def power(log10: float) -> str:
+    """A norm given by its log10: 0.42 near 1, 10^−5.3 far from it, 0 when exactly 0."""
+    if log10 == float("-inf"):
+        return "0"
+    if -2 <= log10 <= 2:
+        return f"{10**log10:.2g}"
+    return f"10^{log10:.1f}".replace("-", "−")

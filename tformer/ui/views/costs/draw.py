@@ -1,5 +1,5 @@
 """The costs page's results as a reader sees them: the figures, the tables, the summaries and
-why each method stopped, from a measured `Sweep` (`tformer.ui.cost_data` runs the sweeps)."""
+why each method stopped, from a measured `Sweep` (`tformer.ui.views.costs.compute` runs the sweeps)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from ..efficiency.costs import Sweep, describe_budget
-from ..efficiency.measure import MIB, R2_MIN, REL_SPREAD, Curve
-from ..figures.costs import Series, cost_lines
-from ..figures.why import path_length_figure
-from ..i18n import tr
-from .cost_data import method_names
-from .timing_view import load_note
+from ....efficiency.costs import Sweep, describe_budget
+from ....efficiency.measure import MIB, R2_MIN, REL_SPREAD, Curve
+from ....figures.costs import Series, cost_lines
+from ....figures.why import path_length_figure
+from ....i18n import tr
+from ...timing_view import load_note
+from .compute import method_names
 
 
 def shown_exponent(c: Curve) -> float | None:
@@ -264,7 +264,7 @@ def cost_summary(sweep: Sweep) -> str | None:
 def cost_unavailable(sweep: Sweep) -> str | None:
     if not sweep.unavailable:
         return None
-    from ..efficiency.costs import BACKENDS
+    from ....efficiency.costs import BACKENDS
 
     return tr(
         "Not offered on this device (a tiny call under the backend failed): {methods}.",

@@ -16,16 +16,16 @@ from typing import Any
 
 import streamlit as st
 
-from ..i18n import tr
-from ..model.config import EncoderConfig
-from ..timing import timing_of, watch
-from ..training.checkpoints import sanitize_run_name, save_run
-from ..training.recipe import Recipe
-from ..training.runs import Run, RunHandle, RunManager
-from ..training.tasks import TaskSpec, example_texts, task_tokenizer
-from ..training.trainer import Trainer, training_memory_bytes
-from .caches import device
-from .singletons import shared
+from ....i18n import tr
+from ....model.config import EncoderConfig
+from ....timing import timing_of, watch
+from ....training.checkpoints import sanitize_run_name, save_run
+from ....training.recipe import Recipe
+from ....training.runs import Run, RunHandle, RunManager
+from ....training.tasks import TaskSpec, example_texts, task_tokenizer
+from ....training.trainer import Trainer, training_memory_bytes
+from ...caches import device
+from ...singletons import shared
 
 MAX_RUNNING_ENV = "TFORMER_MAX_TRAINING"  # runs training at once on this server (default 2)
 IDLE_TIMEOUT_S = 30.0

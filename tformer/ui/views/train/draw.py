@@ -12,21 +12,24 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from ..figures.attention import attention_heatmap
-from ..figures.layout import HALF_WIDTH
-from ..figures.training import schedule_figure, training_curves
-from ..i18n import tr
-from ..model.config import EncoderConfig
-from ..training.recipe import Recipe, model_config, recipe_help, schedule_curve
-from ..training.runs import Run
-from ..training.tasks import TASKS, TaskSpec, as_text, held_out_set, task_targets
-from .binding import bind, set_values, view
-from .caches import run_meta
-from .export_view import chart
-from .train_jobs import (
+from ....figures.attention import attention_heatmap
+from ....figures.layout import HALF_WIDTH
+from ....figures.training import schedule_figure, training_curves
+from ....i18n import tr
+from ....model.config import EncoderConfig
+from ....timing import Load
+from ....training.recipe import Recipe, model_config, recipe_help, schedule_curve
+from ....training.runs import Run
+from ....training.tasks import TASKS, TaskSpec, as_text, held_out_set, task_targets
+from ...binding import bind, set_values, view
+from ...caches import run_meta
+from ...charts import chart
+from ...timing_view import busy_method, load_note
+from .jobs import (
     MAX_RUN_SECONDS,
     MAX_TRAIN_BYTES,
     MAX_TRAIN_PARAMS,
+    RACE_WARMUP_UPDATES,
     describe_queue,
     last_summary,
     max_running,
@@ -218,7 +221,7 @@ def run_budget(cfg: EncoderConfig, recipe: Recipe, kind: str = "train") -> bool:
 def open_saved_run(name: str) -> None:
     """Make the saved run ``name`` the model of every page, with its first task input as the
     text, and open the Attention page (does not return)."""
-    from .sidebar import mark_run_text
+    from ...sidebar import mark_run_text
 
     values: dict[str, Any] = {"source": "run", "run": name}
     try:
@@ -287,4 +290,67 @@ def live_view(run: Run) -> None:
             ),
         ),
         key="snapshot",
+    )
+
+
+# --- the Train page's heads race ----------------------------------------------------------------
+
+
+def race_times(
+    evals: list[dict[str, Any]],
+) -> tuple[dict[int, float], dict[int, tuple[float, float]], list[str]]:
+    """From a heads race's evaluations (`tformer.ui.views.train.jobs` reports each head count's
+    update times so far): each head count's median seconds per update, its quartiles, and the
+    notes to show under the chart (other work that ran; head counts whose spreads overlap)."""
+    last: dict[int, dict[str, Any]] = {}
+    for e in evals:
+        if "seconds_per_step" in e:
+            last[int(e["heads"])] = e
+    seconds = {h: float(e["seconds_per_step"]) for h, e in last.items()}
+    spread = {
+        h: (float(e["seconds_q1"]), float(e["seconds_q3"]))
+        for h, e in last.items()
+        if "seconds_q1" in e and "seconds_q3" in e
+    }
+    load = Load()
+    for e in last.values():
+        work = tuple(_work_item(k) for k in str(e.get("other_work", "")).split("|") if k)
+        share = e.get("other_cpu")
+        load = load.merge(
+            Load(float(e.get("seconds_watched", 0.0)), None if share is None else float(share), work)
+        )
+    notes = [n for n in (load_note(load),) if n]
+    heads = sorted(spread)
+    overlaps = [
+        tr("{a} and {b} heads", a=a, b=b)
+        for a, b in zip(heads, heads[1:], strict=False)
+        if spread[a][0] <= spread[b][1] and spread[b][0] <= spread[a][1]
+    ]
+    if overlaps:
+        notes.append(
+            tr(
+                "The error bars of {pairs} overlap: their time per update does not differ measurably on "
+                "this machine.",
+                pairs=", ".join(overlaps),
+            )
+        )
+    return seconds, spread, notes
+
+
+def _work_item(text: str) -> tuple[int, str]:
+    """One "id:kind" entry of a race evaluation's ``other_work``."""
+    head, _, kind = text.partition(":")
+    return (int(head), kind) if head.isdigit() and kind else (0, text)
+
+
+def race_caption() -> str:
+    """How the race's time per update is measured."""
+    return (
+        tr(
+            "Time per update: the median of each update's own time (evaluations not counted), leaving "
+            "out the first {skip} updates (the warm-up); the error bars span the quartiles.",
+            skip=RACE_WARMUP_UPDATES,
+        )
+        + " "
+        + busy_method()
     )

@@ -1,0 +1,34 @@
+"""The Precision page's view: the comparisons and their table and captions (`compute`) and the
+server's worker that times the forwards once per model, device and length band (`jobs`)."""
+
+from __future__ import annotations
+
+from .compute import (
+    POLL_S,
+    float_formats,
+    precision_choices,
+    precision_dropped,
+    precision_layer,
+    precision_result,
+    precision_run,
+    precision_table,
+    precision_time_caption,
+    precision_timing_notes,
+    precision_waiting_note,
+    variant_label,
+)
+
+__all__ = [
+    "POLL_S",
+    "float_formats",
+    "precision_choices",
+    "precision_dropped",
+    "precision_layer",
+    "precision_result",
+    "precision_run",
+    "precision_table",
+    "precision_time_caption",
+    "precision_timing_notes",
+    "precision_waiting_note",
+    "variant_label",
+]

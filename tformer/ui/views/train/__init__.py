@@ -1,0 +1,38 @@
+"""The Train page's view: the server's training runs and heads races (`jobs`: a worker shared by
+every session) and the page's controls, live view and race times (`draw`)."""
+
+from __future__ import annotations
+
+from .draw import (
+    live_view,
+    model_controls,
+    open_saved_run,
+    race_caption,
+    race_times,
+    recipe_controls,
+    run_budget,
+    run_status,
+    task_controls,
+)
+from .jobs import (
+    current_run,
+    saved_name,
+    start_race,
+    start_training,
+)
+
+__all__ = [
+    "current_run",
+    "live_view",
+    "model_controls",
+    "open_saved_run",
+    "race_caption",
+    "race_times",
+    "recipe_controls",
+    "run_budget",
+    "run_status",
+    "saved_name",
+    "start_race",
+    "start_training",
+    "task_controls",
+]
