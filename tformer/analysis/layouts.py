@@ -24,7 +24,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..model.attention import MultiHeadAttention, scaled_dot_product_attention
+from ..model.attention import MultiHeadAttention, dead_rows_of, scaled_dot_product_attention
 from ..model.encoder import Encoder
 
 
@@ -38,7 +38,7 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor
     allowed = mask != 0
     # A query that may attend to nothing has a row of -inf scores, and softmax of it is
     # exp(-inf) / sum(exp(-inf)) = 0/0 = NaN; such a query reads no value, so its output is 0.
-    dead_rows = ~allowed.any(dim=-1, keepdim=True)  # [batch, head_index, query_pos, 1]
+    dead_rows = dead_rows_of(allowed)  # [batch, head_index, query_pos, 1]
     return scaled_dot_product_attention(q, k, v, allowed, dead_rows)[0]
 
 

@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from ..analysis.masks import window_mask
+from ..model.attention import attention_pattern, attention_scores
 
 __all__ = [
     "allowed_count",
@@ -118,15 +119,15 @@ def local_attention(
     nb = math.ceil(n / size)
     pad = nb * size - n
     width = size + 2 * w  # keys per block: w before it, its own B, w after it
-    qb = F.pad(q * scale, (0, 0, 0, pad)).view(batch, heads, nb, size, d_head)  # [b, h, block, B, d]
+    qb = F.pad(q, (0, 0, 0, pad)).view(batch, heads, nb, size, d_head)  # [b, h, block, B, d]
     # w padded key rows before, w + pad after: window t of the padded keys starts at key t·B − w
     kn = F.pad(k, (0, 0, w, w + pad)).unfold(2, width, size).transpose(-1, -2)  # [b, h, block, B+2w, d]
     vn = F.pad(v, (0, 0, w, w + pad)).unfold(2, width, size).transpose(-1, -2)  # [b, h, block, B+2w, d_v]
-    scores = torch.matmul(qb, kn.transpose(-1, -2))  # [b, h, block, B, B+2w]
     i = torch.arange(nb * size, device=q.device).view(nb, size, 1)  # query position
     j = torch.arange(nb, device=q.device).view(nb, 1, 1) * size - w + torch.arange(width, device=q.device)
     ok = (j >= 0) & (j < n) & ((i - j).abs() <= w)  # [block, B, B+2w]
-    weights = torch.softmax(scores.masked_fill_(~ok, float("-inf")), dim=-1)  # in place: a fresh tensor
+    # the model's score, scale, mask and softmax, on each block's [B, B+2w] scores
+    weights = attention_pattern(attention_scores(qb, kn, ok, scale=scale))
     out = torch.matmul(weights, vn)  # [b, h, block, B, d_v]
     return out.reshape(batch, heads, nb * size, d_v)[:, :, :n]
 
@@ -152,30 +153,30 @@ def strided_attention(
     nb = math.ceil(n / s)  # blocks
     pad = nb * s - n
     dev = q.device
-    qb = F.pad(q * scale, (0, 0, 0, pad)).view(batch, heads, nb, s, d_head)  # [b, h, block, s, d]
+    qb = F.pad(q, (0, 0, 0, pad)).view(batch, heads, nb, s, d_head)  # [b, h, block, s, d]
     # 1. the band: keys of blocks b−1, b, b+1 (one block of zeros padded before and after)
     kp = F.pad(k, (0, 0, s, s + pad))  # [b, h, (nb+2)·s, d]
     vp = F.pad(v, (0, 0, s, s + pad))
     kn = kp.unfold(2, 3 * s, s).transpose(-1, -2)  # [b, h, block, 3s, d]
     vn = vp.unfold(2, 3 * s, s).transpose(-1, -2)  # [b, h, block, 3s, d_v]
-    near = torch.matmul(qb, kn.transpose(-1, -2))  # [b, h, block, s, 3s]
     i = torch.arange(nb * s, device=dev).view(nb, s, 1)  # query position
     j = (torch.arange(nb, device=dev).view(nb, 1, 1) - 1) * s + torch.arange(3 * s, device=dev)  # key
     ok_near = (j >= 0) & (j < n) & ((i - j).abs() < s)  # [block, s, 3s]
     # 2. the stride: for residue r = i mod s, key r of every block c; c = b is in the band already
     kr = F.pad(k, (0, 0, 0, pad)).view(batch, heads, nb, s, d_head).transpose(2, 3)  # [b, h, s, block, d]
     vr = F.pad(v, (0, 0, 0, pad)).view(batch, heads, nb, s, d_v).transpose(2, 3)  # [b, h, s, block, d_v]
-    far = torch.matmul(qb.transpose(2, 3), kr.transpose(-1, -2))  # [b, h, s(r), block b, block c]
     b_ = torch.arange(nb, device=dev)
     key_far = b_.view(1, 1, nb) * s + torch.arange(s, device=dev).view(s, 1, 1)  # [s, 1, block c]
     ok_far = (b_.view(1, nb, 1) != b_.view(1, 1, nb)) & (key_far < n)  # [s, block b, block c]
     if causal:
         ok_near &= j <= i
         ok_far &= b_.view(1, 1, nb) < b_.view(1, nb, 1)
-    near = near.masked_fill_(~ok_near, float("-inf"))
-    far = far.masked_fill_(~ok_far, float("-inf")).transpose(2, 3)  # [b, h, block, s, block c]
-    # 3. one softmax over both parts of each row, then each part weights its own values
-    weights = torch.softmax(torch.cat([near, far], dim=-1), dim=-1)
+    # the model's score, scale and mask on each part, then 3. one softmax over both parts of
+    # each row, and each part weights its own values
+    near = attention_scores(qb, kn, ok_near, scale=scale)  # [b, h, block, s, 3s]
+    far = attention_scores(qb.transpose(2, 3), kr, ok_far, scale=scale)  # [b, h, s(r), block b, block c]
+    far = far.transpose(2, 3)  # [b, h, block, s, block c]
+    weights = attention_pattern(torch.cat([near, far], dim=-1))
     out = torch.matmul(weights[..., : 3 * s], vn)  # [b, h, block, s, d_v]
     w_far = weights[..., 3 * s :].transpose(2, 3)  # [b, h, s(r), block b, block c]
     out = out + torch.matmul(w_far, vr).transpose(2, 3)  # [b, h, block, s, d_v]

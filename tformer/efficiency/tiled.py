@@ -16,6 +16,8 @@ import math
 
 import torch
 
+from ..model.attention import dead_rows_of, scaled_dot_product_attention
+
 __all__ = ["explicit_attention", "tiled_attention", "tile_bytes"]
 
 
@@ -58,18 +60,15 @@ def explicit_attention(
         O = \mathrm{softmax}(S)\,V
 
     Holds S and softmax(S), two [batch, head_index, n, n] arrays: the n² wall. A masked score
-    is −∞; a row with every key masked gets weight 0 everywhere, so its output is 0.
+    is −∞; a row with every key masked gets weight 0 everywhere, so its output is 0. This is
+    `tformer.model.attention.scaled_dot_product_attention`, the model's attention while it is
+    watched.
     """
     _check(q, k, v, attn_mask)
-    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    scores = torch.matmul(q, k.transpose(-2, -1)) * scale  # [batch, head_index, query_pos, key_pos]
-    if attn_mask is None:
-        return torch.matmul(torch.softmax(scores, dim=-1), v)
-    scores = scores.masked_fill(~attn_mask, float("-inf"))
-    weights = torch.softmax(scores, dim=-1)
-    # softmax of a row of −∞ is 0/0: such a query attends to nothing and gets 0
-    weights = weights.masked_fill(~attn_mask.any(dim=-1, keepdim=True), 0.0)
-    return torch.matmul(weights, v)  # [batch, head_index, query_pos, d_head]
+    # The model's own attention (one formula for both): a masked row of −∞ is 0/0 in the
+    # softmax, so a query that may attend to nothing gets weight 0 and output 0.
+    dead = None if attn_mask is None else dead_rows_of(attn_mask)
+    return scaled_dot_product_attention(q, k, v, attn_mask, dead, scale=scale)[0]
 
 
 def tiled_attention(

@@ -19,25 +19,37 @@ from .config import EncoderConfig
 from .hooks import HookPoint, capturing
 
 
-def attention_scores(q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+def attention_scores(
+    q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | None = None, *, scale: float | None = None
+) -> torch.Tensor:
     r"""Scaled, masked scores :math:`QK^\top/\sqrt{d_k}`: exactly what the softmax receives.
 
-    q, k: [batch, head_index, pos, d_head]; mask: bool [batch, 1, query_pos, key_pos], True where
-    a query may attend. Returns [batch, head_index, query_pos, key_pos], -inf where masked.
+    q, k: [..., pos, d_head] (the model's [batch, head_index, pos, d_head]); mask: bool,
+    broadcastable to [..., query_pos, key_pos], True where a query may attend. Returns
+    [..., query_pos, key_pos], -inf where masked. ``scale`` replaces 1/sqrt(d_head).
     """
     # 2. score, 3. scale: scaling q (pos x d_head) before the product equals dividing the
     # scores (query_pos x key_pos) by sqrt(d_k), with one pass less over the larger tensor.
-    scores = torch.matmul(q * (1.0 / math.sqrt(q.shape[-1])), k.transpose(-1, -2))
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scores = torch.matmul(q * scale, k.transpose(-1, -2))
     if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))  # 4. mask: exp(-inf) = 0 weight
+        # 4. mask: exp(-inf) = 0 weight; in place, as the product is a fresh tensor (its
+        # gradient needs q and k, not it), so no second [query_pos, key_pos] array is made
+        scores.masked_fill_(~mask, float("-inf"))
     return scores
+
+
+def dead_rows_of(mask: torch.Tensor) -> torch.Tensor:
+    """The queries of bool ``mask`` [..., query_pos, key_pos] that may attend to nothing:
+    bool [..., query_pos, 1], for `attention_pattern`."""
+    return ~mask.any(dim=-1, keepdim=True)
 
 
 def attention_pattern(scores: torch.Tensor, dead_rows: torch.Tensor | None = None) -> torch.Tensor:
     r"""Softmax over key_pos. A query that may attend to nothing gets all-zero weights, not NaN.
 
-    dead_rows: bool [batch, 1, query_pos, 1], True for fully masked queries (softmax of a row of
-    -inf is 0/0).
+    dead_rows: bool, broadcastable to [..., query_pos, 1], True for fully masked queries (softmax
+    of a row of -inf is 0/0; `dead_rows_of` finds them).
     """
     pattern = torch.softmax(scores, dim=-1)
     if dead_rows is not None:
@@ -51,8 +63,14 @@ def scaled_dot_product_attention(
     v: torch.Tensor,
     mask: torch.Tensor | None = None,
     dead_rows: torch.Tensor | None = None,
+    *,
+    scale: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     r"""One head's attention on [batch, head_index, pos, d_head]; returns (z, pattern).
+
+    The torch reference of scaled, masked attention (score, scale, mask, softmax, dead rows
+    zeroed): the tiled and sparse implementations are tested against it, through
+    `tformer.efficiency.tiled.explicit_attention`.
 
     .. math::
         \mathrm{Attention}(Q,K,V)=\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V,
@@ -61,7 +79,7 @@ def scaled_dot_product_attention(
     Row i of the output is :math:`z_i = \sum_j p_{ij} V_j`: the values, weighted by row i of the
     pattern.
     """
-    pattern = attention_pattern(attention_scores(q, k, mask), dead_rows)
+    pattern = attention_pattern(attention_scores(q, k, mask, scale=scale), dead_rows)
     return torch.matmul(pattern, v), pattern
 
 
