@@ -108,7 +108,7 @@ def test_a_capture_holds_only_what_was_asked_for(model_tok):
 
 
 def test_the_memory_guard_counts_exactly_the_requested_arrays(model_tok):
-    model, tok = model_tok
+    model, _tok = model_tok
     cfg, n = model.cfg, 10
     square = cfg.n_layers * cfg.n_heads * n * n
     assert capture_nbytes(cfg, n, ["pattern"]) == 4 * (square + n * cfg.d_model)

@@ -291,7 +291,7 @@ def test_an_existing_run_is_never_overwritten(saved: Path) -> None:
 
 
 def test_unserialisable_metadata_fails_before_anything_is_written(tmp_path: Path) -> None:
-    with pytest.raises(CheckpointError, match="cannot write run.json"):
+    with pytest.raises(CheckpointError, match=r"cannot write run\.json"):
         save(tmp_path / "run", task={"name": "x", "model": object()})
     with pytest.raises(TypeError, match="sequence of str"):
         save(tmp_path / "run", examples="one text")

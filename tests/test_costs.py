@@ -99,7 +99,7 @@ def test_explicit_memory_is_measured_and_grows_like_n_squared(wall):
     assert np.all(peaks >= 2 * n.astype(float) ** 2 * 4)
     big = n >= 64
     assert 1.7 <= fit_exponent(n[big], peaks[big], skip=0) <= 2.3
-    flash = [x for x in sweep.curves if x.method == "tiled"][0]
+    flash = next(x for x in sweep.curves if x.method == "tiled")
     assert flash.peak_bytes[-1] < peaks[-1]  # the tiled loop never holds the n × n matrix
 
 

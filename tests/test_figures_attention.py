@@ -134,7 +134,7 @@ def test_safe_label_exact_forms():
 
 
 def test_hostile_tokens_are_escaped_in_every_text_of_the_figure():
-    tokens = HOSTILE + ["ok"]
+    tokens = [*HOSTILE, "ok"]
     n = len(tokens)
     fig = attention_heatmap(softmax_pattern((n, n)), tokens)
     text = fig.to_json()
@@ -423,7 +423,7 @@ def test_heads_side_by_side_shared_and_separate_scales():
 
 def test_heads_side_by_side_errors():
     p = softmax_pattern((13, 4, 4))
-    with pytest.raises(ValueError, match="1..12"):
+    with pytest.raises(ValueError, match=r"1\.\.12"):
         heads_side_by_side(p, [str(i) for i in range(13)], TOKENS[:4])
     with pytest.raises(ValueError, match="2 titles"):
         heads_side_by_side(p[:3], ["a", "b"], TOKENS[:4])

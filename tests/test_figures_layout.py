@@ -8,6 +8,7 @@ colorbars' place and length, and the color ranges.
 from __future__ import annotations
 
 import html
+import itertools
 import re
 
 import numpy as np
@@ -422,7 +423,7 @@ def test_similarity_heatmap_follows_the_order():
     plain = head_similarity_heatmap(sim, labels)
     np.testing.assert_array_equal(plain.data[0].z, sim)
     for bad in ([0, 1, 2], [0, 0, 1, 2], [1, 2, 3, 4]):
-        with pytest.raises(ValueError, match="permutation of 0..3"):
+        with pytest.raises(ValueError, match=r"permutation of 0\.\.3"):
             head_similarity_heatmap(sim, labels, order=bad)
 
 
@@ -462,7 +463,7 @@ def test_pe_waves_gives_each_dimension_its_own_row():
     domains = sorted(
         (fig.layout[f"yaxis{'' if i == 0 else i + 1}"].domain for i in range(5)), key=lambda d: d[0]
     )
-    for (_a0, a1), (b0, _) in zip(domains, domains[1:], strict=False):
+    for (_a0, a1), (b0, _) in itertools.pairwise(domains):
         assert a1 < b0  # rows do not overlap
     assert all(t.mode == "lines" for t in fig.data)
     assert all(t.mode == "lines+markers" for t in pe_waves(np_sinusoidal(40, 16), [0, 3]).data)

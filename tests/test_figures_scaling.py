@@ -3,6 +3,7 @@ mark, escaped token labels, 1 to 512 tokens."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from types import SimpleNamespace
@@ -113,7 +114,7 @@ def test_sweep_figure_uses_log_axes_for_dk_and_the_variance(sweep):
 def test_sweep_figure_panels_sit_side_by_side_without_overlap(sweep):
     xs = axes_of(sweep_figure(sweep), "xaxis")
     domains = sorted(axis["domain"] for axis in xs.values())
-    for (a0, a1), (b0, b1) in zip(domains, domains[1:], strict=False):
+    for (a0, a1), (b0, b1) in itertools.pairwise(domains):
         assert a0 < a1 < b0 < b1
 
 
@@ -164,7 +165,7 @@ def test_a_narrow_column_stacks_the_panels(sweep):
     fig = sweep_figure(sweep, width=HALF_WIDTH, mark_dk=32)
     assert fig.layout.meta["stacked"]
     ys = sorted(axis["domain"] for axis in axes_of(fig, "yaxis").values())
-    for (a0, a1), (b0, b1) in zip(ys, ys[1:], strict=False):
+    for (a0, a1), (b0, b1) in itertools.pairwise(ys):
         assert a0 < a1 < b0 < b1
     for axis in axes_of(fig, "xaxis").values():
         assert axis["domain"] == [0.0, 1.0]

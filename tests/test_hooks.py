@@ -136,7 +136,7 @@ def test_no_hook_remains_after_an_exception_inside():
     with pytest.raises(RuntimeError, match="inside the hook"):
         model.run_with_hooks(ids, fwd_hooks=[("blocks.1.hook_mlp_out", boom)])
     assert _ACTIVE.get() is None
-    out, cache = model.run_with_cache(ids)  # works, and the failed run left nothing
+    _out, cache = model.run_with_cache(ids)  # works, and the failed run left nothing
     assert len(cache) == len(model.hook_names())
 
 

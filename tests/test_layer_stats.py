@@ -149,7 +149,7 @@ def test_norms_are_the_norms_of_the_captured_vectors():
 
 
 def test_relu_zeros_are_exactly_the_non_positive_pre_activations():
-    model, cap = captured(activation="relu")
+    _model, cap = captured(activation="relu")
     s = ffn_sparsity(cap["mlp_pre"], cap["mlp_post"])
     assert s.zero == pytest.approx(float((cap["mlp_pre"] <= 0).mean()))
     assert s.zero == s.inactive

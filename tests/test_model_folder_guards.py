@@ -143,7 +143,7 @@ def test_a_refusal_is_remembered_until_the_folder_changes(run: Path, monkeypatch
     assert len(reads) == n  # the second visitor is answered without reading a file
     assert str(second.value) == str(first.value)
     (run / ck.CONFIG_FILE).write_text(good)  # fixed: a new mtime, so it is read again
-    model, tokenizer, meta = load_run(run.name)
+    model, _tokenizer, meta = load_run(run.name)
     assert len(reads) > n and model.cfg.max_len == 8 and meta["examples"]
 
 

@@ -122,7 +122,7 @@ def test_the_shared_model_is_never_changed(minilm, variants, report):
 
 
 def test_patterns_are_computed_in_the_variant_dtype_through_the_hooks(minilm, variants):
-    model, tok = minilm
+    _model, tok = minilm
     seen = {}
     for name in ("bfloat16", "float16"):
         v = variants[name]

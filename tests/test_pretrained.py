@@ -214,7 +214,7 @@ def test_missing_file_is_named(tiny_folder: Path, missing: str) -> None:
 
 def test_missing_weights_are_named(tiny_folder: Path) -> None:
     (tiny_folder / "model.safetensors").unlink()
-    with pytest.raises(ValueError, match="model.safetensors or pytorch_model.bin"):
+    with pytest.raises(ValueError, match=r"model\.safetensors or pytorch_model\.bin"):
         load_pretrained(tiny_folder, device="cpu")
 
 
@@ -275,14 +275,14 @@ def test_corrupt_safetensors(tiny_folder: Path, damage: str) -> None:
     path = tiny_folder / "model.safetensors"
     data = path.read_bytes()
     path.write_bytes(b"\x00not a safetensors file" if damage == "garbage" else data[: len(data) // 2])
-    with pytest.raises(ValueError, match="model.safetensors cannot be read"):
+    with pytest.raises(ValueError, match=r"model\.safetensors cannot be read"):
         load_pretrained(tiny_folder, device="cpu")
 
 
 def test_corrupt_pytorch_bin(tiny_folder: Path) -> None:
     (tiny_folder / "model.safetensors").unlink()
     (tiny_folder / "pytorch_model.bin").write_bytes(b"PK\x03\x04 broken zip")
-    with pytest.raises(ValueError, match="pytorch_model.bin cannot be read"):
+    with pytest.raises(ValueError, match=r"pytorch_model\.bin cannot be read"):
         load_pretrained(tiny_folder, device="cpu")
 
 

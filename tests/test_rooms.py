@@ -198,7 +198,7 @@ def test_the_view_is_bounded(store: RoomStore):
             store.publish(t.code, t.token, {key: "v"})
     with pytest.raises(InvalidInput, match="must be text"):
         store.publish(t.code, t.token, {"layer": 2})  # type: ignore[dict-item]
-    with pytest.raises(InvalidInput, match="at most 0 KiB|KiB"):
+    with pytest.raises(InvalidInput, match=r"at most 0 KiB|KiB"):
         store.publish(t.code, t.token, {"text": "字" * 100})  # 300 bytes of UTF-8 > 200
     with pytest.raises(InvalidInput, match="KiB"):
         store.publish(t.code, t.token, {"text": "x" * 10_000_000})

@@ -165,10 +165,9 @@ def decode_qr(m: list[list[bool]]) -> bytes:
         if col == 6:
             col -= 1
         rows = range(size - 1, -1, -1) if upward else range(size)
-        for i in rows:
-            for j in (col, col - 1):
-                if not is_function(i, j):
-                    bits.append(m[i][j] ^ _MASKS[mask](i, j))
+        bits.extend(
+            m[i][j] ^ _MASKS[mask](i, j) for i in rows for j in (col, col - 1) if not is_function(i, j)
+        )
         col, upward = col - 2, not upward
     codewords = [
         int("".join("1" if b else "0" for b in bits[k : k + 8]), 2) for k in range(0, len(bits) - 7, 8)

@@ -235,7 +235,7 @@ def test_max_len_must_leave_room_for_text() -> None:
 def test_bad_tokenizer_file_names_the_file(tmp_path: Path) -> None:
     bad = tmp_path / "tokenizer.json"
     bad.write_text("{not json", encoding="utf-8")
-    with pytest.raises(ValueError, match="tokenizer.json"):
+    with pytest.raises(ValueError, match=r"tokenizer\.json"):
         Tokenizer.from_file(bad, max_len=16)
 
 
@@ -354,8 +354,13 @@ def test_build_refuses_another_minilm_vocab(tmp_path: Path) -> None:
     other = tmp_path / "vocab.txt"
     other.write_text("[PAD]\n[UNK]\nthe\n", encoding="utf-8")
     result = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "build_scratch_tokenizer.py"), "--check"]
-        + ["--minilm-vocab", str(other)],
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "build_scratch_tokenizer.py"),
+            "--check",
+            "--minilm-vocab",
+            str(other),
+        ],
         capture_output=True,
         text=True,
         timeout=120,

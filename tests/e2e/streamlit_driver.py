@@ -181,19 +181,18 @@ class AppServer:
                 ARTIFACTS_DIR.mkdir(parents=True, exist_ok=True)
                 self.log_path = ARTIFACTS_DIR / "streamlit-server.log"
             Path(self.log_path).parent.mkdir(parents=True, exist_ok=True)
-            log = open(self.log_path, "ab")
-            log.write(f"\n=== {' '.join(self.command())} (cwd {self.app_dir})\n".encode())
-            log.flush()
-            self.proc = subprocess.Popen(
-                self.command(),
-                cwd=self.app_dir,
-                env=self.env(),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # own process group: teardown kills every child
-            )
-            log.close()
+            with open(self.log_path, "ab") as log:  # the server keeps its own copy of the handle
+                log.write(f"\n=== {' '.join(self.command())} (cwd {self.app_dir})\n".encode())
+                log.flush()
+                self.proc = subprocess.Popen(
+                    self.command(),
+                    cwd=self.app_dir,
+                    env=self.env(),
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # own process group: teardown kills every child
+                )
             if self._wait_healthy(timeout_s):
                 return self
             rc = self.proc.poll()

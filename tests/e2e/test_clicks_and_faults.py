@@ -52,7 +52,7 @@ def test_a_head_can_be_chosen_from_the_keyboard(page, probe):
     assert exception_boxes(page) == 0 and probe.page_errors == []
 
 
-@pytest.fixture()
+@pytest.fixture
 def damaged_checkpoint(tmp_path: Path) -> Path:
     """A BERT folder with a real config and tokenizer but a truncated model.safetensors."""
     from tformer.model.pretrained import minilm_path

@@ -16,7 +16,7 @@ import math
 
 import torch
 
-__all__ = ["explicit_attention", "tiled_attention", "tile_bytes"]
+__all__ = ["explicit_attention", "tile_bytes", "tiled_attention"]
 
 
 def _check(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask: torch.Tensor | None) -> None:
