@@ -27,7 +27,7 @@ def random_fused(d_model: int, n_heads: int) -> FusedQKV:
     return fused
 
 
-@pytest.mark.parametrize("d_model,n_heads", SHAPES)
+@pytest.mark.parametrize(("d_model", "n_heads"), SHAPES)
 @pytest.mark.parametrize("masked", [False, True], ids=["no_mask", "causal"])
 def test_split_fused_computes_the_same_function(d_model, n_heads, masked):
     fused = random_fused(d_model, n_heads)
@@ -40,7 +40,7 @@ def test_split_fused_computes_the_same_function(d_model, n_heads, masked):
     torch.testing.assert_close(b, a, atol=1e-6, rtol=0)
 
 
-@pytest.mark.parametrize("d_model,n_heads", SHAPES)
+@pytest.mark.parametrize(("d_model", "n_heads"), SHAPES)
 def test_a_query_with_nothing_to_attend_to_reads_zero(d_model, n_heads):
     fused = random_fused(d_model, n_heads)
     separate = split_fused(fused)

@@ -133,7 +133,9 @@ def decode_qr(m: list[list[bool]]) -> bytes:
     the code was drawn, not photographed, so every module must be right)."""
     size = len(m)
     version = (size - 17) // 4
-    assert size == 17 + 4 * version and all(len(r) == size for r in m) and version in _BLOCKS_M
+    assert size == 17 + 4 * version
+    assert all(len(r) == size for r in m)
+    assert version in _BLOCKS_M
     for r0, c0 in ((0, 0), (0, size - 7), (size - 7, 0)):  # the three finder patterns
         for i in range(7):
             for j in range(7):
@@ -233,7 +235,8 @@ def test_the_png_draws_exactly_the_modules():
     scale, border = 3, 4
     px = _png_pixels(join_qr(link, "png", scale=scale, border=border))
     side = (len(matrix) + 2 * border) * scale
-    assert len(px) == side and all(len(r) == side for r in px)
+    assert len(px) == side
+    assert all(len(r) == side for r in px)
     for y in range(side):
         for x in range(side):
             i, j = y // scale - border, x // scale - border
@@ -248,7 +251,8 @@ def test_the_svg_draws_exactly_the_modules_and_nothing_else():
     root = ET.fromstring(svg)
     tags = {el.tag.split("}")[-1] for el in root.iter()}
     assert tags <= {"svg", "g", "path"}  # no script, image, link or foreign object
-    assert b"href" not in svg and b"http://10.0.0.7" not in svg
+    assert b"href" not in svg
+    assert b"http://10.0.0.7" not in svg
     n = len(matrix) + 8
     assert root.get("width") == root.get("height") == str(n * 8)
     (dark,) = [p for p in root.iter() if p.tag.endswith("path") and p.get("stroke") == "#000"]

@@ -89,7 +89,8 @@ def app_pages(app_dir: Path | None = None) -> tuple[Any, ...]:
     name = f"_tformer_registry_{abs(hash(str(path)))}"
     if name not in sys.modules:
         spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
+        assert spec is not None
+        assert spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module  # dataclasses look their module up while the class is made
         spec.loader.exec_module(module)
