@@ -96,10 +96,12 @@ def main() -> None:
             f"{recipe.snapshot_every}"
         )
     print()
-    rows: list[list[object]] = []
-    for label in args.recipes.split(","):
-        for name in args.tasks.split(","):
-            rows.append(task_row(label, name, args.threads, [int(x) for x in args.seeds.split(",")]))
+    seeds = [int(x) for x in args.seeds.split(",")]
+    rows: list[list[object]] = [
+        task_row(label, name, args.threads, seeds)
+        for label in args.recipes.split(",")
+        for name in args.tasks.split(",")
+    ]
     print_table(
         [
             "recipe",

@@ -20,6 +20,7 @@ Standard library only: runs with any Python 3.10+ that can run the app.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import secrets
 import shutil
@@ -146,10 +147,8 @@ class Child:
 
     def send(self, sig: int) -> None:
         if self.proc is not None and self.proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, sig)
-            except ProcessLookupError:
-                pass
 
     def stop(self, sig: int = signal.SIGTERM, timeout_s: float = 10.0) -> None:
         proc, self.proc = self.proc, None

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import re
 import sys
 import unicodedata
@@ -165,7 +166,7 @@ def learn_merges(words: Counter[str], budget: int) -> list[str]:
         pieces, freq = splits[word], words[word]
         for piece in pieces:
             piece_count[piece] += sign * freq
-        for pair in zip(pieces, pieces[1:], strict=False):
+        for pair in itertools.pairwise(pieces):
             pair_count[pair] += sign * freq
             if sign > 0:
                 pair_words[pair].add(word)
@@ -212,7 +213,7 @@ def learn_merges(words: Counter[str], budget: int) -> list[str]:
 
 def _neg(s: str) -> tuple[int, ...]:
     """Sort key that makes max() prefer the lexicographically smallest string."""
-    return tuple(-ord(ch) for ch in s) + (1,)
+    return (*(-ord(ch) for ch in s), 1)
 
 
 def minilm_vocab_file() -> Path:

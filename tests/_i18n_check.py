@@ -164,7 +164,7 @@ def _table_strings(node: Any) -> list[str]:
     frame = node.value
     config = json.loads(node.proto.columns or "{}")
     labels = {k: v.get("label") for k, v in config.items() if isinstance(v, dict)}
-    out = [str(labels.get(str(c)) or c) for c in frame.columns if not labels.get(str(c)) == ""]
+    out = [str(labels.get(str(c)) or c) for c in frame.columns if labels.get(str(c)) != ""]
     for c in frame.columns:
         if frame[c].dtype.kind in "OSU" or str(frame[c].dtype).startswith("string"):
             out.extend(str(v) for v in frame[c].dropna().unique())

@@ -58,13 +58,12 @@ class RedisServer:
         self.folder.mkdir(parents=True, exist_ok=True)
         for _ in range(3):
             self.port = free_port()
-            log = open(self.folder / "redis.log", "ab")
-            self.proc = subprocess.Popen(
-                [exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                 "--dir", str(self.folder), "--requirepass", self.password, "--protected-mode", "yes"],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            )  # fmt: skip
-            log.close()
+            with open(self.folder / "redis.log", "ab") as log:  # the server keeps its own copy
+                self.proc = subprocess.Popen(
+                    [exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                     "--dir", str(self.folder), "--requirepass", self.password, "--protected-mode", "yes"],
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                )  # fmt: skip
             if self._wait(timeout_s):
                 return self
             self.stop()

@@ -166,7 +166,8 @@ def test_metrics_without_positions_are_left_out():
     assert "sep" not in head_metrics(pattern, sep_pos=[])
     assert "sep" not in head_metrics(pattern, sep_pos=np.zeros(4, dtype=bool))
     only_cls = head_metrics(pattern, cls_pos=0)
-    assert "cls" in only_cls and "sep" not in only_cls
+    assert "cls" in only_cls
+    assert "sep" not in only_cls
 
 
 def test_metrics_are_placed_at_their_layer_and_head():
@@ -223,7 +224,8 @@ def test_metrics_table_rows():
     assert [(r["layer"], r["head"]) for r in rows] == [(layer, h) for layer in range(3) for h in range(2)]
     assert list(rows[0]) == ["layer", "head", *metrics]
     assert "cls" not in rows[0]  # a metric head_metrics left out has no column
-    assert rows[0]["self"] == 1.0 and type(rows[0]["self"]) is float
+    assert rows[0]["self"] == 1.0
+    assert type(rows[0]["self"]) is float
     assert rows[1]["self"] == 0.3333  # rounded to 4 decimals
     # one position: "prev" is NaN for every head, which becomes an empty cell
     assert metrics_table(head_metrics(p[:, :, :1, :1]))[0]["prev"] is None
@@ -273,7 +275,8 @@ def test_js_matrix_properties():
     assert d.shape == (9, 9)
     np.testing.assert_array_equal(d, d.T)
     np.testing.assert_array_equal(np.diag(d), 0.0)
-    assert (d >= 0).all() and (d <= 1).all()
+    assert (d >= 0).all()
+    assert (d <= 1).all()
     assert (d[~np.eye(9, dtype=bool)] > 0).all()
 
 
@@ -342,7 +345,9 @@ def test_js_divergence_over_sampled_rows_is_the_exact_one_on_those_rows():
     p = rng.random((5, 40, 40)).astype(np.float32)
     p /= p.sum(-1, keepdims=True)
     rows = sample_rows(40, 8)
-    assert len(rows) == 8 and rows[0] == 0 and rows[-1] == 39
+    assert len(rows) == 8
+    assert rows[0] == 0
+    assert rows[-1] == 39
     assert np.allclose(js_divergence_matrix(p, max_rows=8), js_divergence_matrix(p[:, rows]), atol=1e-12)
     assert np.array_equal(js_divergence_matrix(p, max_rows=40), js_divergence_matrix(p))
 
@@ -350,7 +355,8 @@ def test_js_divergence_over_sampled_rows_is_the_exact_one_on_those_rows():
 def test_js_rows_budget_bounds_the_work_and_keeps_short_texts_exact():
     assert js_rows_budget(72, 16) == 16  # MiniLM, a sentence: every row
     rows = js_rows_budget(72, 512)
-    assert 8 <= rows < 512 and 72 * 71 // 2 * rows * 512 <= 2e8
+    assert 8 <= rows < 512
+    assert 72 * 71 // 2 * rows * 512 <= 2e8
     assert js_rows_budget(384, 512) == 8  # never fewer than 8 rows
 
 

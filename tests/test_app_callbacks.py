@@ -92,13 +92,15 @@ def test_choosing_trained_runs_picks_the_newest_then_each_pick_shows_its_task_in
     assert at.selectbox(key="run").value == "tiny-reverse"  # the newest, not an empty box
     assert not any("Fix the model settings" in i.value for i in at.info)
     assert at.text_area(key="text").value == env.examples["tiny-reverse"][0]
-    assert charts(at) and no_unknown_warning(at)
+    assert charts(at)
+    assert no_unknown_warning(at)
     at.selectbox(key="run").set_value("tiny-copy").run()  # crashed: on_change took no args
     assert_clean(at)
     assert at.text_area(key="text").value == env.examples["tiny-copy"][0]
     at.run()  # the next rerun was blank
     assert_clean(at)
-    assert charts(at) and at.selectbox(key="run").value == "tiny-copy"
+    assert charts(at)
+    assert at.selectbox(key="run").value == "tiny-copy"
     at.text_area(key="text").input("a b a").run()  # a text typed afterwards stays
     at.run()
     assert at.text_area(key="text").value == "a b a"
@@ -110,7 +112,8 @@ def test_a_run_opened_by_link_shows_its_own_task_input(env: Folders) -> None:
     assert at.selectbox(key="run").value == "tiny-copy"
     assert at.text_area(key="text").value == env.examples["tiny-copy"][0]
     ticks = [t.strip() for t in charts(at)[0]["layout"]["xaxis"]["ticktext"]]
-    assert ticks == env.examples["tiny-copy"][0].split() and "[UNK]" not in ticks
+    assert ticks == env.examples["tiny-copy"][0].split()
+    assert "[UNK]" not in ticks
     assert no_unknown_warning(at)  # no banner about MiniLM and Chinese
     # a link that brings its own text for the run keeps it
     at = open_at(source="run", run="tiny-copy", text="c a b")
@@ -123,7 +126,8 @@ def test_a_link_to_an_unlisted_run_says_so_and_shows_the_newest(env: Folders) ->
     assert "no\\-such\\-run is not among the runs saved on this server" in sidebar_text(at)
     at.switch_page("pages/attention.py").run()
     assert_clean(at)
-    assert at.selectbox(key="run").value == "tiny-reverse" and charts(at)
+    assert at.selectbox(key="run").value == "tiny-reverse"
+    assert charts(at)
 
 
 def test_a_link_to_a_run_on_a_server_without_runs_says_so(tmp_path: Path, monkeypatch) -> None:
@@ -133,7 +137,8 @@ def test_a_link_to_a_run_on_a_server_without_runs_says_so(tmp_path: Path, monkey
     assert "No trained run is saved on this server" in sidebar_text(at)
     at.switch_page("pages/attention.py").run()
     assert_clean(at)
-    assert at.radio(key="source").value == "minilm" and charts(at)
+    assert at.radio(key="source").value == "minilm"
+    assert charts(at)
 
 
 def test_a_broken_run_is_refused_by_file_and_field_and_the_refusal_is_remembered(
@@ -148,7 +153,8 @@ def test_a_broken_run_is_refused_by_file_and_field_and_the_refusal_is_remembered
         at = open_at(source="run", run="broken")
         assert not at.exception
         refusal = " ".join(e.value for e in at.error)
-        assert "Could not run trained run broken" in refusal and str(config) in refusal
+        assert "Could not run trained run broken" in refusal
+        assert str(config) in refusal
         assert "max_len=2147483648 must be an integer from 1 to 16384" in refusal
         assert time.perf_counter() - start < 20
     assert at.selectbox(key="run").value == "broken"  # the sidebar still offers the runs
@@ -165,7 +171,8 @@ def test_the_server_removes_stale_temporary_folders_when_it_starts(tmp_path: Pat
     os.utime(stale, (time.time() - 3600, time.time() - 3600))
     at = open_at("app.py")
     assert_clean(at)
-    assert not stale.exists() and fresh.is_dir()  # a save in progress is left alone
+    assert not stale.exists()
+    assert fresh.is_dir()  # a save in progress is left alone
 
 
 def test_an_error_before_the_page_body_is_a_short_message_not_the_generic_box(

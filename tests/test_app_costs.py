@@ -56,13 +56,15 @@ def test_the_wall_runs_draws_time_and_memory_and_is_kept():
     assert any(n.startswith("SDPA, math backend") for n in names)
     assert any(n.startswith("our tiled loop") for n in names)
     formula = [t for t in memory_fig["data"] if t["name"].startswith("formula")]
-    assert formula and formula[0]["line"]["dash"] == "dash"
+    assert formula
+    assert formula[0]["line"]["dash"] == "dash"
     explicit = next(t for t in memory_fig["data"] if t["name"].startswith("explicit"))
     assert list(decode(explicit["x"])) == [64, 128, 256]
     peaks = decode(explicit["y"])
     assert all(peaks[1:] > peaks[:-1])  # grows with n
     captions = " ".join(c.value for c in at.caption)
-    assert "torch profiler memory events" in captions and "Device: the CPU" in captions
+    assert "torch profiler memory events" in captions
+    assert "Device: the CPU" in captions
     assert any("Where each method stopped" in m.value for m in at.markdown)
     # the next run (or another visitor) sees the result without asking again
     at.run()
@@ -76,9 +78,8 @@ def test_the_rnn_section_times_a_gru_and_attention_and_shows_path_lengths():
     at = run_section("rnn")
     names = [t["name"] for t in chart(at, "costs_time")["data"]]
     assert_exponent_or_noisy_note(at, names)
-    assert any(n.startswith("GRU") for n in names) and any(
-        n.startswith("one self-attention layer") for n in names
-    )
+    assert any(n.startswith("GRU") for n in names)
+    assert any(n.startswith("one self-attention layer") for n in names)
     path = chart(at, "costs_path")
     gru = next(t for t in path["data"] if "n − 1" in t["name"])
     assert list(decode(gru["y"])) == [63, 127, 255]
@@ -91,7 +92,8 @@ def test_the_sparse_section_shows_the_masks_on_the_text_and_times_them():
     patterns = chart(at, "sparse_patterns")
     local = decode(patterns["data"][1]["z"])
     n = local.shape[0]
-    assert local[0, 3] == 0 and local[5, 9] == 0  # outside |i − j| <= 1: weight 0
+    assert local[0, 3] == 0
+    assert local[5, 9] == 0  # outside |i − j| <= 1: weight 0
     assert abs(local.sum(-1) - 1).max() < 1e-4
     titles = [a["text"] for a in patterns["layout"]["annotations"]]
     allowed = 3 * n - 2  # the band |i − j| <= 1
@@ -192,16 +194,19 @@ def test_a_noisy_busy_sweep_shows_its_spread_no_exponent_and_says_why(monkeypatc
         assert "∝ n^" not in trace["name"], trace["name"]  # no exponent from a noisy fit
         assert len(decode(trace["x"])) == 5  # 64 .. 1024: every length measured
         bars = trace["error_y"]
-        assert bars["type"] == "data" and not bars["symmetric"]
+        assert bars["type"] == "data"
+        assert not bars["symmetric"]
         assert decode(bars["array"]).max() > 0  # the spread is drawn
     infos = " ".join(i.value for i in at.info)
-    assert "No time exponent is shown for" in infos and "The measurement was noisy" in infos
+    assert "No time exponent is shown for" in infos
+    assert "The measurement was noisy" in infos
     assert "its time fell as n grew" in infos
     warnings = " ".join(w.value for w in at.warning)
     assert "Other work ran during this measurement: 1 training run" in warnings
     assert "other programs using 50% of the machine's CPU time" in warnings
     captions = " ".join(c.value for c in at.caption)
-    assert "Busy check:" in captions and "/proc/stat" in captions
+    assert "Busy check:" in captions
+    assert "/proc/stat" in captions
     points = at.dataframe[-1].value
     assert {"quartiles (ms)", "timed calls", "R² of the fit"} <= set(points.columns)
     assert points["time exponent"].isna().all()
@@ -215,9 +220,8 @@ def test_the_noisy_busy_sweep_in_chinese_has_no_english_left(monkeypatch):
 
     heading = page_for(PAGE).heading
     shown = [s for s in visible_strings(at) if s != heading]
-    assert any("以下方法不显示时间指数" in s for s in shown) and any(
-        "测量期间还有其他工作" in s for s in shown
-    )
+    assert any("以下方法不显示时间指数" in s for s in shown)
+    assert any("测量期间还有其他工作" in s for s in shown)
     left = english_words(shown)
     assert not left, left
 
@@ -249,7 +253,8 @@ def test_the_legend_shows_an_exponent_only_from_a_good_fit():
     good = _sweep_of(points, Fit(2.0, 0.999, True, 3))
     [trace] = cost_figures(good)["time"].data
     assert trace.name == "explicit attention (the n × n scores): ∝ n^2.00"
-    assert cost_fit_note(good) is None and cost_table(good)[0]["time exponent"] == 2.0
+    assert cost_fit_note(good) is None
+    assert cost_table(good)[0]["time exponent"] == 2.0
     for fit, why in (
         (Fit(3.69, 0.91, True, 4), "R² = 0.910"),
         (Fit(0.71, 0.99, False, 4), "its time fell as n grew"),

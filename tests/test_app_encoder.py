@@ -43,7 +43,8 @@ def test_the_architecture_counts_are_the_models_and_follow_edits():
     )  # fmt: skip
     assert meta["total"] == cfg.n_params()
     texts = " ".join(a.get("text", "") for a in chart(at, "architecture")["layout"]["annotations"])
-    assert "3 ×" in texts and "d_head 16" in texts
+    assert "3 ×" in texts
+    assert "d_head 16" in texts
 
 
 @pytest.mark.parametrize("section", ["ffn", "residual", "layernorm"])

@@ -52,7 +52,8 @@ def test_a_custom_mask_blocks_its_cells_and_a_fully_masked_row_is_zero():
     )
     assert_clean(at)
     after = decode(chart(at, "mask_patterns")["data"][1]["z"])
-    assert after[3, 5] == 0 and not after[6].any()
+    assert after[3, 5] == 0
+    assert not after[6].any()
     assert np.allclose(after[[0, 1, 2, 3, 4, 5, 7]].sum(-1), 1, atol=1e-5)
     assert any("may attend to nothing" in c.value for c in at.caption)
 
@@ -61,7 +62,8 @@ def test_a_custom_mask_blocks_its_cells_and_a_fully_masked_row_is_zero():
 def test_a_bad_custom_mask_is_explained(spec):
     at = open_app("pages/masks.py", **{"masks.kind": "custom", "masks.spec": spec})
     assert not at.exception
-    assert at.error and "cannot be used" in at.error[0].value
+    assert at.error
+    assert "cannot be used" in at.error[0].value
 
 
 @pytest.mark.parametrize("kind", ["none", "causal", "window", "padding"])
@@ -109,7 +111,8 @@ def test_the_finder_surfaces_minilms_previous_token_head_and_opens_it():
     assert float(first.label.rsplit("· ", 1)[1]) >= 0.9
     first.click().run()
     assert_clean(at)
-    assert at.session_state["view"].layer == 0 and at.session_state["view"].head == 2
+    assert at.session_state["view"].layer == 0
+    assert at.session_state["view"].head == 2
 
 
 EXPERIMENTS = [

@@ -52,27 +52,34 @@ def go_to_end(at: AppTest) -> int:
 def test_steps_forward_to_the_end_and_back():
     at = open_flash()
     m = meta(at)
-    assert m["step"] == 0 and m["shown"] == 1 and (m["block_q"], m["block_k"]) == (4, 4)
-    assert m["n_steps"] == 16 and m["tiles"] == [4, 4]  # 13 tokens in tiles of 4
+    assert m["step"] == 0
+    assert m["shown"] == 1
+    assert (m["block_q"], m["block_k"]) == (4, 4)
+    assert m["n_steps"] == 16
+    assert m["tiles"] == [4, 4]  # 13 tokens in tiles of 4
     assert at.button(key="flash.prev").disabled
     assert equality_line(at) is None
     for key in ("flash_grid", "flash_scores", "flash_p", "flash_rows", "flash_out"):
         chart(at, key)
-    assert at.latex and any("def flash_steps" in c.value for c in at.code)
+    assert at.latex
+    assert any("def flash_steps" in c.value for c in at.code)
     assert at.subheader[0].value.startswith("Step 1 of 16")
 
     assert go_to_end(at) == 16
     m = meta(at)
     assert (m["i"], m["j"], m["q0"], m["q1"], m["k0"], m["k1"]) == (3, 3, 12, 13, 12, 13)
     line = equality_line(at)
-    assert line is not None and "blocks.0.attn.hook_z" in line
+    assert line is not None
+    assert "blocks.0.attn.hook_z" in line
     assert difference(line) <= 1e-5
     memory = [md.value for md in at.markdown if md.value.startswith("**Memory.**")]
-    assert memory and "13 × 13" in memory[0]
+    assert memory
+    assert "13 × 13" in memory[0]
 
     at.button(key="flash.prev").click().run()
     assert_clean(at)
-    assert meta(at)["shown"] == 15 and equality_line(at) is None
+    assert meta(at)["shown"] == 15
+    assert equality_line(at) is None
     at.button(key="flash.prev").click().run()
     assert meta(at)["step"] == 13
 
@@ -81,7 +88,8 @@ def test_block_sizes_change_the_number_of_steps():
     at = open_flash()
     at.selectbox(key="flash.block_q").set_value(2).run()
     assert_clean(at)
-    assert meta(at)["n_steps"] == 7 * 4 and meta(at)["tiles"] == [7, 4]
+    assert meta(at)["n_steps"] == 7 * 4
+    assert meta(at)["tiles"] == [7, 4]
     at.selectbox(key="flash.block_k").set_value(16).run()
     assert_clean(at)
     assert meta(at)["n_steps"] == 7
@@ -91,7 +99,8 @@ def test_block_sizes_change_the_number_of_steps():
     # larger tiles than the text: one step, no slider
     at.selectbox(key="flash.block_q").set_value(64).run()
     assert_clean(at)
-    assert meta(at)["n_steps"] == 1 and not at.slider
+    assert meta(at)["n_steps"] == 1
+    assert not at.slider
     assert difference(equality_line(at)) <= 1e-5
 
 
@@ -118,12 +127,14 @@ def test_one_token_of_text(source):
 def test_512_tokens():
     at = open_flash(text="word " * 600, **{"flash.block_q": "64", "flash.block_k": "64"})
     m = meta(at)
-    assert m["tiles"] == [8, 8] and m["n_steps"] == 64
+    assert m["tiles"] == [8, 8]
+    assert m["n_steps"] == 64
     at.slider(key="flash.step").set_value(64).run()
     assert_clean(at)
     assert difference(equality_line(at)) <= 1e-5
     memory = next(md.value for md in at.markdown if md.value.startswith("**Memory.**"))
-    assert "512 × 512" in memory and "262,144" in memory
+    assert "512 × 512" in memory
+    assert "262,144" in memory
     grid = chart(at, "flash_grid")
     assert len(grid["data"][0]["y"]) == 9  # tile edges, not 512 rows
 
@@ -150,7 +161,8 @@ def test_d_head_one():
 def test_empty_text_shows_the_frames_message():
     at = open_app(FLASH, text="")
     assert not at.exception
-    assert at.info and not at.get("plotly_chart")
+    assert at.info
+    assert not at.get("plotly_chart")
 
 
 @pytest.mark.parametrize("step", ["1", "2", "8", "999"])  # first tile, skipped, a later one, the end
@@ -163,14 +175,16 @@ def test_every_kind_of_step_in_chinese_has_no_english_left(step):
     at = open_flash(text=text, lang="zh", source="scratch", causal="1", **{"flash.step": step})
     assert not english_words(visible_strings(at)), english_words(visible_strings(at))
     if step == "999":
-        assert at.success and "最大差值" in at.success[0].value
+        assert at.success
+        assert "最大差值" in at.success[0].value
 
 
 def test_tiles_scale_with_the_length_and_a_chosen_size_stays():
     # 470 words make 472 tokens: 4-token tiles would take 118 x 118 = 13,924 steps
     at = open_flash(text="word " * 470)
     m = meta(at)
-    assert m["n_steps"] <= 64 and (m["block_q"], m["block_k"]) == (64, 64), m
+    assert m["n_steps"] <= 64, m
+    assert (m["block_q"], m["block_k"]) == (64, 64), m
     assert at.subheader[0].value.startswith(f"Step 1 of {m['n_steps']}:")
     assert at.selectbox(key="flash.block_q").value == 0  # "auto", which says its size
     assert at.selectbox(key="flash.block_q").format_func(0) == "auto: 64"
@@ -180,7 +194,9 @@ def test_tiles_scale_with_the_length_and_a_chosen_size_stays():
     at.text_area(key="text").input("word " * 200).run()
     assert_clean(at)
     assert (meta(at)["block_q"], meta(at)["block_k"]) == (32, 32)  # k follows the new length
-    assert at.query_params["flash.block_q"] == "32" and "flash.block_k" not in at.query_params
+    assert at.query_params["flash.block_q"] == "32"
+    assert "flash.block_k" not in at.query_params
     at.selectbox(key="flash.block_q").set_value(0).run()  # and back to auto
     assert_clean(at)
-    assert meta(at)["block_q"] == 32 and "flash.block_q" not in at.query_params
+    assert meta(at)["block_q"] == 32
+    assert "flash.block_q" not in at.query_params

@@ -105,5 +105,6 @@ def test_every_shipped_question_right_then_wrong(lesson_id, index, text):
     at.button(key="lq.again").click().run()
     answer(at, key, question, right=False)
     page = shown(at)
-    assert "Not quite: you said" in page and "Hint:" in page, page[-400:]
+    assert "Not quite: you said" in page, page[-400:]
+    assert "Hint:" in page, page[-400:]
     assert "the model's value" not in page, "the first wrong try hints, it does not tell"

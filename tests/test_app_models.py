@@ -68,14 +68,16 @@ def test_the_sidebar_lists_each_model_with_family_and_parameters(env: Path) -> N
     assert box.value == "gpt2"  # the first by name
     assert [o.split(" · ")[:2] for o in box.options] == [["gpt2", "GPT-2"], ["roberta_mlm", "RoBERTa"]]
     caption = sidebar_text(at)
-    assert "GPT-2: 2 x 4 x 32 (layers x heads x d_model)" in caption and "parameters" in caption
+    assert "GPT-2: 2 x 4 x 32 (layers x heads x d_model)" in caption
+    assert "parameters" in caption
     assert charts(at)
 
 
 def test_the_share_link_names_the_model_and_a_pick_changes_it(env: Path) -> None:
     at = open_at(source="folder", model="roberta_mlm")
     assert_clean(at)
-    assert at.query_params["source"] == "folder" and at.query_params["model"] == "roberta_mlm"
+    assert at.query_params["source"] == "folder"
+    assert at.query_params["model"] == "roberta_mlm"
     at.selectbox(key="model").set_value("gpt2").run()
     assert_clean(at)
     assert at.query_params["model"] == "gpt2"
@@ -92,7 +94,8 @@ def test_a_link_to_a_model_that_is_not_there_says_so_and_shows_the_first(env: Pa
     assert "The model no\\-such\\-model is not in this server's TFORMER_MODELS_DIR" in sidebar_text(at)
     at.switch_page("pages/attention.py").run()
     assert_clean(at)
-    assert at.selectbox(key="model").value == "gpt2" and charts(at)
+    assert at.selectbox(key="model").value == "gpt2"
+    assert charts(at)
 
 
 def test_a_link_to_a_local_model_on_a_server_without_a_models_folder(monkeypatch) -> None:
@@ -101,7 +104,8 @@ def test_a_link_to_a_local_model_on_a_server_without_a_models_folder(monkeypatch
     assert_clean(at)
     assert "names no models folder (TFORMER_MODELS_DIR)" in sidebar_text(at)
     at.switch_page("pages/attention.py").run()
-    assert at.radio(key="source").value != "folder" and charts(at)
+    assert at.radio(key="source").value != "folder"
+    assert charts(at)
 
 
 def test_refused_folders_show_their_reason_in_the_sidebar_and_nothing_breaks(
@@ -128,18 +132,22 @@ def test_refused_folders_show_their_reason_in_the_sidebar_and_nothing_breaks(
     monkeypatch.setenv("TFORMER_MODELS_DIR", f"{folder}:{bad}")  # two models folders
     at = open_at(source="folder", model="roberta_mlm")
     assert_clean(at)
-    assert at.selectbox(key="model").value == "roberta_mlm" and charts(at)
+    assert at.selectbox(key="model").value == "roberta_mlm"
+    assert charts(at)
     said = sidebar_text(at)
     (box,) = [e for e in at.sidebar.expander if e.label == "Not loaded from TFORMER_MODELS_DIR: 4"]
     assert not box.proto.expanded  # a model loads: the reasons wait in a closed box
-    assert "broken: " in said and "is not valid JSON" in said
-    assert "model\\_type='t5'" in said and "is not supported" in said
+    assert "broken: " in said
+    assert "is not valid JSON" in said
+    assert "model\\_type='t5'" in said
+    assert "is not supported" in said
     assert "n\\_embd=65536 must be an integer from 1 to" in said
     assert "\\*\\*bold\\*\\*: " in said  # escaped: shown as typed, not as bold
     # only refused folders: the sidebar says so, the page asks to fix the settings
     monkeypatch.setenv("TFORMER_MODELS_DIR", str(bad))
     at = open_at(source="folder")
-    assert not at.exception and not at.error
+    assert not at.exception
+    assert not at.error
     assert "No folder in TFORMER_MODELS_DIR holds a model this app can load" in sidebar_text(at)
     assert at.sidebar.expander[0].proto.expanded  # nothing loads: the reasons are open
     assert any("Fix the model settings" in i.value for i in at.info)
@@ -158,8 +166,10 @@ def test_a_folder_the_full_check_refuses_is_said_in_the_sidebar(
     at = open_at(source="folder")
     assert not at.exception
     errors = [e.value for e in at.sidebar.error]
-    assert len(errors) == 1 and "small\\-vocab cannot be loaded" in errors[0]
-    assert "vocab\\_size=100" in errors[0] and "tokenizer" in errors[0]
+    assert len(errors) == 1
+    assert "small\\-vocab cannot be loaded" in errors[0]
+    assert "vocab\\_size=100" in errors[0]
+    assert "tokenizer" in errors[0]
     assert any("Fix the model settings" in i.value for i in at.info)
     # beside a model that loads: picking the refused one says why and stays on the one shown
     both = tmp_path / "both"
@@ -171,12 +181,16 @@ def test_a_folder_the_full_check_refuses_is_said_in_the_sidebar(
     at.selectbox(key="model").set_value("small-vocab").run()
     assert not at.exception
     (error,) = [e.value for e in at.sidebar.error]
-    assert "small\\-vocab cannot be loaded" in error and "gpt2 is still shown" in error
-    assert at.selectbox(key="model").value == "gpt2" and at.query_params["model"] == "gpt2"
-    assert charts(at) and not at.main.error
+    assert "small\\-vocab cannot be loaded" in error
+    assert "gpt2 is still shown" in error
+    assert at.selectbox(key="model").value == "gpt2"
+    assert at.query_params["model"] == "gpt2"
+    assert charts(at)
+    assert not at.main.error
     at.run()  # the next rerun: the model it stayed on, and nothing more to say
     assert_clean(at)
-    assert at.selectbox(key="model").value == "gpt2" and charts(at)
+    assert at.selectbox(key="model").value == "gpt2"
+    assert charts(at)
 
 
 # --- Linear -> Softmax -> Output ----------------------------------------------------------------
@@ -218,7 +232,8 @@ def test_the_top_tokens_are_transformers_own_predictions(env: Path, variant: str
     want = np.sort(reference_probs(env, variant, TEXT, position, 0.5))[::-1][: fig["layout"]["meta"]["k"]]
     np.testing.assert_allclose(shown, want, atol=1e-5)
     assert fig["layout"]["meta"]["k"] == 10
-    assert at.latex and "T" in at.latex[0].value  # the formula of the softmax at a temperature
+    assert at.latex
+    assert "T" in at.latex[0].value  # the formula of the softmax at a temperature
 
 
 def test_gpt2_generates_greedily_as_transformers_does(env: Path) -> None:
@@ -247,7 +262,8 @@ def test_a_model_without_an_output_head_says_so(env: Path) -> None:
     assert_clean(at)
     assert any("has no output head" in i.value for i in at.info)
     (only,) = charts(at)  # where the model ends, not made-up predictions
-    assert "last hidden state" in only["layout"]["title"]["text"] and not only["layout"]["meta"].get("k")
+    assert "last hidden state" in only["layout"]["title"]["text"]
+    assert not only["layout"]["meta"].get("k")
 
 
 def check(at: AppTest, target: Target, option: str | None) -> None:

@@ -137,7 +137,8 @@ def test_scores_switch_shows_scaled_scores():
     at.radio(key="attention.kind").set_value("attn_scores").run()
     assert_clean(at)
     z = decode(charts(at)[0]["data"][0]["z"])
-    assert z.shape == (7, 7) and (z < 0).any()  # scores, not probabilities
+    assert z.shape == (7, 7)
+    assert (z < 0).any()  # scores, not probabilities
 
 
 def overview(at: AppTest) -> dict:
@@ -156,7 +157,8 @@ def test_overview_grid_follows_the_model_shape_and_the_chosen_head():
     at.selectbox(key="layer").set_value(4).run()
     at.selectbox(key="head").set_value(10).run()
     moved = overview(at)
-    assert moved["selected"] == [4, 10] and moved["rev"] == grid["rev"]  # same image, new outline
+    assert moved["selected"] == [4, 10]
+    assert moved["rev"] == grid["rev"]  # same image, new outline
     at.radio(key="source").set_value("scratch").run()
     at.number_input(key="n_layers").set_value(3).run()
     at.number_input(key="n_heads").set_value(8).run()
@@ -221,7 +223,8 @@ def test_capture_guard_is_computed_from_the_request():
     at.text_area(key="text").input("word " * 600).run()
     assert not at.exception
     errors = " ".join(e.value for e in at.error)
-    assert "MB; the limit is 768 MB" in errors and "512 tokens" in errors
+    assert "MB; the limit is 768 MB" in errors
+    assert "512 tokens" in errors
     assert not at.get("plotly_chart")
 
 
@@ -244,7 +247,8 @@ def test_hostile_text_is_drawn_as_text(page):
     at = open_app(page, text=HOSTILE)
     assert_clean(at)
     spec = json.dumps(charts(at))
-    assert "<script" not in spec and "<img" not in spec  # labels are escaped for plotly
+    assert "<script" not in spec
+    assert "<img" not in spec  # labels are escaped for plotly
     markdown = " ".join(m.value for m in at.markdown)
     assert "<script" not in markdown
 
@@ -293,7 +297,8 @@ def test_a_link_sets_the_view_and_bad_values_fall_back_with_a_notice():
     )
     assert_clean(at)
     notices = " ".join(i.value for i in at.info)
-    assert "n\\_heads" in notices and "bogus" in notices  # markdown signs escaped
+    assert "n\\_heads" in notices
+    assert "bogus" in notices  # markdown signs escaped
     assert "<script" not in " ".join(m.value for m in at.markdown)
     at.switch_page("pages/attention.py").run()
     assert_clean(at)
@@ -317,7 +322,8 @@ def test_damaged_local_checkpoint_gives_a_clear_message(tmp_path, monkeypatch):
     at.radio(key="source").set_value("local").run()
     assert not at.exception
     messages = " ".join(e.value for e in at.error)
-    assert "model.safetensors" in messages and "Could not run" in messages
+    assert "model.safetensors" in messages
+    assert "Could not run" in messages
     assert not at.get("plotly_chart")
 
 

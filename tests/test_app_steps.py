@@ -81,7 +81,8 @@ def test_every_step_draws_in_order_and_equals_the_model(params, n_steps, last):
 def test_every_check_on_the_page_is_a_real_comparison():
     at = open_steps(layer="0", **{"steps.step": "softmax"})
     lines = checks_on_screen(at)
-    assert lines and all(line.startswith("✓ equals") for line in lines)
+    assert lines
+    assert all(line.startswith("✓ equals") for line in lines)
     assert "blocks.0.attn.hook_pattern" in lines[0]
     diff = float(lines[0].rsplit("difference ", 1)[1].rstrip(")"))
     assert diff <= 1e-5
@@ -90,7 +91,8 @@ def test_every_check_on_the_page_is_a_real_comparison():
 def test_query_and_head_move_the_outlined_row_and_the_numbers():
     at = open_steps(text="The cat sat on the mat because it was warm.", **{"steps.step": "softmax"})
     before = chart(at, "step_tensor")
-    assert before["layout"]["meta"]["highlight"] == 0 and before["layout"]["meta"]["numbers"]
+    assert before["layout"]["meta"]["highlight"] == 0
+    assert before["layout"]["meta"]["numbers"]
     at.selectbox(key="query").set_value(4).run()
     after = chart(at, "step_tensor")
     assert after["layout"]["meta"]["highlight"] == 4
@@ -104,7 +106,9 @@ def test_query_and_head_move_the_outlined_row_and_the_numbers():
 def test_long_text_shows_a_window_around_the_query():
     at = open_steps(text="word " * 600, query="300", **{"steps.step": "raw"})
     meta = chart(at, "step_tensor")["layout"]["meta"]
-    assert meta["rows"] == 16 and meta["cols"] == 16 and meta["numbers"]
+    assert meta["rows"] == 16
+    assert meta["cols"] == 16
+    assert meta["numbers"]
     assert any("of 512" in c.value for c in at.caption)
     at.radio(key="steps.zoom").set_value("all").run()
     assert_clean(at)
@@ -159,7 +163,8 @@ def test_both_layouts_agree_on_the_text():
     assert values["largest |separate − fused|"] <= 1e-5
     assert values["largest |fused − the model|"] <= 1e-5
     codes = [c.value for c in at.code]
-    assert any("class SeparateQKV" in c for c in codes) and any("class FusedQKV" in c for c in codes)
+    assert any("class SeparateQKV" in c for c in codes)
+    assert any("class FusedQKV" in c for c in codes)
 
 
 def fully_masked_script(offset: int) -> None:

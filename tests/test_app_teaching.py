@@ -20,7 +20,8 @@ def test_a_random_model_grid_caption_says_what_random_heads_show():
     at = open_app("pages/attention.py", text="Birds sing at dawn.", source="scratch")
     assert_clean(at)
     text = captions(at)
-    assert "link related words" not in text and "look at neighbours" not in text, text
+    assert "link related words" not in text, text
+    assert "look at neighbours" not in text, text
     assert "random" in text
     trained = open_app("pages/attention.py", text="Birds sing at dawn.")
     assert "related words" in captions(trained)  # a trained model keeps the reading hint
@@ -38,8 +39,12 @@ def test_a_link_layer_beyond_the_model_is_clamped_to_its_shape_and_says_so(asked
     assert_clean(at)
     said += " " + infos(at)
     assert "outside" not in said, said  # "outside 0..63", the view's own bound, means nothing here
-    assert f"layer {asked}" in said and "6 layers" in said and f"layer {shown}" in said, said
-    assert "head 40" in said and "12 heads" in said and "head 11" in said, said
+    assert f"layer {asked}" in said, said
+    assert "6 layers" in said, said
+    assert f"layer {shown}" in said, said
+    assert "head 40" in said, said
+    assert "12 heads" in said, said
+    assert "head 11" in said, said
     assert (at.selectbox(key="layer").value, at.selectbox(key="head").value) == (shown, 11)
     at.selectbox(key="head").set_value(3).run()
     assert_clean(at)
@@ -83,10 +88,12 @@ def test_step_by_step_numbers_are_large_enough_to_read_from_the_back(step):
     assert_clean(at)
     fig = chart(at, "step_tensor")
     meta = fig["layout"]["meta"]
-    assert meta["numbers"] and meta["width"] == FULL_WIDTH  # drawn for the page's full width
+    assert meta["numbers"]
+    assert meta["width"] == FULL_WIDTH  # drawn for the page's full width
     assert meta["number_font"] >= 16, meta
     cell_w, row_h = meta["plot_px"][0] / meta["cols"], meta["plot_px"][1] / meta["rows"]
-    assert row_h >= 1.3 * meta["number_font"] and cell_w >= 40, meta
+    assert row_h >= 1.3 * meta["number_font"], meta
+    assert cell_w >= 40, meta
 
 
 def test_the_color_scale_is_chosen_on_the_page_stated_on_the_chart_and_kept_by_links():
@@ -100,11 +107,11 @@ def test_the_color_scale_is_chosen_on_the_page_stated_on_the_chart_and_kept_by_l
     detail = charts(at)[0]
     assert detail["data"][-1]["colorbar"]["title"]["text"] == "weight (log scale)"
     z = decode(detail["data"][-1]["z"])
-    assert z.max() <= 0 and z.min() >= -4
+    assert z.max() <= 0
+    assert z.min() >= -4
     assert at.query_params["weight_scale"] == "log"  # the share link holds it
-    assert "on the 0-to-1 colors" in captions(at) and "same colors" not in captions(
-        at
-    )  # the grid keeps 0 to 1
+    assert "on the 0-to-1 colors" in captions(at)
+    assert "same colors" not in captions(at)  # the grid keeps 0 to 1
     at.switch_page("pages/layers.py").run()  # the choice follows the user
     assert_clean(at)
     assert charts(at)[0]["data"][-1]["colorbar"]["title"]["text"] == "weight (log scale)"
@@ -144,7 +151,8 @@ def test_the_first_page_opens_on_the_examples_named_head_and_says_what_it_shows(
     assert_clean(at)
     assert at.text_area(key="text").value == ANIMAL
     assert shown_head(at) == (3, 1)  # named in assets/examples.json; layer 0 head 0 is diffuse
-    assert "layer 3, head 1" in captions(at) and "0.68" in captions(at), captions(at)
+    assert "layer 3, head 1" in captions(at), captions(at)
+    assert "0.68" in captions(at), captions(at)
     assert "layer" not in at.query_params  # nothing chosen: a link opens where this one does
 
 
@@ -155,7 +163,8 @@ def test_another_text_opens_on_the_models_clearest_head_and_a_choice_wins():
     assert "previous token" in captions(at)
     at.selectbox(key="layer").set_value(5).run()  # a layer chosen, no head: that layer's clearest
     assert_clean(at)
-    assert at.selectbox(key="layer").value == 5 and "head" not in at.query_params
+    assert at.selectbox(key="layer").value == 5
+    assert "head" not in at.query_params
     at.selectbox(key="head").set_value(7).run()
     at.text_area(key="text").input(ANIMAL).run()  # the user's own choice wins over the example's
     assert_clean(at)
@@ -178,7 +187,8 @@ def test_a_random_model_opens_on_its_clearest_head_without_error():
     at = open_app("pages/attention.py", text="Birds sing at dawn.", source="scratch", n_layers="3")
     assert_clean(at)
     layer, head = shown_head(at)
-    assert 0 <= layer < 3 and 0 <= head < 4
+    assert 0 <= layer < 3
+    assert 0 <= head < 4
 
 
 def test_the_sparse_time_table_is_turned_to_fit_the_page():
@@ -188,6 +198,7 @@ def test_the_sparse_time_table_is_turned_to_fit_the_page():
 
     at = run_section("sparse", text="The cat sat on the mat.")
     shown = at.dataframe[0].value
-    assert shown.columns[0] == "n" and "stride s" in set(shown["n"])  # a column per length
+    assert shown.columns[0] == "n"
+    assert "stride s" in set(shown["n"])  # a column per length
     rows = shown.to_dict("records")
     assert table_px(rows, {}) <= 940

@@ -97,7 +97,8 @@ def test_a_diverging_recipe_stops_with_a_message_naming_the_setting(runs_dir):
     )
     at.button(key="train.start").click().run()
     poll(at, lambda at: bool(at.error) or bool(at.success), timeout=60)
-    assert at.error and "lr" in at.error[0].value.lower(), status_text(at)
+    assert at.error, status_text(at)
+    assert "lr" in at.error[0].value.lower(), status_text(at)
 
 
 def test_the_heads_race_trains_every_head_count(runs_dir):
@@ -123,7 +124,8 @@ def test_snapshots_are_bounded_in_number_and_memory():
     assert snapshot_stride(Recipe(steps=100, snapshot_every=5), 8_192) == 5
     big = 6 * 16 * 64 * 64 * 4  # the largest model the page allows, 64 tokens
     stride = snapshot_stride(Recipe(steps=20_000, snapshot_every=5), big)
-    assert (20_000 // stride + 1) * big <= MAX_SNAPSHOT_BYTES + big and 20_000 // stride <= MAX_SNAPSHOTS
+    assert (20_000 // stride + 1) * big <= MAX_SNAPSHOT_BYTES + big
+    assert 20_000 // stride <= MAX_SNAPSHOTS
 
 
 def test_a_run_over_the_memory_limit_is_refused_before_it_starts_with_the_figures():
@@ -131,7 +133,8 @@ def test_a_run_over_the_memory_limit_is_refused_before_it_starts_with_the_figure
     at = open_train(False, **big, **{"train.batch": "512"})
     assert not at.exception
     refusal = " ".join(e.value for e in at.error)
-    assert "MB of memory while training" in refusal and "the limit for one run here is 1,536 MB" in refusal
+    assert "MB of memory while training" in refusal
+    assert "the limit for one run here is 1,536 MB" in refusal
     assert at.button(key="train.start").disabled
     at.number_input(key="train.batch").set_value(64).run()  # a smaller batch fits
     assert_clean(at)
@@ -153,7 +156,8 @@ def test_a_watched_run_stops_at_the_time_limit_and_is_saved(runs_dir, monkeypatc
     at.button(key="train.start").click().run()
     poll(at, lambda at: bool(at.success) or bool(at.error), timeout=30)  # polling = watching
     message = at.success[0].value
-    assert "a run may train for at most 0.0666667 min on this server" in message and "saved as" in message
+    assert "a run may train for at most 0.0666667 min on this server" in message
+    assert "saved as" in message
     assert len(list_runs(runs_dir)) == 1
 
 
@@ -168,7 +172,8 @@ def test_open_this_model_shows_the_run_with_its_task_input_on_the_attention_page
     assert not at.button(key="train.open").disabled
     at.button(key="train.open").click().run()
     assert_clean(at)
-    assert at.radio(key="source").value == "run" and at.selectbox(key="run").value == saved.name
+    assert at.radio(key="source").value == "run"
+    assert at.selectbox(key="run").value == saved.name
     assert at.text_area(key="text").value == meta["examples"][0]
     ticks = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["xaxis"]["ticktext"]
     assert [t.strip() for t in ticks] == meta["examples"][0].split()
@@ -244,6 +249,7 @@ def test_the_race_times_updates_by_their_median_not_the_mean_with_evaluations(mo
     assert seconds[2] > seconds[1]
     last = [e for e in handle.evals if e["heads"] == 1][-1]
     assert last["timed_updates"] == 40 - train_jobs.RACE_WARMUP_UPDATES
-    assert last["other_work"].endswith(":training run") and "|" not in last["other_work"]
+    assert last["other_work"].endswith(":training run")
+    assert "|" not in last["other_work"]
     assert any("Other work ran during this measurement: 1 training run" in n for n in notes)
     assert any("1 and 2 heads" not in n and "4 and 8 heads" in n for n in notes if "overlap" in n)

@@ -38,7 +38,9 @@ def test_a_run_in_chinese_shows_no_english_while_training_and_after(runs_dir):
     poll(at, ended, timeout=30)
     at.run()  # the run's end asks for one more full rerun
     assert_clean(at)
-    assert at.success and "已保存为" in at.success[0].value and "已按要求停止" in at.success[0].value
+    assert at.success
+    assert "已保存为" in at.success[0].value
+    assert "已按要求停止" in at.success[0].value
     assert {"curves", "snapshot"} <= {
         key for c in at.get("plotly_chart") for key in ("curves", "snapshot") if key in (c.proto.id or "")
     }
@@ -67,7 +69,8 @@ def test_a_diverging_run_in_chinese_names_the_setting_in_chinese(runs_dir):
     at.button(key="train.start").click().run()
     poll(at, ended, timeout=60)
     at.run()
-    assert at.error and "学习率" in at.error[0].value, [e.value for e in at.error]
+    assert at.error, [e.value for e in at.error]
+    assert "学习率" in at.error[0].value, [e.value for e in at.error]
     assert not english_left(at), english_left(at)
 
 
@@ -86,6 +89,7 @@ def test_a_runs_messages_are_worded_when_read_not_when_written():
         assert run.message == "1, 2, 4 and 8 heads trained"
         with use_language("zh"):
             zh = run.message
-        assert zh != run.message and not english_words([zh])
+        assert zh != run.message
+        assert not english_words([zh])
     finally:
         assert runs.shutdown()

@@ -40,7 +40,8 @@ def test_the_step_bar_fills_the_recurrent_strips_and_attention_is_whole():
     assert meta["filled"] == [4, 4, n]  # the default step, attention after its one step
     # the positions not computed yet are blank (NaN), the ones computed hold the states
     z = decode(strips(at)["data"][0]["z"])
-    assert not (z[:, :4] != z[:, :4]).any() and (z[:, 4:] != z[:, 4:]).all()
+    assert not (z[:, :4] != z[:, :4]).any()
+    assert (z[:, 4:] != z[:, 4:]).all()
     at.button(key="why.next").click().run()
     assert strips(at)["layout"]["meta"]["filled"] == [5, 5, n]
     at.slider(key="why.step").set_value(n).run()
@@ -98,7 +99,8 @@ def test_one_word_is_three_positions_and_the_step_is_clamped_to_them():
     at = open_app(PAGE, text="cat", source="scratch")  # [CLS] cat [SEP]
     assert_clean(at)
     meta = strips(at)["layout"]["meta"]
-    assert meta["n_pos"] == 3 and meta["filled"] == [3, 3, 3]  # the default step 4, clamped
+    assert meta["n_pos"] == 3
+    assert meta["filled"] == [3, 3, 3]  # the default step 4, clamped
     at.button(key="why.prev").click().run()
     assert strips(at)["layout"]["meta"]["filled"] == [2, 2, 3]
 
@@ -159,7 +161,8 @@ def test_recall_trains_once_within_its_bound_and_is_shared(monkeypatch, runs_dir
     recall = next(c for c in charts(at) if "chance" in (c["layout"].get("meta") or {}))
     assert [t["name"] for t in recall["data"]][:3] == ["GRU", "attention", "tanh RNN"]
     caption = " ".join(c.value for c in at.caption)
-    assert "seed 0" in caption and "time limit" in caption
+    assert "seed 0" in caption
+    assert "time limit" in caption
     look = next(c for c in charts(at) if "weight_on_answer" in (c["layout"].get("meta") or {}))
     assert look["layout"]["meta"]["n_pos"] == 129  # the default distance 128: first token .. blank
     at.selectbox(key="why.distance").set_value(8).run()

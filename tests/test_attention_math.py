@@ -79,7 +79,8 @@ def test_fully_masked_input_gives_zeros_not_nan():
     mask = padding_mask(2, 9, [9, 0])  # second sequence: nothing to attend to
     out_fused = model(ids, attention_mask=mask)
     out, cache = model.run_with_cache(ids, attention_mask=mask)
-    assert not torch.isnan(out).any() and not torch.isnan(out_fused).any()
+    assert not torch.isnan(out).any()
+    assert not torch.isnan(out_fused).any()
     assert (cache["pattern", 0][1] == 0).all()
     assert torch.allclose(out, out_fused, atol=1e-5)
 
@@ -89,7 +90,8 @@ def test_pure_function_zero_row_for_dead_query():
     mask = torch.tensor([[True, False, False], [False, False, False], [True, True, True]])[None, None]
     dead = ~mask.any(-1, keepdim=True)
     z, pattern = scaled_dot_product_attention(q, k, v, mask, dead)
-    assert (pattern[0, 0, 1] == 0).all() and (z[0, 0, 1] == 0).all()
+    assert (pattern[0, 0, 1] == 0).all()
+    assert (z[0, 0, 1] == 0).all()
     assert pattern[0, 0, 0].tolist() == [1.0, 0.0, 0.0]
 
 

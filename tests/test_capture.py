@@ -42,7 +42,8 @@ def test_arrays_are_read_only(model_tok):
 
 def test_truncation_is_reported(model_tok):
     cap = capture_text(*model_tok, "word " * 500)
-    assert cap.encoded.truncated and cap.n_pos == 64
+    assert cap.encoded.truncated
+    assert cap.n_pos == 64
 
 
 def test_ablation_zeroes_only_the_chosen_heads(model_tok):
@@ -108,7 +109,7 @@ def test_a_capture_holds_only_what_was_asked_for(model_tok):
 
 
 def test_the_memory_guard_counts_exactly_the_requested_arrays(model_tok):
-    model, tok = model_tok
+    model, _tok = model_tok
     cfg, n = model.cfg, 10
     square = cfg.n_layers * cfg.n_heads * n * n
     assert capture_nbytes(cfg, n, ["pattern"]) == 4 * (square + n * cfg.d_model)
@@ -122,7 +123,8 @@ def test_ablation_can_reuse_the_captures_output_as_its_baseline(model_tok):
     base, ablated = ablate_heads(model, cap.encoded.ids, [(1, 2)])
     reused, same = ablate_heads(model, cap.encoded.ids, [(1, 2)], base=cap.output)
     assert np.array_equal(base, cap.output)  # the capture ran the same explicit path
-    assert reused is cap.output and np.array_equal(ablated, same)
+    assert reused is cap.output
+    assert np.array_equal(ablated, same)
 
 
 def test_a_capture_of_one_layer_holds_that_layers_values_and_a_sixth_of_the_bytes(model_tok):
@@ -131,7 +133,8 @@ def test_a_capture_of_one_layer_holds_that_layers_values_and_a_sixth_of_the_byte
     names = available_names(model.cfg)
     full = capture_text(model, tok, text, names)
     one = capture_text(model, tok, text, names, layers=[1])
-    assert one.layers == (1,) and full.layers is None
+    assert one.layers == (1,)
+    assert full.layers is None
     for name in names:
         if ACTS[name].per_layer:
             assert one[name].shape[0] == 1

@@ -83,7 +83,8 @@ def test_save_then_load_gives_identical_outputs(tmp_path: Path) -> None:
     assert sorted(p.name for p in folder.iterdir()) == sorted(ck.RUN_FILES)
 
     loaded, tokenizer, run = load_run(folder)
-    assert loaded.cfg == model.cfg and not loaded.training
+    assert loaded.cfg == model.cfg
+    assert not loaded.training
     ids = torch.randint(0, model.cfg.vocab_size, (3, 11), generator=torch.Generator().manual_seed(3))
     probs, cache = model.run_with_cache(ids)
     probs2, cache2 = loaded.run_with_cache(ids)
@@ -98,10 +99,12 @@ def test_save_then_load_gives_identical_outputs(tmp_path: Path) -> None:
         assert tokenizer.encode(text).ids == original.encode(text).ids
     assert tokenizer.max_len == original.max_len
 
-    assert run["format_version"] == ck.FORMAT_VERSION and run["name"] == "run-1"
+    assert run["format_version"] == ck.FORMAT_VERSION
+    assert run["name"] == "run-1"
     assert run["task"] == TASK
     assert run["recipe"] == {"lr": pytest.approx(0.001), "steps": 200, "batch_size": 16}
-    assert run["history"] == HISTORY and run["accuracy"] == 0.75
+    assert run["history"] == HISTORY
+    assert run["accuracy"] == 0.75
     assert run["examples"] == ["the cat sat"]
     assert run["n_params"] == model.cfg.n_params()
 
@@ -119,7 +122,8 @@ def test_a_run_name_is_saved_under_the_runs_dir(tmp_path: Path, monkeypatch: pyt
     folder = save("my_run-2")
     assert folder == tmp_path / "mine" / "my_run-2"
     model, _, run = load_run("my_run-2")  # a name is looked up there too
-    assert run["name"] == "my_run-2" and isinstance(model, Encoder)
+    assert run["name"] == "my_run-2"
+    assert isinstance(model, Encoder)
     assert [r.name for r in list_runs()] == ["my_run-2"]
 
 
@@ -167,7 +171,8 @@ def test_a_config_that_does_not_match_the_weights_names_each_shape(saved: Path) 
     with pytest.raises(CheckpointError) as err:
         load_run(saved)
     message = str(err.value)
-    assert str(saved / ck.MODEL_FILE) in message and "config.json" in message
+    assert str(saved / ck.MODEL_FILE) in message
+    assert "config.json" in message
     assert "blocks.0.attn.qkv.weight: (72, 24) in the file, (144, 48) expected" in message
 
 
@@ -277,7 +282,9 @@ def test_sanitize_run_name_makes_a_valid_name_from_any_text() -> None:
     assert sanitize_run_name("情感 分类") == "run"
     assert sanitize_run_name("???", fallback="sentiment") == "sentiment"
     long = sanitize_run_name("a" * 63 + "!b" * 10)
-    assert len(long) <= 64 and is_run_name(long) and not long.endswith("-")
+    assert len(long) <= 64
+    assert is_run_name(long)
+    assert not long.endswith("-")
     for text in ["x", "A_b-9", "../x", "", " ", "a" * 200]:
         assert is_run_name(sanitize_run_name(text))
 
@@ -291,7 +298,7 @@ def test_an_existing_run_is_never_overwritten(saved: Path) -> None:
 
 
 def test_unserialisable_metadata_fails_before_anything_is_written(tmp_path: Path) -> None:
-    with pytest.raises(CheckpointError, match="cannot write run.json"):
+    with pytest.raises(CheckpointError, match=r"cannot write run\.json"):
         save(tmp_path / "run", task={"name": "x", "model": object()})
     with pytest.raises(TypeError, match="sequence of str"):
         save(tmp_path / "run", examples="one text")
@@ -324,9 +331,14 @@ def test_list_runs_skips_junk_and_lists_newest_first(tmp_path: Path) -> None:
 
     runs = list_runs(tmp_path)
     assert [r.name for r in runs] == ["second", "first"]
-    assert runs[0].path == second and runs[0].task == "topic" and runs[0].accuracy is None
-    assert runs[1].path == first and runs[1].task == "sentiment" and runs[1].accuracy == 0.5
-    assert runs[0].created > runs[1].created and runs[0].created.tzinfo is not None
+    assert runs[0].path == second
+    assert runs[0].task == "topic"
+    assert runs[0].accuracy is None
+    assert runs[1].path == first
+    assert runs[1].task == "sentiment"
+    assert runs[1].accuracy == 0.5
+    assert runs[0].created > runs[1].created
+    assert runs[0].created.tzinfo is not None
 
 
 def test_list_runs_of_a_missing_or_odd_root_is_empty(tmp_path: Path) -> None:
@@ -355,7 +367,8 @@ def test_a_half_written_run_is_never_listed(tmp_path: Path, monkeypatch: pytest.
         assert list_runs(tmp_path) == []
         assert not (tmp_path / "slow").exists()
         (tmp,) = tmp_path.iterdir()
-        assert tmp.name.startswith(".tmp-slow-") and (tmp / ck.MODEL_FILE).is_file()
+        assert tmp.name.startswith(".tmp-slow-")
+        assert (tmp / ck.MODEL_FILE).is_file()
     finally:
         release.set()
         saver.join(10)

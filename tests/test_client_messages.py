@@ -81,10 +81,12 @@ def test_install_wraps_the_dispatcher_once():
     try:
         assert client_messages.install() is True
         wrapped = AppSession.handle_backmsg
-        assert wrapped is not plain and client_messages.installed()
+        assert wrapped is not plain
+        assert client_messages.installed()
         assert client_messages.install() is False  # every page calls it: later calls change nothing
         assert AppSession.handle_backmsg is wrapped
-        assert client_messages.uninstall() and AppSession.handle_backmsg is plain
+        assert client_messages.uninstall()
+        assert AppSession.handle_backmsg is plain
     finally:
         if was_on:
             client_messages.install()
@@ -131,9 +133,11 @@ def cached_square(x: int) -> int:
 def test_a_clear_cache_message_changes_nothing_and_other_messages_still_pass(guard):
     calls.clear()
     session = FakeSession()
-    assert cached_square(3) == 9 and calls == ["square 3"]
+    assert cached_square(3) == 9
+    assert calls == ["square 3"]
     send(session, message_of("clear_cache"))
-    assert cached_square(3) == 9 and calls == ["square 3"], "the message cleared the shared cache"
+    assert cached_square(3) == 9, "the message cleared the shared cache"
+    assert calls == ["square 3"], "the message cleared the shared cache"
     assert session.state_cleared == 0  # the sender gets nothing either: it may reload its page
     send(session, message_of("rerun_script"))
     assert session.reruns == 1  # allowed types still reach Streamlit
@@ -181,19 +185,24 @@ def test_a_running_run_survives_every_cache_clear(guard, one_run_at_a_time, runs
     runs = manager()
     assert runs.max_running == 1
     first = runs.submit("first", job, owner="session-a")
-    assert started.wait(5.0) and first.state == "running"
+    assert started.wait(5.0)
+    assert first.state == "running"
 
     send(FakeSession(), message_of("clear_cache"))  # a visitor's message, through the guard
     st.cache_data.clear()  # and every cache emptied from the server itself
     st.cache_resource.clear()
 
     assert manager() is runs, "a cache clear replaced the training manager"
-    assert manager().get(first.id) is first and first in manager().runs()  # still listed
-    assert first.state == "running" and manager().active_count() == 1
+    assert manager().get(first.id) is first
+    assert first in manager().runs()  # still listed
+    assert first.state == "running"
+    assert manager().active_count() == 1
     second = manager().submit("second", job, owner="session-b")
-    assert second.state == "queued" and second.queue_position() == 1  # the limit still counts it
+    assert second.state == "queued"
+    assert second.queue_position() == 1  # the limit still counts it
     first.stop()  # still stoppable from the manager every page asks
-    assert first.wait(5.0) and first.state == "stopped"
+    assert first.wait(5.0)
+    assert first.state == "stopped"
     assert wait_for(lambda: second.state == "running")
     second.stop()
     assert second.wait(5.0)
@@ -218,7 +227,8 @@ def test_singletons_are_made_once_even_when_asked_at_once():
         t.start()
     for t in threads:
         t.join()
-    assert len(made) == 1 and all(g is made[0] for g in got)
+    assert len(made) == 1
+    assert all(g is made[0] for g in got)
     st.cache_resource.clear()
     assert singletons.shared("test.once", object) is made[0]
     assert singletons.reset("test.once") == {"test.once": made[0]}

@@ -61,7 +61,8 @@ def wall():
 def test_the_wall_sweep_measures_every_method_at_doubling_lengths(wall):
     sweep, _ = wall
     methods = [c.method for c in sweep.curves]
-    assert methods[0] == "explicit" and methods[-1] == "tiled"
+    assert methods[0] == "explicit"
+    assert methods[-1] == "tiled"
     assert "sdpa_math" in methods  # the math backend runs everywhere
     assert set(methods) | set(sweep.unavailable) == {"explicit", "tiled"} | {
         "sdpa_math",
@@ -74,10 +75,14 @@ def test_the_wall_sweep_measures_every_method_at_doubling_lengths(wall):
         assert len(n) >= 3, (c.method, c.stop)
         assert n == doubling(16, 256)[: len(n)]  # monotone: 16, 32, 64, ...
         assert (c.time_s > 0).all()
-        assert c.time_exponent is not None and np.isfinite(c.time_exponent)
-        assert c.memory_exponent is not None and np.isfinite(c.memory_exponent)
-    assert sweep.memory_method == "profiler" and sweep.device == "cpu"
-    assert sweep.device_name and sweep.seconds > 0
+        assert c.time_exponent is not None
+        assert np.isfinite(c.time_exponent)
+        assert c.memory_exponent is not None
+        assert np.isfinite(c.memory_exponent)
+    assert sweep.memory_method == "profiler"
+    assert sweep.device == "cpu"
+    assert sweep.device_name
+    assert sweep.seconds > 0
 
 
 def test_the_progress_reaches_one_and_never_goes_back(wall):
@@ -99,7 +104,7 @@ def test_explicit_memory_is_measured_and_grows_like_n_squared(wall):
     assert np.all(peaks >= 2 * n.astype(float) ** 2 * 4)
     big = n >= 64
     assert 1.7 <= fit_exponent(n[big], peaks[big], skip=0) <= 2.3
-    flash = [x for x in sweep.curves if x.method == "tiled"][0]
+    flash = next(x for x in sweep.curves if x.method == "tiled")
     assert flash.peak_bytes[-1] < peaks[-1]  # the tiled loop never holds the n × n matrix
 
 
@@ -121,9 +126,11 @@ def test_a_memory_budget_stops_a_method_with_a_message():
     sweep = wall_sweep(WallSettings(heads=2, d_head=8, n_min=32, n_max=512, block=16, budget=budget), "cpu")
     explicit = sweep.curve("explicit")
     assert explicit.n.tolist() == [32, 64]  # 128 would hold 2 × 2 × 128² floats: 256 KiB
-    assert explicit.stop is not None and "memory budget" in explicit.stop.template
+    assert explicit.stop is not None
+    assert "memory budget" in explicit.stop.template
     text = explicit.stop.render(english)
-    assert "n = 128 skipped" in text and "memory budget of 0.195 MiB" in text
+    assert "n = 128 skipped" in text
+    assert "memory budget of 0.195 MiB" in text
     assert sweep.memory_budget == 200 * 1024
     assert sweep.curve("tiled").n.tolist()[-1] > 64  # the tiled loop needs little: it goes on
 
@@ -137,7 +144,8 @@ def test_a_time_budget_stops_a_method_once_a_call_is_too_slow():
     [curve], _ = measure_curves(methods, [4, 8, 16, 32, 64], Budget(call_s=0.02, total_s=30), CPU, progress)
     assert curve.n.tolist()[-1] in (8, 16)
     assert curve.stop is not None
-    assert "budget" in curve.stop.render(english) and "ms per call" in curve.stop.template
+    assert "budget" in curve.stop.render(english)
+    assert "ms per call" in curve.stop.template
     assert progress.fractions[-1] == 1.0
 
 
@@ -170,7 +178,8 @@ def test_a_second_sweep_waits_for_the_first_and_says_so():
     with exclusive(waiting):
         pass
     t.join()
-    assert waiting.calls and "Waiting" in waiting.calls[0][1].template
+    assert waiting.calls
+    assert "Waiting" in waiting.calls[0][1].template
 
 
 class FakeTimer:
@@ -207,10 +216,13 @@ def _sweep_with(monkeypatch, duration):
 
 def test_a_steady_n_squared_timer_gives_a_good_fit_and_settled_points(monkeypatch):
     curve = _sweep_with(monkeypatch, lambda n, k: 1e-9 * n * n)
-    assert curve.time_fit is not None and curve.time_fit.good
-    assert curve.time_fit.exponent == pytest.approx(2.0) and curve.time_fit.r2 == pytest.approx(1.0)
+    assert curve.time_fit is not None
+    assert curve.time_fit.good
+    assert curve.time_fit.exponent == pytest.approx(2.0)
+    assert curve.time_fit.r2 == pytest.approx(1.0)
     assert all(p.settled and p.repeats == 5 for p in curve.points)  # Budget.repeats, then settled
-    assert np.allclose(curve.q1_s, curve.time_s) and np.allclose(curve.q3_s, curve.time_s)
+    assert np.allclose(curve.q1_s, curve.time_s)
+    assert np.allclose(curve.q3_s, curve.time_s)
 
 
 def test_a_noisy_timer_gives_no_trusted_exponent_and_reports_its_spread(monkeypatch):
@@ -223,7 +235,8 @@ def test_a_noisy_timer_gives_no_trusted_exponent_and_reports_its_spread(monkeypa
 
     curve = _sweep_with(monkeypatch, noisy)
     fit = curve.time_fit
-    assert fit is not None and not fit.good
+    assert fit is not None
+    assert not fit.good
     assert fit.r2 < 0.98 or not fit.monotonic
     assert any(not p.settled for p in curve.points)
     assert all(p.q1_s <= p.time_s <= p.q3_s for p in curve.points)
@@ -233,13 +246,18 @@ def test_a_noisy_timer_gives_no_trusted_exponent_and_reports_its_spread(monkeypa
 def test_fit_power_judges_the_fit():
     n = np.array([64, 128, 256, 512, 1024], dtype=float)
     good = fit_power(n, 3e-9 * n**2, skip=0)
-    assert good.good and good.exponent == pytest.approx(2.0) and good.points == 5
+    assert good.good
+    assert good.exponent == pytest.approx(2.0)
+    assert good.points == 5
     dip = fit_power(n, np.array([1.0, 4.0, 16.0, 10.0, 64.0]), skip=0)  # falls at 512
-    assert not dip.monotonic and not dip.good
+    assert not dip.monotonic
+    assert not dip.good
     scattered = fit_power(n, np.array([1.0, 9.0, 3.0, 27.0, 30.0]), skip=0)
-    assert scattered.r2 < 0.98 and not scattered.good
+    assert scattered.r2 < 0.98
+    assert not scattered.good
     two = fit_power([64, 128], [1.0, 4.0])
-    assert two.r2 == 1.0 and not two.good  # two points always fit a line: nothing is checked
+    assert two.r2 == 1.0
+    assert not two.good  # two points always fit a line: nothing is checked
     assert fit_power([16], [1.0]) is None
 
 
@@ -273,7 +291,8 @@ def test_the_rnn_sweep_and_the_path_lengths():
     sweep = rnn_sweep(settings, "cpu", Recorder())
     assert [c.method for c in sweep.curves] == ["gru", "attention"]
     for c in sweep.curves:
-        assert len(c.points) >= 2 and c.time_exponent is not None
+        assert len(c.points) >= 2
+        assert c.time_exponent is not None
     paths = sweep.extra["paths"]
     assert paths["gru"]["path"].tolist() == [15, 31, 63, 127]
     assert paths["gru"]["sequential"].tolist() == [16, 32, 64, 128]
@@ -291,7 +310,8 @@ def test_the_sparse_sweep():
     assert np.all(shares["local_computed"] >= shares["local"])
     assert np.all(shares["strided_computed"] >= shares["strided"])
     assert sweep.extra["strides"].tolist() == [stride_for(n) for n in (32, 64, 128, 256)]
-    assert stride_for(1024) == 32 and stride_for(100, 7) == 7
+    assert stride_for(1024) == 32
+    assert stride_for(100, 7) == 7
 
 
 # --- the figure -----------------------------------------------------------------------------------
@@ -310,12 +330,16 @@ def test_cost_lines_draws_log_log_lines_and_leaves_out_what_a_log_axis_cannot_sh
         y_unit="ms",
     )
     spec = json.loads(fig.to_json())
-    assert spec["layout"]["xaxis"]["type"] == "log" and spec["layout"]["yaxis"]["type"] == "log"
+    assert spec["layout"]["xaxis"]["type"] == "log"
+    assert spec["layout"]["yaxis"]["type"] == "log"
     names = [t["name"] for t in spec["data"]]
-    assert names[0] == "explicit: ∝ n^2.00" and names[1] == "memory &lt;b&gt;"
+    assert names[0] == "explicit: ∝ n^2.00"
+    assert names[1] == "memory &lt;b&gt;"
     second = fig.data[1]
-    assert list(second.x) == [256.0] and list(second.y) == [2.0]
-    assert fig.data[2].line.dash == "dash" and fig.data[2].mode == "lines"
+    assert list(second.x) == [256.0]
+    assert list(second.y) == [2.0]
+    assert fig.data[2].line.dash == "dash"
+    assert fig.data[2].mode == "lines"
     assert spec["layout"]["xaxis"]["ticktext"] == ["64", "128", "256"]
 
 

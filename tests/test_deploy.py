@@ -15,7 +15,8 @@ from .redis_server import require
 
 ROOT = Path(__file__).resolve().parent.parent
 spec = importlib.util.spec_from_file_location("serve_class", ROOT / "deploy" / "serve_class.py")
-assert spec is not None and spec.loader is not None
+assert spec is not None
+assert spec.loader is not None
 serve_class = importlib.util.module_from_spec(spec)
 sys.modules["serve_class"] = serve_class
 spec.loader.exec_module(serve_class)
@@ -44,7 +45,8 @@ def test_the_configuration_routes_as_documented(tmp_path: Path):
     text = serve_class.render_nginx_conf(listen="0.0.0.0:8080", app_ports=[8501, 8502], run_dir=tmp_path)
     servers = re.findall(r"server 127\.0\.0\.1:(\d+) max_fails=2 fail_timeout=10s;", text)
     assert servers == ["8501", "8502"]
-    assert "hash $route_key consistent;" in text and "listen 0.0.0.0:8080;" in text
+    assert "hash $route_key consistent;" in text
+    assert "listen 0.0.0.0:8080;" in text
     ws = text[text.index("location /_stcore/stream") :]
     ws = ws[: ws.index("}")]
     for line in (
@@ -54,7 +56,8 @@ def test_the_configuration_routes_as_documented(tmp_path: Path):
         "proxy_read_timeout 3600s;",
     ):
         assert line in ws
-    assert f"pid {tmp_path}/nginx.pid;" in text and "@" not in re.sub(r"#.*", "", text)
+    assert f"pid {tmp_path}/nginx.pid;" in text
+    assert "@" not in re.sub(r"#.*", "", text)
     with pytest.raises(ValueError, match="1 to 16 replicas"):
         serve_class.render_nginx_conf(listen="127.0.0.1:1", app_ports=[], run_dir=tmp_path)
 
@@ -66,7 +69,7 @@ def test_redis_keeps_nothing_on_disk_and_listens_on_loopback(tmp_path: Path):
 
 
 @pytest.mark.parametrize(
-    "argv, message",
+    ("argv", "message"),
     [
         (["--replicas", "0"], "--replicas must be 1..16"),
         (["--replicas", "17"], "--replicas must be 1..16"),

@@ -65,7 +65,8 @@ def test_figures_export_as_png_and_svg():
     png = figure_image(fig, "png")
     svg = figure_image(fig, "svg")
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    assert svg.lstrip().startswith(b"<svg") and b"</svg>" in svg
+    assert svg.lstrip().startswith(b"<svg")
+    assert b"</svg>" in svg
     with pytest.raises(ValueError, match="format"):
         figure_image(fig, "gif")
 
@@ -84,13 +85,16 @@ def test_report_at_128_tokens_is_small_self_contained_and_escaped(cap128):
     # nothing is fetched: no script, no external reference outside the data: images
     assert "<script" not in html.lower()
     links = re.findall(r'(?:src|href)="([^"]*)"', html)
-    assert links and all(link.startswith("data:") for link in links)
+    assert links
+    assert all(link.startswith("data:") for link in links)
     outside_data = re.sub(r'data:[^"]+', "", html)
-    assert "http://" not in outside_data and "https://" not in outside_data
+    assert "http://" not in outside_data
+    assert "https://" not in outside_data
     assert "Content-Security-Policy" in html
     # user text is escaped, never markup
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
-    assert "<img src=x" not in html and "<i>x</i>" not in html
+    assert "<img src=x" not in html
+    assert "<i>x</i>" not in html
     assert html.count("<figure>") == 3
     assert html.count("<tr>") >= 72  # a row per head
 

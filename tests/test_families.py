@@ -96,7 +96,8 @@ def test_family_quirks_in_the_configs(hf_root: Path) -> None:
     # ELECTRA: embeddings 16 wide, projected to 32.
     assert (cfg["electra"].d_embed_size, cfg["electra"].d_model) == (16, 32)
     # DistilBERT: no segment embeddings; its sinusoidal option is our sinusoidal encoding.
-    assert cfg["distilbert"].type_vocab_size == 0 and cfg["distilbert"].pos_encoding == "learned"
+    assert cfg["distilbert"].type_vocab_size == 0
+    assert cfg["distilbert"].pos_encoding == "learned"
     assert cfg["distilbert_mlm_sinusoidal"].pos_encoding == "sinusoidal"
     assert cfg["distilbert"].layer_norm_eps == 1e-12  # fixed in DistilBERT's code
     # GPT-2: causal, pre-norm, learned positions, tied LM head, its own eps and GELU.
@@ -108,7 +109,8 @@ def test_family_quirks_in_the_configs(hf_root: Path) -> None:
         "tied",
         "gelu_tanh",
     )
-    assert g.layer_norm_eps == H.EPS and cfg["bert_mlm"].layer_norm_eps == H.EPS
+    assert g.layer_norm_eps == H.EPS
+    assert cfg["bert_mlm"].layer_norm_eps == H.EPS
     # The masked-LM heads found in the checkpoints.
     assert (
         cfg["bert_mlm"].lm_head
@@ -205,10 +207,12 @@ def test_sinusoid_table_that_is_not_the_formula_is_refused(hf_root: Path, tmp_pa
     save_file(w, str(folder / "model.safetensors"))
     with pytest.raises(ModelFolderError, match="sinusoid") as info:
         load_model_folder(folder)
-    assert "model.safetensors" in str(info.value) and name in str(info.value)
+    assert "model.safetensors" in str(info.value)
+    assert name in str(info.value)
 
 
 def test_load_pretrained_opens_every_family(hf_root: Path) -> None:
     for variant in H.FAMILY_VARIANTS:
         model, tok = load_pretrained(H.folder_of(hf_root, variant), device="cpu")
-        assert not model.training and tok.vocab_size <= model.cfg.vocab_size
+        assert not model.training
+        assert tok.vocab_size <= model.cfg.vocab_size

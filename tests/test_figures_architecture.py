@@ -120,8 +120,10 @@ def test_architecture_follows_edits():
     _, small = spec_of(8, n_layers=2, n_heads=3, d_model=24)
     _, big = spec_of(8, n_layers=5, n_heads=4, d_model=32, d_ff=40)
     a, b = by_name(architecture_figure(small)), by_name(architecture_figure(big))
-    assert plain(a["n_layers"]["text"]) == "2 \u00d7" and plain(b["n_layers"]["text"]) == "5 \u00d7"
-    assert a["attn.shape"]["text"] == "[8 \u00d7 24]" and b["attn.shape"]["text"] == "[8 \u00d7 32]"
+    assert plain(a["n_layers"]["text"]) == "2 \u00d7"
+    assert plain(b["n_layers"]["text"]) == "5 \u00d7"
+    assert a["attn.shape"]["text"] == "[8 \u00d7 24]"
+    assert b["attn.shape"]["text"] == "[8 \u00d7 32]"
     assert "32 \u2192 40 \u2192 32" in b["mlp.detail"]["text"]
     assert a["total.exact"]["text"] != b["total.exact"]["text"]
 
@@ -141,7 +143,8 @@ def test_pre_and_post_norm_draw_the_norm_on_either_side_of_each_sublayer():
         < order_pre.index("add2")
         < order_pre.index("ln_final")
     )
-    assert "ln_final" not in order_post and "add1" not in order_post
+    assert "ln_final" not in order_post
+    assert "add1" not in order_post
     # drawn bottom to top: y grows with the order
     for fig in (fp, fq):
         boxes, order = fig.layout.meta["boxes"], fig.layout.meta["order"]
@@ -175,7 +178,9 @@ def test_architecture_text_stays_inside_its_boxes_and_columns_at_940():
     )
     fig = architecture_figure(spec, width=FULL_WIDTH)
     meta = fig.layout.meta
-    assert meta["fits"] and not meta["narrow"] and meta["fonts"][0] == 15
+    assert meta["fits"]
+    assert not meta["narrow"]
+    assert meta["fonts"][0] == 15
     boxes = meta["boxes"]
     ann = by_name(fig)
     for key, (x0, _, x1, _) in boxes.items():

@@ -56,9 +56,11 @@ def test_ffn_figure_titles_give_the_shares_and_meta_the_numbers():
     assert fig.layout.meta["block_rows"] == fig.layout.meta["block_cols"] == 1
     np.testing.assert_array_equal(fig.data[1].z, post)  # full resolution when small
     (hl0, hl1) = [s for s in fig.layout.shapes if s.name and s.name.startswith("highlight")]
-    assert (hl0.y0, hl0.y1) == (1.5, 2.5) and hl1.yref == "y2"
+    assert (hl0.y0, hl0.y1) == (1.5, 2.5)
+    assert hl1.yref == "y2"
     # white at 0: the color axis is centred there
-    assert fig.layout.coloraxis.cmid == 0 and fig.layout.coloraxis.cmin == -fig.layout.coloraxis.cmax
+    assert fig.layout.coloraxis.cmid == 0
+    assert fig.layout.coloraxis.cmin == -fig.layout.coloraxis.cmax
 
 
 def test_ffn_figure_takes_shares_passed_in():
@@ -70,7 +72,8 @@ def test_ffn_figure_takes_shares_passed_in():
 def test_ffn_figure_one_token_and_tiny_d_ff():
     pre, post = ffn_arrays(1, 4)
     fig = ffn_activations_figure(pre, post, ["only"])
-    assert fig.data[0].z.shape == (1, 4) and fig.layout.meta["n_pos"] == 1
+    assert fig.data[0].z.shape == (1, 4)
+    assert fig.layout.meta["n_pos"] == 1
 
 
 @pytest.mark.parametrize(
@@ -97,7 +100,8 @@ def test_ffn_figure_escapes_token_text_and_keeps_cjk():
     pre, post = ffn_arrays(len(CJK) + 1, 8)
     fig = ffn_activations_figure(pre, post, [*CJK, SCRIPT])
     text = fig.to_json()
-    assert "<script>" not in text and "&lt;script&gt;" in text
+    assert "<script>" not in text
+    assert "&lt;script&gt;" in text
     assert "猫" in fig.layout.yaxis.ticktext
 
 
@@ -108,7 +112,8 @@ def test_ffn_figure_payload_stays_bounded_at_512_tokens_and_1536_units():
     meta = fig.layout.meta
     assert (meta["block_rows"], meta["block_cols"]) == ffn_pool_plan(512, 1536) == (2, 6)
     for trace in fig.data:
-        assert trace.z.size <= FFN_MAX_CELLS and trace.z.dtype == np.float32
+        assert trace.z.size <= FFN_MAX_CELLS
+        assert trace.z.dtype == np.float32
     assert len(fig.to_json()) < 2_000_000
     assert "6 per column" in fig.layout.xaxis.title.text
     assert meta["zero_share"] == pytest.approx(float((post == 0).mean()))  # full resolution
@@ -145,7 +150,8 @@ def test_norms_figure_per_token_and_per_layer():
     np.testing.assert_allclose(lines[1].y, norms.mlp_ratio_mean)
     (band,) = [s for s in fig.layout.shapes if s.name == "layer"]
     assert band.x0 < 1 < band.x1
-    assert fig.layout.meta["bars"] and not fig.layout.meta["clipped"]
+    assert fig.layout.meta["bars"]
+    assert not fig.layout.meta["clipped"]
     assert {a.text for a in fig.layout.annotations if a.name and a.name.startswith("ratio.")} == {
         "attention",
         "FFN",
@@ -165,7 +171,8 @@ def test_norms_figure_cuts_one_huge_bar_and_writes_its_value():
 
 def test_norms_figure_lines_beyond_64_tokens_and_one_token():
     fig = sublayer_norms_figure(norms_of(2, 100), [f"t{i}" for i in range(100)], layer=0)
-    assert not fig.layout.meta["bars"] and {t.type for t in fig.data} == {"scatter"}
+    assert not fig.layout.meta["bars"]
+    assert {t.type for t in fig.data} == {"scatter"}
     one = sublayer_norms_figure(norms_of(1, 1), ["only"], layer=0)
     assert one.layout.meta["n_pos"] == 1
 
@@ -182,7 +189,8 @@ def test_norms_figure_escapes_labels_and_keeps_cjk():
     norms = norms_of(2, len(CJK) + 1)
     fig = sublayer_norms_figure(norms, [*CJK, SCRIPT], layer=0)
     text = fig.to_json()
-    assert "<script>" not in text and "&lt;script&gt;" in text
+    assert "<script>" not in text
+    assert "&lt;script&gt;" in text
     assert "猫" in fig.layout.xaxis.ticktext
     assert min(font_sizes(fig.to_dict()["layout"])) >= 12
 
@@ -234,7 +242,8 @@ def test_layernorm_figure_escapes_labels_and_keeps_cjk():
     x, after, s = ln_inputs(len(labels))
     fig = layernorm_figure(x, after, s.mean, s.sigma, labels, title="LN1 of layer 0")
     text = fig.to_json()
-    assert "<script>" not in text and "&lt;script&gt;" in text
+    assert "<script>" not in text
+    assert "&lt;script&gt;" in text
     assert "猫" in fig.layout.xaxis2.ticktext
     assert min(font_sizes(fig.to_dict()["layout"])) >= 12
     assert json.loads(text)["layout"]["title"]["font"]["size"] in (15, 16, 17)

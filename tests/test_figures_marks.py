@@ -26,7 +26,8 @@ def test_the_row_and_the_key_are_outlined_and_the_figure_is_left_alone():
         ("x", 1.5, 2.5, 9.5, 10.5),
         ("x", 4.5, 5.5, 9.5, 10.5),
     ]
-    assert row.line.dash == "dash" and cells[0].line.dash == "solid"
+    assert row.line.dash == "dash"
+    assert cells[0].line.dash == "solid"
     assert out.data[0].z.shape == fig.data[0].z.shape
 
 

@@ -70,7 +70,8 @@ def test_waves_one_line_per_dim_with_wavelength(pe):
     assert fig.data[2].name == "dim 6 (sin, wavelength 199)"
     # one row per dimension, the position axis labelled under the last row only
     assert [t.yaxis for t in fig.data] == ["y", "y2", "y3"]
-    assert fig.layout.xaxis3.title.text == "position" and fig.layout.xaxis3.showticklabels
+    assert fig.layout.xaxis3.title.text == "position"
+    assert fig.layout.xaxis3.showticklabels
     assert fig.layout.xaxis.showticklabels is False
     assert [a.text for a in fig.layout.annotations][:2] == [
         "dim 0 (sin)<br>wavelength 6.28",
@@ -83,7 +84,8 @@ def test_waves_one_line_per_dim_with_wavelength(pe):
 def test_similarity_heatmap_is_toeplitz_for_sinusoidal(pe):
     fig = pe_similarity_heatmap(pe)
     z = fig.data[0].z
-    assert z.shape == (40, 40) and z.dtype == np.float32
+    assert z.shape == (40, 40)
+    assert z.dtype == np.float32
     np.testing.assert_allclose(z, pe.astype(np.float64) @ pe.T, atol=1e-4)
     for k in (0, 1, 7, 30):
         diag = np.diagonal(z, k)
@@ -150,11 +152,13 @@ def test_attention_diff_pools_long_inputs():
     assert za.shape == zb.shape == zd.shape == (150, 150)
     np.testing.assert_array_equal(np.diag(za), 1.0)  # block max keeps a one-cell diagonal bright
     assert zd[0, 0] == 1.0 or zd[0, 0] == -1.0  # signed largest |with - without| of the block
-    assert zd[5, 0] == -1.0 and zd[5, 5] == 1.0
+    assert zd[5, 0] == -1.0
+    assert zd[5, 5] == 1.0
     assert "block" in fig.data[2].hovertemplate
     vals = list(fig.layout.xaxis.tickvals)  # in cells of 2 positions, every k-th position
     step = fig.layout.meta["tick_step"]
-    assert 10 <= len(vals) <= 64 and vals == list(range(0, 150, step // 2))
+    assert 10 <= len(vals) <= 64
+    assert vals == list(range(0, 150, step // 2))
     assert list(fig.layout.yaxis.tickvals) == vals
     exact = attention_diff_figure(a, b, [f"t{i}" for i in range(n)], max_side=None)
     assert exact.data[0].z.shape == (n, n)
@@ -204,7 +208,8 @@ def test_figures_are_deterministic(pe):
         first, second = build().to_json(), build().to_json()
         assert first == second
         dtypes = set(re.findall(r'"dtype":"(\w+)"', first))
-        assert dtypes and dtypes <= {"f4", "i4"}  # arrays go to the browser as float32/int32 binary
+        assert dtypes
+        assert dtypes <= {"f4", "i4"}  # arrays go to the browser as float32/int32 binary
 
 
 def test_module_does_not_import_streamlit():

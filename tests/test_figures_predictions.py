@@ -14,7 +14,8 @@ def test_top_tokens_are_drawn_largest_on_top_with_probability_and_logit():
         ["<b>x</b>", "$y$", "z"], [0.5, 0.3, 0.2], [2.0, 1.5, 1.1], title="t", highlight=1
     )
     bar = fig.data[0]
-    assert list(bar.x) == [0.5, 0.3, 0.2] and list(bar.y) == [0, 1, 2]
+    assert list(bar.x) == [0.5, 0.3, 0.2]
+    assert list(bar.y) == [0, 1, 2]
     assert fig.layout.yaxis.autorange == "reversed"  # the first (most probable) on top
     assert list(fig.layout.yaxis.ticktext) == ["&lt;b&gt;x&lt;/b&gt;", "&#36;y&#36;", "z"]
     assert bar.text[0] == "50.0% · z = 2.00"
@@ -37,7 +38,8 @@ def test_top_tokens_refuse_shapes_that_disagree(labels, probs, logits, highlight
 def test_generation_grid_holds_each_step_row_and_grays_keys_not_yet_there():
     rows = [np.array([0.25, 0.75]), np.array([0.1, 0.2, 0.7])]
     fig = generation_attention_figure(rows, ["a", "b", "c", "d"], 2, title="t")
-    assert fig.layout.meta["rows"] == 2 and fig.layout.meta["cols"] == 4
+    assert fig.layout.meta["rows"] == 2
+    assert fig.layout.meta["cols"] == 4
     assert fig.layout.meta["masked"] == 3  # step 0 could not see c, d; step 1 not d
     with pytest.raises(ValueError):
         generation_attention_figure([np.array([1.0])], ["a", "b", "c"], 2, title="t")

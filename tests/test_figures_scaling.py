@@ -3,6 +3,7 @@ mark, escaped token labels, 1 to 512 tokens."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from types import SimpleNamespace
@@ -79,15 +80,18 @@ def test_sweep_figure_draws_both_series_in_three_panels_with_one_legend(sweep):
     assert [t.name for t in shown] == ["without 1/\u221ad<sub>k</sub>", "with 1/\u221ad<sub>k</sub>"]
     for t in fig.data:  # the same color for the same series in every panel
         color = WITHOUT_COLOR if t.name.startswith("without") else WITH_COLOR
-        assert t.line.color == color and t.marker.color == color
+        assert t.line.color == color
+        assert t.marker.color == color
         assert t.legendgroup == ("raw" if t.name.startswith("without") else "scaled")
         np.testing.assert_array_equal(t.x, sweep.d_k)
     by_panel = {(t.yaxis, t.legendgroup): np.asarray(t.y) for t in fig.data}
     np.testing.assert_allclose(by_panel[("y", "raw")], sweep.var_raw, rtol=1e-6)
     np.testing.assert_allclose(by_panel[("y2", "scaled")], sweep.max_scaled, rtol=1e-6)
     np.testing.assert_allclose(by_panel[("y3", "raw")], sweep.jac_raw, rtol=1e-6)
-    assert fig.layout.showlegend and fig.layout.legend.orientation == "h"
-    assert fig.layout.meta["width"] == FULL_WIDTH and not fig.layout.meta["stacked"]
+    assert fig.layout.showlegend
+    assert fig.layout.legend.orientation == "h"
+    assert fig.layout.meta["width"] == FULL_WIDTH
+    assert not fig.layout.meta["stacked"]
 
 
 def test_sweep_figure_uses_log_axes_for_dk_and_the_variance(sweep):
@@ -98,22 +102,26 @@ def test_sweep_figure_uses_log_axes_for_dk_and_the_variance(sweep):
         assert axis["type"] == "log"
         assert axis["tickvals"] == [4, 8, 16, 32, 64, 128, 256, 512, 1024]
         labelled = [v for v, t in zip(axis["tickvals"], axis["ticktext"], strict=True) if t]
-        assert labelled[0] == 4 and labelled[-1] == 1024
+        assert labelled[0] == 4
+        assert labelled[-1] == 1024
         lo, hi = (10**r for r in axis["range"])
-        assert lo < 4 and hi > 1024
+        assert lo < 4
+        assert hi > 1024
     assert ys["yaxis"]["type"] == "log"
     assert ys["yaxis"]["tickvals"] == [1, 4, 16, 64, 256, 1024]  # the powers the x axis has
     lo, hi = (10**r for r in ys["yaxis"]["range"])
-    assert lo < sweep.var_scaled.min() and hi > sweep.var_raw.max()
+    assert lo < sweep.var_scaled.min()
+    assert hi > sweep.var_raw.max()
     assert ys["yaxis2"]["range"] == [0.0, 1.04]
-    assert "type" not in ys["yaxis2"] and "type" not in ys["yaxis3"]
+    assert "type" not in ys["yaxis2"]
+    assert "type" not in ys["yaxis3"]
     assert ys["yaxis3"]["range"][1] > max(sweep.jac_raw.max(), sweep.jac_scaled.max())
 
 
 def test_sweep_figure_panels_sit_side_by_side_without_overlap(sweep):
     xs = axes_of(sweep_figure(sweep), "xaxis")
     domains = sorted(axis["domain"] for axis in xs.values())
-    for (a0, a1), (b0, b1) in zip(domains, domains[1:], strict=False):
+    for (a0, a1), (b0, b1) in itertools.pairwise(domains):
         assert a0 < a1 < b0 < b1
 
 
@@ -164,7 +172,7 @@ def test_a_narrow_column_stacks_the_panels(sweep):
     fig = sweep_figure(sweep, width=HALF_WIDTH, mark_dk=32)
     assert fig.layout.meta["stacked"]
     ys = sorted(axis["domain"] for axis in axes_of(fig, "yaxis").values())
-    for (a0, a1), (b0, b1) in zip(ys, ys[1:], strict=False):
+    for (a0, a1), (b0, b1) in itertools.pairwise(ys):
         assert a0 < a1 < b0 < b1
     for axis in axes_of(fig, "xaxis").values():
         assert axis["domain"] == [0.0, 1.0]
@@ -174,7 +182,8 @@ def test_a_narrow_column_stacks_the_panels(sweep):
 def test_sweep_figure_text_is_big_enough_to_project(sweep, width):
     layout = sweep_figure(sweep, width=width, title="t").layout.to_plotly_json()
     sizes = all_font_sizes(layout)
-    assert sizes and min(sizes) >= 12
+    assert sizes
+    assert min(sizes) >= 12
     assert all(a["font"]["size"] >= 15 for a in layout["annotations"] if a["yref"] == "paper")
     assert 15 <= layout["title"]["font"]["size"] <= 17
 
@@ -197,14 +206,16 @@ def test_row_stats_figure_draws_two_bar_panels_over_one_token_axis():
     assert (top.xaxis, top.yaxis, bottom.xaxis, bottom.yaxis) == ("x", "y2", "x", "y")
     np.testing.assert_allclose(top.y, h, rtol=1e-6)
     np.testing.assert_allclose(bottom.y, m, rtol=1e-6)
-    assert top.x == bottom.x and len(set(top.x)) == len(words)  # "the" twice stays two bars
+    assert top.x == bottom.x
+    assert len(set(top.x)) == len(words)  # "the" twice stays two bars
     assert fig.layout.yaxis2.domain[0] > fig.layout.yaxis.domain[1]  # entropy above
     assert list(fig.layout.xaxis.tickvals) == list(range(len(words)))
     assert fig.layout.yaxis.range == (0.0, 1.0)
     assert fig.layout.yaxis2.range[1] > math.log2(len(words))
     ref = [s for s in fig.layout.shapes if s.yref == "y2" and s.y0 == s.y1]
     assert [s.y0 for s in ref] == [pytest.approx(3.0)]
-    assert fig.layout.meta["width"] == DETAIL_WIDTH and fig.layout.meta["highlight"] is None
+    assert fig.layout.meta["width"] == DETAIL_WIDTH
+    assert fig.layout.meta["highlight"] is None
 
 
 @pytest.mark.parametrize(
@@ -236,7 +247,9 @@ def test_row_stats_figure_escapes_token_labels():
     for highlight in (None, 1):
         fig = row_stats_figure(h, m, labels, highlight=highlight)
         text = fig.to_json()
-        assert HOSTILE not in text and "<b>x" not in text and "$x$" not in text
+        assert HOSTILE not in text
+        assert "<b>x" not in text
+        assert "$x$" not in text
         assert "&lt;b&gt;x&lt;/b&gt;" in fig.layout.xaxis.ticktext[1]
         assert "1: &lt;b&gt;x&lt;/b&gt;" in fig.data[0].x
 
@@ -246,7 +259,8 @@ def test_highlight_is_amber_in_both_panels_with_a_bold_label():
     fig = row_stats_figure(h, m, [f"t{i}" for i in range(10)], highlight=4)
     for t in fig.data:
         colors = list(t.marker.color)
-        assert colors[4] == BAR_HIGHLIGHT and colors.count(BAR_COLOR) == 9
+        assert colors[4] == BAR_HIGHLIGHT
+        assert colors.count(BAR_COLOR) == 9
     assert fig.layout.xaxis.ticktext[4] == "<b>t4</b>"
     assert fig.layout.meta["highlight"] == 4
 
@@ -275,7 +289,8 @@ def test_every_label_up_to_64_tokens_then_every_kth():
     step = fig.layout.meta["tick_step"]
     assert step > 1
     vals = list(fig.layout.xaxis.tickvals)
-    assert 101 in vals and fig.layout.xaxis.ticktext[vals.index(101)].endswith("<b>w101</b>")
+    assert 101 in vals
+    assert fig.layout.xaxis.ticktext[vals.index(101)].endswith("<b>w101</b>")
     assert all(v % step == 0 for v in vals if v != 101)
     assert len(fig.data[0].x) == 512  # the hover still names every query
     # bars 1 px wide: a band behind the highlighted one in both panels
@@ -297,5 +312,6 @@ def test_row_stats_text_is_big_enough_to_project(n):
     h, m = stats(n)
     layout = row_stats_figure(h, m, [f"w{i}" for i in range(n)], title="t").layout.to_plotly_json()
     sizes = all_font_sizes(layout)
-    assert sizes and min(sizes) >= 12
+    assert sizes
+    assert min(sizes) >= 12
     assert 15 <= layout["title"]["font"]["size"] <= 17

@@ -109,11 +109,13 @@ def test_training_curves_draws_four_panels_in_a_grid_over_one_step_axis():
     assert len({tuple(a["domain"]) for a in xs.values()}) == 2
     assert len({tuple(a["domain"]) for a in axes_of(fig, "yaxis").values()}) == 2
     ys = axes_of(fig, "yaxis")
-    assert ys["yaxis"]["type"] == "log" and ys["yaxis4"]["type"] == "log"
+    assert ys["yaxis"]["type"] == "log"
+    assert ys["yaxis4"]["type"] == "log"
     assert ys["yaxis2"]["ticktext"][-1] == "100 %"
     assert "learning rate (\u00d710\u207b\u00b3)" in texts(fig)  # peak 3e-3: ticks in units of 10^-3
     assert ys["yaxis3"]["ticktext"][:4] == ["0", "1", "2", "3"]
-    assert fig.layout.meta["stacked"] is False and fig.layout.meta["width"] == FULL_WIDTH
+    assert fig.layout.meta["stacked"] is False
+    assert fig.layout.meta["width"] == FULL_WIDTH
 
 
 def test_log_axes_cover_the_data_and_the_clip_line():
@@ -122,13 +124,13 @@ def test_log_axes_cover_the_data_and_the_clip_line():
     ys = axes_of(fig, "yaxis")
     losses = [s["loss"] for s in steps]
     lo, hi = ys["yaxis"]["range"]
-    assert 10**lo < min(losses) and 10**hi > max(losses)
+    assert 10**lo < min(losses)
+    assert 10**hi > max(losses)
     assert 10 ** ys["yaxis4"]["range"][1] > 8.0  # the clip line is inside the panel
     for name in ("yaxis", "yaxis4"):
         vals = ys[name]["tickvals"]
-        assert len(vals) >= 2 and all(
-            10 ** ys[name]["range"][0] < v < 10 ** ys[name]["range"][1] for v in vals
-        )
+        assert len(vals) >= 2
+        assert all(10 ** ys[name]["range"][0] < v < 10 ** ys[name]["range"][1] for v in vals)
 
 
 def test_half_width_stacks_the_panels():
@@ -153,7 +155,8 @@ def test_extra_keys_are_ignored_and_numpy_numbers_are_accepted():
         }
     ]
     fig = training_curves(steps, [{"step": 0, "accuracy": np.float64(0.1), "loss": 3.0}])
-    assert fig.layout.meta["n_steps"] == 1 and fig.layout.meta["n_evals"] == 1
+    assert fig.layout.meta["n_steps"] == 1
+    assert fig.layout.meta["n_evals"] == 1
 
 
 def test_non_finite_values_leave_a_gap_instead_of_failing():
@@ -163,7 +166,8 @@ def test_non_finite_values_leave_a_gap_instead_of_failing():
     steps[-1]["grad_norm"] = float("inf")
     fig = training_curves(steps, evals)
     loss = np.asarray(fig.data[0].y)
-    assert np.isnan(loss[-2:]).all() and np.isfinite(loss[:-2]).all()
+    assert np.isnan(loss[-2:]).all()
+    assert np.isfinite(loss[:-2]).all()
     assert np.isnan(np.asarray(fig.data[3].y)[-1])
     assert all(math.isfinite(v) for v in axes_of(fig, "yaxis")["yaxis"]["range"])
     json.loads(fig.to_json())
@@ -177,12 +181,15 @@ def test_long_runs_are_thinned_to_every_kth_step_plus_the_last():
     steps = steps[:-1]  # 9,999 updates: the last is not a multiple of k
     fig = training_curves(steps, evals, clip=1.0, target=0.99)
     meta = fig.layout.meta
-    assert meta["n_steps"] == 9_999 and meta["n_evals"] == 5_000
-    assert meta["downsampled"] is True and meta["every"] == math.ceil(9_999 / MAX_POINTS)
+    assert meta["n_steps"] == 9_999
+    assert meta["n_evals"] == 5_000
+    assert meta["downsampled"] is True
+    assert meta["every"] == math.ceil(9_999 / MAX_POINTS)
     for trace in fig.data:
         assert n_points(trace) <= MAX_POINTS + 1
     x = np.asarray(fig.data[0].x)
-    assert x[0] == 1 and x[-1] == 9_999  # the last update is always drawn
+    assert x[0] == 1
+    assert x[-1] == 9_999  # the last update is always drawn
     assert np.all(np.diff(x)[:-1] == meta["every"])
     assert np.asarray(fig.data[1].x)[-1] == evals[-1]["step"]
     assert fig.data[0].y[-1] == pytest.approx(steps[-1]["loss"], rel=1e-6)
@@ -198,7 +205,8 @@ def test_ten_thousand_steps_stay_under_300_kb_of_json():
 def test_short_runs_are_drawn_in_full():
     steps, evals = fake_run(MAX_POINTS)
     fig = training_curves(steps, evals)
-    assert fig.layout.meta["downsampled"] is False and fig.layout.meta["every"] == 1
+    assert fig.layout.meta["downsampled"] is False
+    assert fig.layout.meta["every"] == 1
     assert n_points(fig.data[0]) == MAX_POINTS
 
 
@@ -214,13 +222,17 @@ def test_clip_and_target_lines_only_when_given():
     fig = training_curves(steps, evals, clip=1.0, target=0.99)
     shapes = {s["name"]: s for s in layout_of(fig)["shapes"]}
     assert set(shapes) == {"clip", "target"}
-    assert shapes["clip"]["yref"] == "y4" and shapes["clip"]["y0"] == 1.0
-    assert shapes["target"]["yref"] == "y2" and shapes["target"]["y0"] == 0.99
+    assert shapes["clip"]["yref"] == "y4"
+    assert shapes["clip"]["y0"] == 1.0
+    assert shapes["target"]["yref"] == "y2"
+    assert shapes["target"]["y0"] == 0.99
     assert shapes["clip"]["line"]["dash"] == shapes["target"]["line"]["dash"] == "dash"
     notes = {a["text"]: a for a in layout_of(fig)["annotations"]}
-    assert "clip = 1" in notes and "target 99 %" in notes
+    assert "clip = 1" in notes
+    assert "target 99 %" in notes
     assert notes["clip = 1"]["y"] == 0.0  # log axis: annotations take log10(1)
-    assert fig.layout.meta["clip"] == 1.0 and fig.layout.meta["target"] == 0.99
+    assert fig.layout.meta["clip"] == 1.0
+    assert fig.layout.meta["target"] == 0.99
 
 
 def test_clip_zero_means_no_clipping_and_no_line():
@@ -236,9 +248,11 @@ def test_clip_zero_means_no_clipping_and_no_line():
 # --------------------------------------------------------------------------------------------
 def test_an_empty_run_draws_empty_panels_with_a_note():
     fig = training_curves([], [], clip=1.0, target=0.99)
-    assert len(fig.data) == 4 and all(n_points(t) == 0 for t in fig.data)
+    assert len(fig.data) == 4
+    assert all(n_points(t) == 0 for t in fig.data)
     assert texts(fig).count(WAITING_STEP) == 4
-    assert fig.layout.meta["n_steps"] == 0 and fig.layout.meta["last_step"] is None
+    assert fig.layout.meta["n_steps"] == 0
+    assert fig.layout.meta["last_step"] is None
     assert set(shape_names(fig)) == {"clip", "target"}
     json.loads(fig.to_json())
 
@@ -248,15 +262,18 @@ def test_one_step_draws_markers_and_waits_for_the_first_evaluation():
     fig = training_curves(steps, [])
     assert [n_points(t) for t in fig.data] == [1, 0, 1, 1]
     assert all("markers" in t.mode for i, t in enumerate(fig.data) if i != 1)
-    assert texts(fig).count(WAITING_EVAL) == 1 and WAITING_STEP not in texts(fig)
+    assert texts(fig).count(WAITING_EVAL) == 1
+    assert WAITING_STEP not in texts(fig)
     lo, hi = axes_of(fig, "yaxis")["yaxis"]["range"]
-    assert hi > lo and 10**lo < steps[0]["loss"] < 10**hi
+    assert hi > lo
+    assert 10**lo < steps[0]["loss"] < 10**hi
     assert fig.layout.meta["last_step"] == 1
 
 
 def test_a_single_evaluation_at_step_zero():
     fig = training_curves([], [{"step": 0, "accuracy": 0.0}])
-    assert n_points(fig.data[1]) == 1 and texts(fig).count(WAITING_STEP) == 3
+    assert n_points(fig.data[1]) == 1
+    assert texts(fig).count(WAITING_STEP) == 3
 
 
 # --------------------------------------------------------------------------------------------
@@ -329,10 +346,12 @@ def test_schedule_figure_draws_the_recipe_schedule_with_a_dotted_warmup_line():
     steps, lrs = schedule_curve(recipe)
     fig = schedule_figure(steps, lrs, warmup=recipe.warmup)
     assert fig.layout.height == pytest.approx(260, abs=20)
-    assert fig.layout.meta["width"] == HALF_WIDTH and fig.layout.meta["warmup"] == recipe.warmup
+    assert fig.layout.meta["width"] == HALF_WIDTH
+    assert fig.layout.meta["warmup"] == recipe.warmup
     assert fig.layout.meta["peak"] == pytest.approx(recipe.lr, rel=1e-6)
     (line,) = layout_of(fig)["shapes"]
-    assert line["x0"] == line["x1"] == recipe.warmup and line["line"]["dash"] == "dot"
+    assert line["x0"] == line["x1"] == recipe.warmup
+    assert line["line"]["dash"] == "dot"
     assert f"warm-up: {recipe.warmup} steps" in texts(fig)
     assert "learning rate (\u00d710\u207b\u00b3)" in texts(fig)
     assert n_points(fig.data[0]) <= MAX_POINTS + 1
@@ -342,7 +361,8 @@ def test_schedule_figure_draws_the_recipe_schedule_with_a_dotted_warmup_line():
 def test_schedule_figure_without_warmup_draws_no_line():
     steps = np.arange(1, 11)
     fig = schedule_figure(steps, np.full(10, 0.05))
-    assert layout_of(fig).get("shapes", []) == [] and fig.layout.meta["warmup"] is None
+    assert layout_of(fig).get("shapes", []) == []
+    assert fig.layout.meta["warmup"] is None
     assert "learning rate" in texts(fig)  # 0.05: plain tick labels, no unit
     assert schedule_figure(steps, np.full(10, 0.05), warmup=0).layout.meta["warmup"] is None
 
@@ -381,7 +401,8 @@ def test_heads_race_draws_one_line_and_one_bar_per_head_count():
     lines = [t for t in fig.data if t.type == "scatter"]
     (bars,) = [t for t in fig.data if t.type == "bar"]
     assert [t.name for t in lines] == ["1 head", "2 heads", "4 heads", "8 heads", "16 heads"]
-    assert all(t.showlegend for t in lines) and not bars.showlegend
+    assert all(t.showlegend for t in lines)
+    assert not bars.showlegend
     # the 16-head run has no evaluation yet but keeps its legend entry (a lone NaN point)
     assert np.isnan(np.asarray(lines[-1].y)).all()
     assert list(bars.x) == [0, 1, 2, 3, 4]
@@ -389,7 +410,8 @@ def test_heads_race_draws_one_line_and_one_bar_per_head_count():
     assert list(bars.y[:3]) == pytest.approx([11.0, 13.0, 16.0])  # ms
     assert list(bars.marker.color) == [t.line.color for t in lines]  # a bar matches its line
     labels = texts(fig)
-    assert {"11 ms", "13 ms", "16 ms"} <= set(labels) and labels.count(RUNNING) == 2
+    assert {"11 ms", "13 ms", "16 ms"} <= set(labels)
+    assert labels.count(RUNNING) == 2
     assert fig.layout.meta["heads"] == [1, 2, 4, 8, 16]
     assert fig.layout.meta["n_evals"] == [16, 16, 16, 1, 0]
     assert fig.layout.meta["seconds"] == [0.011, 0.013, 0.016, None, None]
@@ -402,7 +424,8 @@ def test_heads_race_draws_each_times_quartiles_as_error_bars():
     fig = heads_race_figure(evals, seconds, spread_by_heads=spread)
     (bars,) = [t for t in fig.data if t.type == "bar"]
     err = bars.error_y
-    assert err.type == "data" and not err.symmetric
+    assert err.type == "data"
+    assert not err.symmetric
     assert list(err.arrayminus[:3]) == pytest.approx([1.0, 1.0, 1.0])  # ms below the median
     assert list(err.array[:3]) == pytest.approx([1.5, 1.0, 4.0])  # ms above it
     assert "quartiles 10–12.5 ms" in bars.customdata[0]
@@ -426,12 +449,14 @@ def test_heads_race_target_line_only_when_given():
     evals, seconds = race()
     assert shape_names(heads_race_figure(evals, seconds)) == []
     fig = heads_race_figure(evals, seconds, target=0.99)
-    assert shape_names(fig) == ["target"] and "target 99 %" in texts(fig)
+    assert shape_names(fig) == ["target"]
+    assert "target 99 %" in texts(fig)
 
 
 def test_heads_race_with_nothing_yet_still_draws_both_panels():
     fig = heads_race_figure({}, {})
-    assert WAITING_EVAL in texts(fig) and WAITING_TIME in texts(fig)
+    assert WAITING_EVAL in texts(fig)
+    assert WAITING_TIME in texts(fig)
     assert {t.xaxis for t in fig.data} == {"x", "x2"}  # both panels have axes to draw on
     assert fig.layout.meta["heads"] == []
     json.loads(fig.to_json())
@@ -439,7 +464,8 @@ def test_heads_race_with_nothing_yet_still_draws_both_panels():
 
 def test_heads_race_with_times_but_no_evaluations():
     fig = heads_race_figure({2: []}, {2: 0.02})
-    assert WAITING_EVAL in texts(fig) and WAITING_TIME not in texts(fig)
+    assert WAITING_EVAL in texts(fig)
+    assert WAITING_TIME not in texts(fig)
     assert [t.name for t in fig.data if t.type == "scatter"] == ["2 heads"]
 
 
@@ -493,7 +519,8 @@ def test_heads_race_names_what_is_wrong(evals, seconds, kwargs, message):
 
 def test_nan_seconds_count_as_not_measured_yet():
     fig = heads_race_figure({1: [(10, 0.5)]}, {1: float("nan")})
-    assert fig.layout.meta["seconds"] == [None] and RUNNING in texts(fig)
+    assert fig.layout.meta["seconds"] == [None]
+    assert RUNNING in texts(fig)
 
 
 # --------------------------------------------------------------------------------------------
@@ -517,7 +544,8 @@ def test_every_font_is_readable_from_the_back_of_the_room(width):
     for fig in every_figure(width):
         layout = layout_of(fig)
         sizes = all_font_sizes(layout) + all_font_sizes([t.to_plotly_json() for t in fig.data])
-        assert sizes and min(sizes) >= 12, sizes
+        assert sizes, sizes
+        assert min(sizes) >= 12, sizes
         for name, axis in layout.items():
             if name.startswith(("xaxis", "yaxis")):
                 assert axis["tickfont"]["size"] >= 12, name
@@ -528,7 +556,8 @@ def test_every_font_is_readable_from_the_back_of_the_room(width):
         panel_titles = [
             a for a in layout["annotations"] if a.get("yanchor") == "bottom" and a.get("xanchor") == "center"
         ]
-        assert panel_titles and all(15 <= a["font"]["size"] <= 17 for a in panel_titles)
+        assert panel_titles
+        assert all(15 <= a["font"]["size"] <= 17 for a in panel_titles)
         if "title" in layout:
             assert 15 <= layout["title"]["font"]["size"] <= 17
         if layout.get("showlegend"):

@@ -44,7 +44,8 @@ def test_the_colorbar_says_which_scale_and_reads_true_weights(scale):
     fig = attention_heatmap(p, [f"t{i}" for i in range(12)], weight_scale=scale)
     bar = fig.data[-1].colorbar
     title = {"linear": "weight", "log": "weight (log scale)", "row": "weight ÷ row's largest"}[scale]
-    assert bar.title.text == title and fig.layout.meta["weight_scale"] == scale
+    assert bar.title.text == title
+    assert fig.layout.meta["weight_scale"] == scale
     if scale == "log":
         assert list(bar.ticktext) == ["≤0.0001", "0.001", "0.01", "0.1", "1"]
         assert (fig.data[-1].zmin, fig.data[-1].zmax) == (-4.0, 0.0)
@@ -56,7 +57,8 @@ def test_the_colorbar_says_which_scale_and_reads_true_weights(scale):
 def test_scores_ignore_the_weight_scale():
     s = np.random.default_rng(1).normal(size=(6, 6)).astype(np.float32)
     fig = attention_heatmap(s, list("abcdef"), kind="attn_scores", weight_scale="log")
-    assert np.allclose(z_of(fig), s) and "weight_scale" not in fig.layout.meta
+    assert np.allclose(z_of(fig), s)
+    assert "weight_scale" not in fig.layout.meta
 
 
 def test_pooled_cells_normalize_rows_before_pooling():
@@ -69,7 +71,8 @@ def test_pooled_cells_normalize_rows_before_pooling():
     assert np.allclose(row, row_normalized(p).reshape(150, 4, 150, 4).max(axis=(1, 3)))
     assert np.allclose(weight_values(p, "log", 4), log_weights(p.reshape(150, 4, 150, 4).max(axis=(1, 3))))
     zeros = row_normalized(np.zeros((3, 3), np.float32))  # a fully masked row stays 0
-    assert not np.isnan(zeros).any() and (zeros == 0).all()
+    assert not np.isnan(zeros).any()
+    assert (zeros == 0).all()
     with pytest.raises(ValueError, match="weight scale"):
         attention_heatmap(p[:5, :5], list("abcde"), weight_scale="sqrt")
 
@@ -78,7 +81,8 @@ def test_heads_side_by_side_share_the_chosen_scale():
     p = np.stack([softmax_pattern((10, 10), seed=s) for s in range(3)])
     fig = heads_side_by_side(p, ["a", "b", "c"], [f"t{i}" for i in range(10)], weight_scale="log")
     axis = fig.layout.coloraxis
-    assert (axis.cmin, axis.cmax) == (-4.0, 0.0) and axis.colorbar.title.text == "weight (log scale)"
+    assert (axis.cmin, axis.cmax) == (-4.0, 0.0)
+    assert axis.colorbar.title.text == "weight (log scale)"
     assert np.allclose(np.asarray(fig.data[1].z), np.log10(np.clip(p[1], LOG_FLOOR, 1)), atol=1e-6)
     assert fig.layout.meta["weight_scale"] == "log"
 

@@ -53,11 +53,13 @@ def test_the_strip_fills_a_recurrent_layer_up_to_its_step_and_attention_whole():
     assert [t.type for t in fig.data] == ["heatmap"] * 3
     rnn_z = np.asarray(fig.data[0].z, dtype=float)  # [d_hidden, pos]
     assert rnn_z.shape == (8, n)
-    assert np.isfinite(rnn_z[:, :4]).all() and np.isnan(rnn_z[:, 4:]).all()
+    assert np.isfinite(rnn_z[:, :4]).all()
+    assert np.isnan(rnn_z[:, 4:]).all()
     assert np.isfinite(np.asarray(fig.data[2].z, dtype=float)).all()
     titles = [a.text for a in fig.layout.annotations]
     assert titles == ["tanh RNN: step 4 of 10", "GRU: step 4 of 10", "attention: all 10 positions in 1 step"]
-    assert fig.data[0].zmax == 1.0 and fig.data[0].zmin == -1.0
+    assert fig.data[0].zmax == 1.0
+    assert fig.data[0].zmin == -1.0
     assert fig.data[2].zmax == pytest.approx(np.abs(states(n) * 3).max(), rel=1e-6)
     step_lines = [s for s in fig.layout.shapes if s.type == "line"]
     assert [s.x0 for s in step_lines] == [3.5, 3.5]  # after the 4th position, recurrent panels only
@@ -105,9 +107,11 @@ def test_the_path_length_chart_is_the_costs_pages():
     fig = path_length_figure(n, path_lengths(n))
     names = [t.name for t in fig.data]
     assert names[0] == "GRU: path from the first to the last token (n − 1)"
-    assert list(fig.data[0].y) == [15, 31, 63] and list(fig.data[1].y) == [16, 32, 64]
+    assert list(fig.data[0].y) == [15, 31, 63]
+    assert list(fig.data[1].y) == [16, 32, 64]
     assert set(fig.data[2].y) == {1.0}
-    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
+    assert fig.layout.xaxis.type == "log"
+    assert fig.layout.yaxis.type == "log"
     with pytest.raises(ValueError, match="path_lengths"):
         path_length_figure(n, {"gru": {"path": n}})
     with pytest.raises(ValueError, match="shape"):
@@ -142,14 +146,17 @@ def test_the_gradient_chart_draws_every_profile_on_a_log_axis_with_the_bounds():
     fig = gradient_figure(profiles)
     lines = [t for t in fig.data if not t.name.startswith("bound")]
     bounds = [t for t in fig.data if t.name.startswith("bound")]
-    assert len(lines) == 5 and len(bounds) == 2  # one bound per tanh RNN
-    assert lines[0].name.startswith("tanh RNN, s = 0.5 (×") and lines[-1].name.startswith("attention (×")
+    assert len(lines) == 5
+    assert len(bounds) == 2  # one bound per tanh RNN
+    assert lines[0].name.startswith("tanh RNN, s = 0.5 (×")
+    assert lines[-1].name.startswith("attention (×")
     assert [t.line.dash for t in lines] == ["solid", "dash", "solid", "dash", "solid"]  # one dash per scale
     assert lines[2].line.color == KIND_COLORS["gru"]
     np.testing.assert_allclose(lines[0].y, profiles[0].log10_norm, rtol=1e-5)  # log10 values...
     ticks = fig.layout.yaxis
     assert all(t == "1" or t.startswith("10") for t in ticks.ticktext)  # ...labelled as powers of ten
-    assert ticks.range[0] < profiles[0].log10_norm.min() and ticks.range[1] > profiles[1].log10_bound.max()
+    assert ticks.range[0] < profiles[0].log10_norm.min()
+    assert ticks.range[1] > profiles[1].log10_bound.max()
     assert fig.layout.meta["scales"] == [0.5, 2.0]
     assert len(gradient_figure(profiles, bounds=False).data) == 5
 
@@ -195,7 +202,8 @@ def test_the_recall_chart_draws_each_model_and_chance():
     fig = recall_figure(d, {"gru": [1, 1, 0.4, 0.1, 0.1, 0.1], "attention": [1] * 6}, chance=1 / 8)
     assert [t.name for t in fig.data] == ["GRU", "attention", "chance (1 in 8)"]
     assert list(fig.data[2].y) == [0.125, 0.125]
-    assert fig.layout.xaxis.type == "log" and list(fig.layout.xaxis.tickvals) == d
+    assert fig.layout.xaxis.type == "log"
+    assert list(fig.layout.xaxis.tickvals) == d
     assert fig.layout.yaxis.ticktext[-1] == "100%"
     with pytest.raises(ValueError, match=r"shape \(2,\)"):
         recall_figure(d, {"gru": [1, 1]}, chance=0.125)
@@ -207,14 +215,16 @@ def test_the_recall_chart_draws_each_model_and_chance():
         recall_figure(d, {"gru": [1] * 6}, chance=0)
     with use_language("zh"):
         zh = recall_figure(d, {"rnn": [1] * 6}, chance=1 / 8)
-    assert zh.data[1].name == "随机猜测（8 选 1）" and zh.layout.yaxis.title.text == "留出集准确率"
+    assert zh.data[1].name == "随机猜测（8 选 1）"
+    assert zh.layout.yaxis.title.text == "留出集准确率"
 
 
 def test_the_look_back_chart_highlights_the_first_token():
     w = np.array([0.7, 0.05, 0.05, 0.1, 0.1])
     fig = look_back_figure(w, ["c", "a", HOSTILE, "b", "_"], head=2)
     bar = fig.data[0]
-    assert bar.type == "bar" and len(bar.y) == 5
+    assert bar.type == "bar"
+    assert len(bar.y) == 5
     assert bar.marker.color[0] != bar.marker.color[1]
     assert fig.layout.annotations[0].text == "the first token: 70%"
     assert fig.layout.yaxis.title.text == "weight (head 2)"

@@ -91,16 +91,19 @@ def test_fully_masked_rows_give_zero_and_never_nan(block_q, block_k):
     for s in last.values():
         rows = np.arange(s.q0, s.q1)
         dead = ~allowed[rows].any(axis=1)
-        assert np.all(np.isneginf(s.m_new[dead])) and np.all(s.l_new[dead] == 0)
+        assert np.all(np.isneginf(s.m_new[dead]))
+        assert np.all(s.l_new[dead] == 0)
 
 
 def test_everything_masked_gives_zero_and_skips_every_tile():
     q, k, v = qkv(n=5)
     allowed = np.zeros((5, 5), dtype=bool)
     flash = flash_attention(q, k, v, block_q=2, block_k=2, allowed=allowed)
-    assert np.all(flash.out == 0) and all(s.skipped for s in flash.steps)
+    assert np.all(flash.out == 0)
+    assert all(s.skipped for s in flash.steps)
     assert_no_nan(flash)
-    assert flash.footprint.elements == 0 and flash.footprint.score_tile == ()
+    assert flash.footprint.elements == 0
+    assert flash.footprint.score_tile == ()
 
 
 def test_causal_tiles_above_the_diagonal_are_skipped_and_unchanged():
@@ -112,8 +115,10 @@ def test_causal_tiles_above_the_diagonal_are_skipped_and_unchanged():
     assert np.array_equal(skipped_tiles(allowed, N, N, 4, 4), np.triu(np.ones((4, 4), bool), 1))
     for s in flash.steps:
         if s.skipped:
-            assert np.all(np.isneginf(s.scores)) and np.all(s.alpha == 1)
-            assert np.array_equal(s.m_new, s.m_old) and np.array_equal(s.l_new, s.l_old)
+            assert np.all(np.isneginf(s.scores))
+            assert np.all(s.alpha == 1)
+            assert np.array_equal(s.m_new, s.m_old)
+            assert np.array_equal(s.l_new, s.l_old)
             assert s.held == ()  # a real kernel loads nothing for it
 
 
@@ -163,14 +168,17 @@ def test_each_step_follows_the_online_softmax_update():
     flash = flash_attention(q, k, v, block_q=4, block_k=3)
     for s in flash.steps:
         if s.j == 0:
-            assert np.all(np.isneginf(s.m_old)) and np.all(s.l_old == 0) and np.all(s.alpha == 0)
+            assert np.all(np.isneginf(s.m_old))
+            assert np.all(s.l_old == 0)
+            assert np.all(s.alpha == 0)
         np.testing.assert_allclose(s.m_new, np.maximum(s.m_old, s.scores.max(axis=1)))
         assert s.rises == int((s.alpha < 1).sum())  # a raised maximum is a rescaled row
         np.testing.assert_allclose(s.alpha, np.exp(s.m_old - s.m_new), rtol=1e-6)
         p = np.exp(s.scores - s.m_new[:, None])
         np.testing.assert_allclose(s.p, p, rtol=1e-6)  # P̃_ij, as the page shows it
         np.testing.assert_allclose(s.l_new, s.alpha * s.l_old + p.sum(axis=1), rtol=1e-5)
-        assert np.all(s.alpha <= 1) and np.all(s.m_new >= s.m_old)
+        assert np.all(s.alpha <= 1)
+        assert np.all(s.m_new >= s.m_old)
         # the normalised partial output is the softmax over the keys seen so far
         seen = reference(q[s.q0 : s.q1], k[: s.k1], v[: s.k1])
         np.testing.assert_allclose(s.out, seen, atol=1e-5)
@@ -213,11 +221,15 @@ def test_the_largest_array_is_tile_sized_not_n_by_n(n, d, block_q, block_k):
     q, k, v = qkv(n=n, d=d)
     flash = flash_attention(q, k, v, block_q=block_q, block_k=block_k, allowed=causal_mask(n), record=False)
     fp = flash.footprint
-    assert flash.steps == [] and flash.n_steps == n_tiles(n, block_q) * n_tiles(n, block_k)
+    assert flash.steps == []
+    assert flash.n_steps == n_tiles(n, block_q) * n_tiles(n, block_k)
     assert fp.elements == max(block_q * block_k, block_q * d, block_k * d)
-    assert fp.bytes == 4 * fp.elements and fp.score_tile == (block_q, block_k)
-    assert fp.full_elements == n * n and fp.full_bytes == 4 * n * n
-    assert fp.elements <= n * n / 16 and fp.ratio >= 16
+    assert fp.bytes == 4 * fp.elements
+    assert fp.score_tile == (block_q, block_k)
+    assert fp.full_elements == n * n
+    assert fp.full_bytes == 4 * n * n
+    assert fp.elements <= n * n / 16
+    assert fp.ratio >= 16
     assert np.abs(flash.out - reference(q, k, v, causal_mask(n))).max() <= 1e-5
 
 
@@ -226,7 +238,8 @@ def test_the_footprint_is_the_largest_array_any_step_held():
     flash = flash_attention(q, k, v, block_q=6, block_k=7)
     sizes = [(math.prod(shape), name) for s in flash.steps for name, shape in s.held]
     assert flash.footprint.elements == max(size for size, _ in sizes) == 42
-    assert flash.footprint.name == "S_ij" and flash.footprint.shape == (6, 7)
+    assert flash.footprint.name == "S_ij"
+    assert flash.footprint.shape == (6, 7)
 
 
 def test_bad_shapes_and_blocks_are_refused():
@@ -313,8 +326,10 @@ def test_causal_from_scratch_head_gives_the_models_own_z():
 def test_auto_tiles_step_any_length_in_at_most_64_steps():
     from tformer.efficiency.flash import TILE_SIDES, auto_tile
 
-    assert auto_tile(16) == 4 and auto_tile(3) == 4  # 16 steps of 4 x 4; one tile
-    assert auto_tile(472) == 64 and n_tiles(472, 64) ** 2 == 64  # not 118 x 118 = 13,924
+    assert auto_tile(16) == 4
+    assert auto_tile(3) == 4  # 16 steps of 4 x 4; one tile
+    assert auto_tile(472) == 64
+    assert n_tiles(472, 64) ** 2 == 64  # not 118 x 118 = 13,924
     for n in range(1, 4097):
         side = auto_tile(n)
         assert n_tiles(n, side) ** 2 <= 64

@@ -73,7 +73,7 @@ def test_latex_of_reads_math_blocks_and_refuses_a_docstring_without_one():
         """No formula here."""
 
     assert latex_of(two) == r"\begin{gathered}a = b \\ c = \frac{d}{e}\end{gathered}"
-    with pytest.raises(ValueError, match="no '.. math::' block"):
+    with pytest.raises(ValueError, match=r"no '\.\. math::' block"):
         latex_of(none)
 
 

@@ -174,7 +174,8 @@ def test_duplicate_is_nan_without_a_repeated_token_and_unk_is_not_a_repeat():
 
 def test_one_position_has_only_self_and_broad_scores():
     s = role_scores(np.ones((2, 3, 1, 1), np.float32), [101])
-    assert (s["self"] == 1.0).all() and (s["broad"] == 0.0).all()
+    assert (s["self"] == 1.0).all()
+    assert (s["broad"] == 0.0).all()
     for role in ("previous", "next", "first", "duplicate"):
         assert np.isnan(s[role]).all(), role
 
@@ -363,7 +364,9 @@ def test_telling_heads_pick_the_clearest_habit_and_leave_out_cls_and_broad_heads
     scores["duplicate"][2, 3] = 0.6
     scores["self"][2, 1] = np.nan  # no row counted: as 0
     (best, per_layer, role, score) = telling_heads(scores)
-    assert best == (1, 2) and role == "previous" and score == pytest.approx(0.9)
+    assert best == (1, 2)
+    assert role == "previous"
+    assert score == pytest.approx(0.9)
     assert per_layer == [0, 2, 3]
     with pytest.raises(ValueError, match="lack the roles"):
         telling_heads({"previous": np.zeros(shape)})
@@ -373,6 +376,9 @@ def test_minilm_opens_on_its_previous_token_head_not_layer_0_head_0(minilm_score
     from tformer.analysis.head_roles import telling_heads
 
     best, per_layer, role, score = telling_heads(minilm_scores)
-    assert best == (0, 2) and role == "previous" and score > 0.99
-    assert len(per_layer) == 6 and per_layer[0] == 2
+    assert best == (0, 2)
+    assert role == "previous"
+    assert score > 0.99
+    assert len(per_layer) == 6
+    assert per_layer[0] == 2
     assert minilm_scores["broad"][0, 0] > 0.85  # layer 0 head 0: spread over every token

@@ -49,8 +49,10 @@ def test_shapes_follow_transformerlens():
         assert cache[name, 1].shape == (2, 9, 3, 8)
     assert cache["attn_scores", 0].shape == (2, 3, 9, 9)
     assert cache["pattern", 0].shape == (2, 3, 9, 9)
-    assert cache["mlp_pre", 0].shape == (2, 9, 96) and cache["mlp_post", 0].shape == (2, 9, 96)
-    assert cache["ln1_scale", 0].shape == (2, 9, 1) and cache["ln2_normalized", 1].shape == (2, 9, 24)
+    assert cache["mlp_pre", 0].shape == (2, 9, 96)
+    assert cache["mlp_post", 0].shape == (2, 9, 96)
+    assert cache["ln1_scale", 0].shape == (2, 9, 1)
+    assert cache["ln2_normalized", 1].shape == (2, 9, 24)
     for name in ("resid_pre", "attn_out", "resid_mid", "mlp_out", "resid_post"):
         assert cache[name, 1].shape == (2, 9, 24)
 
@@ -105,7 +107,8 @@ def test_ablation_changes_output_and_leaves_no_hooks():
 
     ablated = model.run_with_hooks(ids, fwd_hooks=[("blocks.0.attn.hook_z", zero_head_1)])
     assert (ablated - clean).abs().max() > 1e-3
-    assert _ACTIVE.get() is None and not capturing()
+    assert _ACTIVE.get() is None
+    assert not capturing()
     with torch.inference_mode():
         assert torch.equal(model(ids), clean)
 
@@ -136,7 +139,7 @@ def test_no_hook_remains_after_an_exception_inside():
     with pytest.raises(RuntimeError, match="inside the hook"):
         model.run_with_hooks(ids, fwd_hooks=[("blocks.1.hook_mlp_out", boom)])
     assert _ACTIVE.get() is None
-    out, cache = model.run_with_cache(ids)  # works, and the failed run left nothing
+    _out, cache = model.run_with_cache(ids)  # works, and the failed run left nothing
     assert len(cache) == len(model.hook_names())
 
 

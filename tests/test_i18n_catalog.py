@@ -35,9 +35,11 @@ def markup_lost(template: str, translation: str) -> list[str]:
     tags = [t for t in _TAG.findall(template) if t not in _MAY_DROP]
     if sorted(tags) != sorted(t for t in _TAG.findall(translation) if t not in _MAY_DROP):
         lost.append(f"tags {tags}")
-    for sub in _SUB.findall(template):
-        if f"_{sub}" in _TAG.sub("", translation) and f"_{sub}" not in _TAG.sub("", template):
-            lost.append(f"<sub>{sub}</sub> written _{sub}")
+    lost.extend(
+        f"<sub>{sub}</sub> written _{sub}"
+        for sub in _SUB.findall(template)
+        if f"_{sub}" in _TAG.sub("", translation) and f"_{sub}" not in _TAG.sub("", template)
+    )
     if sorted(_MATH.findall(template)) != sorted(_MATH.findall(translation)):
         lost.append("$math$")
     lost += [f"code {c}" for c in _CODE.findall(template) if c not in translation]

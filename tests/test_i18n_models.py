@@ -20,7 +20,8 @@ def templates(module: str) -> list[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "tr":
             arg = node.args[0]
-            assert isinstance(arg, ast.Constant) and isinstance(arg.value, str), ast.dump(arg)
+            assert isinstance(arg, ast.Constant), ast.dump(arg)
+            assert isinstance(arg.value, str), ast.dump(arg)
             found.append(arg.value)
     return found
 

@@ -122,7 +122,8 @@ def test_the_heads_overview_speaks_the_sessions_language():
     at.radio(key="lang").set_value("zh").run()
     chinese = _grid_labels(at)
     assert (chinese["x"], chinese["y"]) == ("头", "层")
-    assert "{layer}" in chinese["cell"] and "{head}" in chinese["cell"]
+    assert "{layer}" in chinese["cell"]
+    assert "{head}" in chinese["cell"]
     assert not english_words(v.format(layer=1, head=2) for v in chinese.values())
 
 

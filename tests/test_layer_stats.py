@@ -33,8 +33,10 @@ def test_ffn_sparsity_by_hand_for_one_layer():
     np.testing.assert_array_equal(s.zero_per_token, [0.5, 0.5])
     np.testing.assert_array_equal(s.near_zero_per_token, [0.75, 0.5])
     np.testing.assert_array_equal(s.inactive_per_token, [0.5, 0.5])
-    assert s.zero_per_layer is None and s.near_zero_per_layer is None
-    assert s.d_mlp == 4 and s.tol == 0.01
+    assert s.zero_per_layer is None
+    assert s.near_zero_per_layer is None
+    assert s.d_mlp == 4
+    assert s.tol == 0.01
 
 
 def test_ffn_sparsity_per_layer():
@@ -44,13 +46,15 @@ def test_ffn_sparsity_per_layer():
     np.testing.assert_allclose(s.zero_per_layer, [0.5, 1 / 8])
     np.testing.assert_allclose(s.zero_per_token, [[0.5, 0.5], [0.0, 0.25]])
     assert s.zero == pytest.approx(5 / 16)
-    assert s.zero_per_token.shape == (2, 2) and s.zero_per_token.dtype == np.float32
+    assert s.zero_per_token.shape == (2, 2)
+    assert s.zero_per_token.dtype == np.float32
 
 
 def test_ffn_sparsity_near_zero_counts_gelu_like_small_values():
     post = np.array([[-0.004, 0.2, 0.0, 1e-3]], np.float32)
     s = ffn_sparsity(post, post, tol=0.01)
-    assert s.zero == 0.25 and s.near_zero == 0.75
+    assert s.zero == 0.25
+    assert s.near_zero == 0.75
 
 
 @pytest.mark.parametrize(
@@ -81,7 +85,8 @@ def test_sublayer_norms_by_hand():
     np.testing.assert_allclose(s.mlp_out, [[10.0, 2.0]])
     np.testing.assert_allclose(s.attn_ratio[0, 0], 1.0)
     np.testing.assert_allclose(s.mlp_ratio[0, 0], 2.0)
-    assert np.isnan(s.attn_ratio[0, 1]) and np.isnan(s.mlp_ratio[0, 1])  # ||x|| = 0
+    assert np.isnan(s.attn_ratio[0, 1])
+    assert np.isnan(s.mlp_ratio[0, 1])  # ||x|| = 0
     # per-layer means skip the undefined ratio, and average the norms over both tokens
     np.testing.assert_allclose(s.attn_ratio_mean, [1.0])
     np.testing.assert_allclose(s.mlp_ratio_mean, [2.0])
@@ -149,7 +154,7 @@ def test_norms_are_the_norms_of_the_captured_vectors():
 
 
 def test_relu_zeros_are_exactly_the_non_positive_pre_activations():
-    model, cap = captured(activation="relu")
+    _model, cap = captured(activation="relu")
     s = ffn_sparsity(cap["mlp_pre"], cap["mlp_post"])
     assert s.zero == pytest.approx(float((cap["mlp_pre"] <= 0).mean()))
     assert s.zero == s.inactive
@@ -162,7 +167,8 @@ def test_relu_zeros_are_exactly_the_non_positive_pre_activations():
 def test_gelu_is_rarely_exactly_zero_but_often_near_it():
     _, cap = captured(activation="gelu")
     s = ffn_sparsity(cap["mlp_pre"], cap["mlp_post"], tol=0.05)
-    assert s.zero < 0.01 and s.near_zero > s.zero
+    assert s.zero < 0.01
+    assert s.near_zero > s.zero
 
 
 def test_layernorm_stats_reproduce_the_models_ln_scale_post_norm():

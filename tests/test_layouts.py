@@ -27,7 +27,7 @@ def random_fused(d_model: int, n_heads: int) -> FusedQKV:
     return fused
 
 
-@pytest.mark.parametrize("d_model,n_heads", SHAPES)
+@pytest.mark.parametrize(("d_model", "n_heads"), SHAPES)
 @pytest.mark.parametrize("masked", [False, True], ids=["no_mask", "causal"])
 def test_split_fused_computes_the_same_function(d_model, n_heads, masked):
     fused = random_fused(d_model, n_heads)
@@ -40,7 +40,7 @@ def test_split_fused_computes_the_same_function(d_model, n_heads, masked):
     torch.testing.assert_close(b, a, atol=1e-6, rtol=0)
 
 
-@pytest.mark.parametrize("d_model,n_heads", SHAPES)
+@pytest.mark.parametrize(("d_model", "n_heads"), SHAPES)
 def test_a_query_with_nothing_to_attend_to_reads_zero(d_model, n_heads):
     fused = random_fused(d_model, n_heads)
     separate = split_fused(fused)
@@ -103,7 +103,7 @@ def test_fused_from_model_reproduces_the_models_attention(norm, is_causal):
     ids = torch.randint(0, model.cfg.vocab_size, (B, T))
     padding = torch.ones(B, T, dtype=torch.long)
     padding[1, :2] = 0  # batch 1 starts with two pads: with causal, its queries 0 and 1 see nothing
-    out, cache = model.run_with_cache(ids, attention_mask=padding)
+    _out, cache = model.run_with_cache(ids, attention_mask=padding)
     mask, dead_rows = model.attention_mask(padding, B, T)
     assert (dead_rows is not None) == is_causal
     keys = padding[:, None, None, :]  # 0/1 [batch, 1, 1, key_pos], for compare_layouts

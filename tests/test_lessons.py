@@ -38,7 +38,8 @@ def test_local_falls_back_to_english():
 
 def test_the_lesson_map_follows_the_seeds_and_covers_every_lesson_page():
     titles = [c.title for c in LESSON_MAP]
-    assert titles[0] == "Why attention" and titles[-1] == "Running it efficiently"
+    assert titles[0] == "Why attention"
+    assert titles[-1] == "Running it efficiently"
     assert (
         titles.index("Q, K, V") < titles.index("Multi-head attention") < titles.index("Positional encoding")
     )
@@ -142,7 +143,8 @@ def measured(claim: Claim, text: str) -> float:
     if claim.kind == "weight":
         cap = capture_text(model, tok, text, ["pattern"])
         labels = cap.labels
-        assert claim.query in labels and claim.key in labels, (claim, labels)
+        assert claim.query in labels, (claim, labels)
+        assert claim.key in labels, (claim, labels)
         return float(cap.pattern[claim.layer, claim.head, labels.index(claim.query), labels.index(claim.key)])
     assert claim.role is not None
     if claim.over == "examples":
@@ -204,7 +206,8 @@ def test_the_heads_the_examples_open_on_show_what_they_claim(minilm):
     _MODEL["minilm"] = minilm
     named = [(e, named_opening(ModelChoice("minilm"), e["text"])) for e in examples()]
     named = [(e, c) for e, c in named if c is not None]
-    assert len(named) >= 2 and all((c.layer, c.head) != (0, 0) for _, c in named)
+    assert len(named) >= 2
+    assert all((c.layer, c.head) != (0, 0) for _, c in named)
     for example, claim in named:
         value = measured(claim, example["text"])
         quoted = claim.weight if claim.weight is not None else claim.score

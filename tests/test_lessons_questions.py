@@ -52,4 +52,6 @@ def test_a_good_question_loads():
     parsed = parse_lesson(lesson(step(question={"template": "argmax_key", "params": {"query": "it"}})))
     check_lesson(parsed)
     spec = parsed.steps[0].question
-    assert spec is not None and spec.kind == "token" and spec.params == {"query": "it"}
+    assert spec is not None
+    assert spec.kind == "token"
+    assert spec.params == {"query": "it"}

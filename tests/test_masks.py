@@ -30,7 +30,9 @@ from ._models import model_and_ids, tiny
 
 
 def test_builders():
-    assert full_mask(3).dtype == bool and full_mask(3).all() and full_mask(3).shape == (3, 3)
+    assert full_mask(3).dtype == bool
+    assert full_mask(3).all()
+    assert full_mask(3).shape == (3, 3)
     assert np.array_equal(causal_mask(3), [[1, 0, 0], [1, 1, 0], [1, 1, 1]])
     assert np.array_equal(window_mask(4, 1), [[1, 1, 0, 0], [1, 1, 1, 0], [0, 1, 1, 1], [0, 0, 1, 1]])
     assert np.array_equal(window_mask(4, 0), np.eye(4, dtype=bool))
@@ -45,25 +47,30 @@ def test_builders():
 def test_custom_mask_items():
     n = 8
     m = custom_mask(n, "3:5")
-    assert not m[3, 5] and m.sum() == n * n - 1
+    assert not m[3, 5]
+    assert m.sum() == n * n - 1
     m = custom_mask(n, "2-4:0-1")
-    assert not m[2:5, 0:2].any() and m.sum() == n * n - 6
+    assert not m[2:5, 0:2].any()
+    assert m.sum() == n * n - 6
     m = custom_mask(n, "6:*")
-    assert not m[6].any() and describe(m)["dead_rows"] == [6]
+    assert not m[6].any()
+    assert describe(m)["dead_rows"] == [6]
     m = custom_mask(n, "*:0")
-    assert not m[:, 0].any() and describe(m)["dead_rows"] == []
+    assert not m[:, 0].any()
+    assert describe(m)["dead_rows"] == []
     # separators, whitespace, empty items and a repeated item
     m = custom_mask(n, " 1 : 2 ;\n 3 - 4 : * ,, 1:2 ,")
     expected = full_mask(n)
     expected[1, 2] = False
     expected[3:5, :] = False
     assert np.array_equal(m, expected)
-    assert custom_mask(n, "").all() and custom_mask(n, " ,; \n").all()
+    assert custom_mask(n, "").all()
+    assert custom_mask(n, " ,; \n").all()
     assert custom_mask(n, "7:7")[7, 7] == np.False_  # the last position is in range
 
 
 @pytest.mark.parametrize(
-    "spec, message",
+    ("spec", "message"),
     [
         ("<script>alert(1)</script>", r"mask item '<script>alert\(1\)</script>' is malformed"),
         ("1:2:3", r"mask item '1:2:3' is malformed"),
@@ -110,7 +117,8 @@ def test_describe_and_output_shift():
     base = np.array([[3.0, 4.0], [1.0, 0.0], [0.0, 0.0]])
     masked = np.array([[3.0, 4.0], [1.0, 1.0], [0.0, 0.0]])
     shift = output_shift(base, masked)
-    assert shift.shape == (3,) and np.allclose(shift, [0.0, 1.0, 0.0])
+    assert shift.shape == (3,)
+    assert np.allclose(shift, [0.0, 1.0, 0.0])
     with pytest.raises(ValueError, match=r"\(3, 2\).*\(2, 2\)"):
         output_shift(base, masked[:2])
 
@@ -168,7 +176,8 @@ def test_attn_mask_forms_and_validation():
         per_text = model(ids, attn_mask=np.stack([causal_mask(5), window_mask(5, 1)]))
         second = model(ids[1:], attn_mask=window_mask(5, 1))
     assert not torch.allclose(as_bool, plain)
-    assert torch.equal(as_bool, as_int) and torch.equal(as_bool, as_tensor)
+    assert torch.equal(as_bool, as_int)
+    assert torch.equal(as_bool, as_tensor)
     torch.testing.assert_close(per_text[0], as_bool[0])
     torch.testing.assert_close(per_text[1], second[0], atol=1e-6, rtol=0)
     with pytest.raises(ValueError, match=r"attn_mask has shape \(4, 4\); ids have \(2, 5\)"):
@@ -189,7 +198,8 @@ def test_causal_model_and_window_mask_are_anded():
     blocked = ~torch.from_numpy(window & causal_mask(8))
     for layer in range(causal.cfg.n_layers):
         pattern = cache_c["pattern", layer]  # [batch, head_index, query_pos, key_pos]
-        assert (pattern[..., blocked] == 0).all() and (pattern[..., ~blocked] > 0).all()
+        assert (pattern[..., blocked] == 0).all()
+        assert (pattern[..., ~blocked] > 0).all()
         torch.testing.assert_close(pattern, cache_b["pattern", layer], atol=1e-6, rtol=0)
 
 
@@ -213,11 +223,14 @@ def test_capture_with_a_read_only_mask(scratch):
         cap = capture_ids(model, enc, attn_mask=mask)
     base = capture_text(model, tok, "the cat sat on the mat")
     assert base.attn_mask is None
-    assert np.array_equal(cap.attn_mask, mask) and not cap.attn_mask.flags.writeable
-    assert (cap.pattern[:, :, 3] == 0).all() and (cap.pattern[:, :, :, 0] == 0).all()
+    assert np.array_equal(cap.attn_mask, mask)
+    assert not cap.attn_mask.flags.writeable
+    assert (cap.pattern[:, :, 3] == 0).all()
+    assert (cap.pattern[:, :, :, 0] == 0).all()
     assert (cap.z[:, 3] == 0).all()
     shift = output_shift(base.output, cap.output)
-    assert shift.shape == (n,) and shift[3] > 0
+    assert shift.shape == (n,)
+    assert shift[3] > 0
     layer_limited = capture_ids(model, enc, ["pattern"], layers=[1], attn_mask=mask.astype(int))
     assert np.array_equal(layer_limited.at("pattern", 1), cap.pattern[1])
     assert layer_limited.attn_mask.dtype == bool
@@ -228,10 +241,14 @@ def test_capture_with_a_read_only_mask(scratch):
 def test_padded_encoded(scratch):
     _, tok = scratch
     enc = tok.encode("the cat")
-    assert tok.pad_token == "[PAD]" and tok.pad_id == 0
+    assert tok.pad_token == "[PAD]"
+    assert tok.pad_id == 0
     padded = enc.padded(len(enc) + 2, tok.pad_id)
-    assert padded.ids[-2:] == [0, 0] and padded.labels[-2:] == ["[PAD]", "[PAD]"]
-    assert padded.n_pad == 2 and padded.n_real == len(enc) and padded.ids[: len(enc)] == enc.ids
+    assert padded.ids[-2:] == [0, 0]
+    assert padded.labels[-2:] == ["[PAD]", "[PAD]"]
+    assert padded.n_pad == 2
+    assert padded.n_real == len(enc)
+    assert padded.ids[: len(enc)] == enc.ids
     assert padded.attention_mask == [1] * len(enc) + [0, 0]
     assert padded.trailing_specials == enc.trailing_specials  # padding is not [SEP]
     assert enc.padded(len(enc), 0) is enc
@@ -249,8 +266,10 @@ def check_batch(model, tok, texts) -> None:
     for text, cap in zip(texts, caps, strict=True):
         alone = capture_text(model, tok, text)
         real = alone.n_pos
-        assert cap.n_pos == n and cap.encoded.n_real == real
-        assert cap.labels[:real] == alone.labels and cap.labels[real:] == ["[PAD]"] * (n - real)
+        assert cap.n_pos == n
+        assert cap.encoded.n_real == real
+        assert cap.labels[:real] == alone.labels
+        assert cap.labels[real:] == ["[PAD]"] * (n - real)
         assert cap.names == ATTENTION
         np.testing.assert_allclose(cap.output[:real], alone.output, atol=1e-5, rtol=0)
         np.testing.assert_allclose(cap.pattern[:, :, :real, :real], alone.pattern, atol=1e-5, rtol=0)

@@ -251,4 +251,6 @@ def test_refusals_speak_chinese(bert: Path) -> None:
     with use_language("zh"), pytest.raises(ModelFolderError) as info:
         load_model_folder(bert)
     msg = str(info.value)
-    assert "不支持" in msg and "config.json" in msg and "is not supported" not in msg
+    assert "不支持" in msg
+    assert "config.json" in msg
+    assert "is not supported" not in msg

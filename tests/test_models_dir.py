@@ -50,11 +50,16 @@ def test_lists_models_with_family_size_and_parameters(models: Path, no_weights_r
     entries = {e.name: e for e in find_models([models])}
     assert sorted(entries) == ["bert_mlm", "electra", "gpt2", "t5"]  # no notes/, no README
     gpt2 = entries["gpt2"]
-    assert gpt2.ok and gpt2.family == "gpt2" and gpt2.family_label == "GPT-2"
+    assert gpt2.ok
+    assert gpt2.family == "gpt2"
+    assert gpt2.family_label == "GPT-2"
     assert gpt2.size == f"{H.LAYERS} x {H.HEADS} x {H.HIDDEN}"
-    assert entries["electra"].family_label == "ELECTRA" and entries["bert_mlm"].family == "bert"
+    assert entries["electra"].family_label == "ELECTRA"
+    assert entries["bert_mlm"].family == "bert"
     t5 = entries["t5"]
-    assert not t5.ok and "model_type='t5'" in t5.error and "config.json" in t5.error
+    assert not t5.ok
+    assert "model_type='t5'" in t5.error
+    assert "config.json" in t5.error
 
 
 def test_parameter_counts_are_those_of_the_loaded_models(models: Path) -> None:
@@ -73,7 +78,8 @@ def test_broken_folders_say_why(models: Path) -> None:
     assert "tokenizer.json" in entries["gpt2"].error
     assert entries["gpt2"].size  # the config was still read: its size is shown with the reason
     assert "model.safetensors or pytorch_model.bin" in entries["electra"].error
-    assert "num_hidden_layers=1000000" in entries["bert_mlm"].error and entries["bert_mlm"].n_params is None
+    assert "num_hidden_layers=1000000" in entries["bert_mlm"].error
+    assert entries["bert_mlm"].n_params is None
 
 
 def test_several_folders_from_the_environment(
@@ -89,15 +95,18 @@ def test_several_folders_from_the_environment(
     assert models_dirs() == [models, other, missing]
     entries = find_models()
     names = [e.name for e in entries]
-    assert names[:4] == ["bert_mlm", "electra", "gpt2", "t5"] and names[4] == "distil"
-    assert entries[-1].path == missing and "not a folder" in entries[-1].error
+    assert names[:4] == ["bert_mlm", "electra", "gpt2", "t5"]
+    assert names[4] == "distil"
+    assert entries[-1].path == missing
+    assert "not a folder" in entries[-1].error
     assert len(names) == 6  # the folder named twice is listed once
 
 
 def test_a_model_folder_itself_can_be_named(hf_root: Path) -> None:
     folder = H.folder_of(hf_root, "xlm-roberta")
     [entry] = [e for e in find_models([folder]) if e.path == folder]
-    assert entry.ok and entry.family == "xlm-roberta"
+    assert entry.ok
+    assert entry.family == "xlm-roberta"
 
 
 def test_links_out_of_the_models_folder_are_not_followed(models: Path, tmp_path: Path, hf_root: Path) -> None:
@@ -111,13 +120,17 @@ def test_links_out_of_the_models_folder_are_not_followed(models: Path, tmp_path:
         shutil.copy(outside / name, leaky / name)
     (leaky / "config.json").symlink_to(outside / "config.json")
     entries = {e.name: e for e in find_models([models])}
-    assert not entries["linked_out"].ok and "not followed" in entries["linked_out"].error
+    assert not entries["linked_out"].ok
+    assert "not followed" in entries["linked_out"].error
     assert entries["linked_out"].family is None  # nothing inside it was read
-    assert not entries["leaky"].ok and "config.json" in entries["leaky"].error
+    assert not entries["leaky"].ok
+    assert "config.json" in entries["leaky"].error
     assert entries["leaky"].family is None
-    assert entries["linked_in"].ok and entries["linked_in"].family == "gpt2"  # inside: followed
+    assert entries["linked_in"].ok
+    assert entries["linked_in"].family == "gpt2"  # inside: followed
 
 
 def test_describe_model_without_a_root_reads_the_folder(hf_root: Path) -> None:
     entry = describe_model(H.folder_of(hf_root, "gpt2"))
-    assert entry.ok and entry.n_params == load_model_folder(entry.path).model.cfg.n_params()
+    assert entry.ok
+    assert entry.n_params == load_model_folder(entry.path).model.cfg.n_params()

@@ -11,7 +11,8 @@ from tformer import pe_shift_matrix, sinusoidal_encoding
 def test_matches_the_formula_elementwise():
     d = 8
     pe = sinusoidal_encoding(50, d)
-    assert pe.shape == (50, d) and pe.dtype == torch.float32
+    assert pe.shape == (50, d)
+    assert pe.dtype == torch.float32
     for pos in (0, 1, 7, 49):
         for i in range(d // 2):
             angle = pos / 10000 ** (2 * i / d)

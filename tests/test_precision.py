@@ -62,9 +62,12 @@ def report(minilm, variants):
 def test_float32_against_itself_is_exactly_zero(report, minilm):
     r = report.result("float32")
     d = r.diff
-    assert d is not None and r.problem is None
+    assert d is not None
+    assert r.problem is None
     assert d.pattern_max == d.pattern_mean == d.output_max == d.output_mean == 0.0
-    assert d.rows_changed == 0 and not d.head_changed.any() and not d.head_max.any()
+    assert d.rows_changed == 0
+    assert not d.head_changed.any()
+    assert not d.head_max.any()
     model, tok = minilm
     cap = capture_text(model, tok, TEXT, ["pattern"])
     assert compare(cap.pattern, cap.output, cap.pattern, cap.output).pattern_max == 0.0
@@ -75,7 +78,9 @@ def test_report_lists_every_variant_in_order(report):
     assert report.n_pos == 9
     for r in report.results:
         assert r.problem is None, r.problem  # every format runs on this CPU
-        assert r.forward_ms is not None and r.forward_ms > 0 and 1 <= r.runs <= 2
+        assert r.forward_ms is not None
+        assert r.forward_ms > 0
+        assert 1 <= r.runs <= 2
         d = r.diff
         assert d is not None
         assert d.head_max.shape == d.head_changed.shape == (6, 12)
@@ -85,7 +90,8 @@ def test_report_lists_every_variant_in_order(report):
 
 def test_bfloat16_and_float16_move_minilm_patterns_a_little(report):
     bf, fp = report.result("bfloat16"), report.result("float16")
-    assert bf.dtype == "bfloat16" and fp.dtype == "float16"
+    assert bf.dtype == "bfloat16"
+    assert fp.dtype == "float16"
     assert 0 < bf.diff.pattern_max < 0.1  # measured 0.016
     assert 0 < fp.diff.pattern_max < 0.02  # measured 0.0015: 3 more mantissa bits than bfloat16
     assert fp.diff.pattern_max < bf.diff.pattern_max
@@ -99,7 +105,9 @@ def test_int8_loads_runs_stays_close_and_shrinks_the_linear_weights(report):
     f32 = report.result("float32")
     for name in ("int8", "int8_channel"):
         r = report.result(name)
-        assert r.problem is None and r.dtype == "qint8" and r.device == "cpu"
+        assert r.problem is None
+        assert r.dtype == "qint8"
+        assert r.device == "cpu"
         d = r.diff
         # measured max 0.41 / 0.32 and mean 0.015 / 0.013 on this text (see the module docstring)
         assert 0 < d.pattern_max < 0.75
@@ -122,7 +130,7 @@ def test_the_shared_model_is_never_changed(minilm, variants, report):
 
 
 def test_patterns_are_computed_in_the_variant_dtype_through_the_hooks(minilm, variants):
-    model, tok = minilm
+    _model, tok = minilm
     seen = {}
     for name in ("bfloat16", "float16"):
         v = variants[name]
@@ -134,7 +142,8 @@ def test_patterns_are_computed_in_the_variant_dtype_through_the_hooks(minilm, va
             v.model(tok.encode(TEXT).ids)
     assert seen == {"bfloat16": torch.bfloat16, "float16": torch.float16}
     p = variant_pattern(variants["bfloat16"], tok.encode(TEXT), 2)
-    assert p.dtype == np.float32 and p.shape == (12, 9, 9)
+    assert p.dtype == np.float32
+    assert p.shape == (12, 9, 9)
     assert np.allclose(p.sum(-1), 1.0, atol=0.02)  # bfloat16 rows, summed in float32
 
 
@@ -157,9 +166,13 @@ def test_an_unsupported_dtype_is_reported_not_crashed(minilm, monkeypatch):
     assert problem
     monkeypatch.setitem(FLOAT_DTYPES, "float16", torch.float8_e4m3fn)
     v = make_variant(model, "float16")
-    assert v.model is None and not v.available and "float16 on cpu" in v.problem
+    assert v.model is None
+    assert not v.available
+    assert "float16 on cpu" in v.problem
     r = measure(v, tok.encode(TEXT), capture_text(model, tok, TEXT, ["pattern"]))
-    assert r.problem == v.problem and r.forward_ms is None and r.diff is None
+    assert r.problem == v.problem
+    assert r.forward_ms is None
+    assert r.diff is None
     with pytest.raises(ValueError, match="not available"):
         variant_pattern(v, tok.encode(TEXT), 0)
 
@@ -171,7 +184,8 @@ def test_missing_int8_is_reported(minilm, monkeypatch):
     monkeypatch.setattr(precision, "int8_problem", lambda: "this torch build has no quantized engine")
     rep = precision_report(model, tok.encode(TEXT), ("float32", "int8"), runs=1)
     r = rep.result("int8")
-    assert r.problem == "dynamic INT8: this torch build has no quantized engine" and r.weight_bytes is None
+    assert r.problem == "dynamic INT8: this torch build has no quantized engine"
+    assert r.weight_bytes is None
 
 
 def test_unknown_variant_and_shape_mismatch_raise(minilm):
@@ -206,13 +220,17 @@ def test_a_single_position_compares_to_zero_in_every_format():
                   n_input_tokens=1)  # fmt: skip
     rep = precision_report(model, one, runs=1, budget_s=0.0)
     for r in rep.results:
-        assert r.diff.rows == 2 * 3 and r.diff.pattern_max == 0.0 and r.diff.rows_changed == 0  # p = [[1]]
+        assert r.diff.rows == 2 * 3
+        assert r.diff.pattern_max == 0.0
+        assert r.diff.rows_changed == 0  # p = [[1]]
 
 
 def test_time_forward_is_a_median_of_repeats_with_its_spread(minilm):
     model, tok = minilm
     t = time_forward(model, tok.encode(TEXT).ids, runs=3, budget_s=10.0)
-    assert t.median > 0 and t.n == 3 and t.q1 <= t.median <= t.q3
+    assert t.median > 0
+    assert t.n == 3
+    assert t.q1 <= t.median <= t.q3
     t = time_forward(model, tok.encode(TEXT).ids, runs=3, budget_s=0.0)
     assert t.n == 1
 
@@ -249,10 +267,13 @@ def test_the_report_keeps_each_timing_and_what_else_ran(minilm, variants, monkey
     finally:
         release.set()
         th.join(5)
-    assert rep.load.busy and rep.load.others == ("training run",)
+    assert rep.load.busy
+    assert rep.load.others == ("training run",)
     for r in rep.results:
         t = r.timing
-        assert t is not None and not t.settled and t.n == r.runs >= 5
+        assert t is not None
+        assert not t.settled
+        assert t.n == r.runs >= 5
         assert t.q3 - t.q1 > 0.2 * t.median  # the spread is reported, not hidden in a median
         assert r.forward_ms == pytest.approx(1000 * t.median)
 
@@ -274,9 +295,11 @@ def test_on_cuda_half_formats_run_there_and_int8_on_the_cpu(minilm):
     gpu = gpu.to("cuda").eval()
     rep = precision_report(gpu, tok.encode(TEXT), runs=2)
     assert rep.result("float32").device.startswith("cuda")
-    assert rep.result("float16").problem is None and rep.result("float16").device.startswith("cuda")
+    assert rep.result("float16").problem is None
+    assert rep.result("float16").device.startswith("cuda")
     assert rep.result("float16").diff.pattern_max < 0.02
-    assert rep.result("int8").device == "cpu" and rep.result("int8").diff.pattern_max < 0.75
+    assert rep.result("int8").device == "cpu"
+    assert rep.result("int8").diff.pattern_max < 0.75
 
 
 # --- figures ------------------------------------------------------------------------------------
@@ -287,13 +310,16 @@ def test_difference_figure_is_centred_at_zero_and_pools_long_texts():
 
     d = np.zeros((1, 1), np.float32)
     fig = pattern_difference(d, ["a"])  # one token, no change at all
-    assert fig.layout.meta["largest"] == 0.0 and fig.data[0].zmid == 0.0
+    assert fig.layout.meta["largest"] == 0.0
+    assert fig.data[0].zmid == 0.0
     rng = np.random.default_rng(0)
     d = rng.normal(0, 1e-3, (300, 300)).astype(np.float32)
     d[5, 7] = -0.2
     fig = pattern_difference(d, [f"t{i}" for i in range(300)], title="x")
-    assert fig.layout.meta["block"] == 2 and fig.layout.meta["largest"] == pytest.approx(0.2)
-    assert fig.data[0].zmin == pytest.approx(-0.2) and np.asarray(fig.data[0].z).min() == pytest.approx(-0.2)
+    assert fig.layout.meta["block"] == 2
+    assert fig.layout.meta["largest"] == pytest.approx(0.2)
+    assert fig.data[0].zmin == pytest.approx(-0.2)
+    assert np.asarray(fig.data[0].z).min() == pytest.approx(-0.2)
     with pytest.raises(ValueError, match="tokens"):
         pattern_difference(np.zeros((3, 3)), ["a", "b"])
 
@@ -304,8 +330,10 @@ def test_head_map_scales_to_its_largest_value_and_outlines_the_chosen_head():
     v = np.zeros((6, 12), np.float32)
     v[2, 3] = 4.0
     fig = head_change_map(v, "rows changed (%)", selected=(5, 11), percent=True)
-    assert fig.data[0].zmax == 4.0 and fig.layout.meta["largest"] == 4.0
-    assert fig.layout.shapes[0].x0 == 10.5 and fig.layout.shapes[0].y0 == 4.5
+    assert fig.data[0].zmax == 4.0
+    assert fig.layout.meta["largest"] == 4.0
+    assert fig.layout.shapes[0].x0 == 10.5
+    assert fig.layout.shapes[0].y0 == 4.5
     assert head_change_map(np.zeros((1, 1)), "max").data[0].zmax == 1.0  # nothing moved
     with pytest.raises(ValueError, match="outside"):
         head_change_map(v, "x", selected=(6, 0))
@@ -335,7 +363,8 @@ def test_cost_bars_one_row_per_variant():
     from tformer.figures.precision import cost_bars
 
     fig = cost_bars(["float32", "bfloat16"], [10.0, 4.0], [86.1, 43.0])
-    assert list(fig.data[0].x) == [10.0, 4.0] and list(fig.data[1].x) == [86.1, 43.0]
+    assert list(fig.data[0].x) == [10.0, 4.0]
+    assert list(fig.data[1].x) == [86.1, 43.0]
     assert list(fig.layout.yaxis.ticktext) == ["float32", "bfloat16"]
     with pytest.raises(ValueError, match="one of each"):
         cost_bars(["a"], [1.0, 2.0], [1.0])
@@ -448,7 +477,8 @@ def test_int8_outputs_agree_with_torchs_quantized_bert(variants, bert_int8, mini
     gap = (ours - theirs).abs()
     int8_error = float((theirs - exact).abs().max())
     # measured: at most 7e-7 here (0.06 on one 142-token text, where one input moved a step)
-    assert float(gap.median()) < 1e-5 and float(gap.max()) < 0.05, float(gap.max())
+    assert float(gap.median()) < 1e-5, float(gap.max())
+    assert float(gap.max()) < 0.05, float(gap.max())
     assert float(gap.max()) < int8_error / 5, (float(gap.max()), int8_error)
 
 
@@ -472,7 +502,8 @@ def test_compare_variant_equals_the_report_row_and_float32_is_not_captured_again
             old.linear_bytes,
             old.dtype,
         )
-        assert row.timing is None and row.forward_ms is None  # timed elsewhere, per band
+        assert row.timing is None
+        assert row.forward_ms is None  # timed elsewhere, per band
     calls = []
     import tformer.efficiency.precision as prec
 
@@ -482,7 +513,8 @@ def test_compare_variant_equals_the_report_row_and_float32_is_not_captured_again
         same = compare_variant(variants["float32"], enc, ref, reference_model=model)
     finally:
         prec.capture_ids = real
-    assert not calls and same.diff.pattern_max == 0.0  # its own capture, compared with itself
+    assert not calls
+    assert same.diff.pattern_max == 0.0  # its own capture, compared with itself
     assert variant_row(variants["float32"]).diff is None
 
 
@@ -503,7 +535,10 @@ def test_time_variant_times_a_band_and_skips_a_missing_variant(variants):
     from tformer.efficiency.precision import Variant, band_ids, time_variant, variant_row, with_timing
 
     t = time_variant(variants["float32"], band_ids([101, 7592, 102], 16), runs=3, budget_s=0.5)
-    assert t is not None and 1 <= t.n <= 3 and t.median > 0
+    assert t is not None
+    assert 1 <= t.n <= 3
+    assert t.median > 0
     row = with_timing(variant_row(variants["float32"]), t)
-    assert row.forward_ms == pytest.approx(1e3 * t.median) and row.runs == t.n
+    assert row.forward_ms == pytest.approx(1e3 * t.median)
+    assert row.runs == t.n
     assert time_variant(Variant("float16", None, "cpu", problem="no"), [1, 2]) is None

@@ -48,14 +48,16 @@ def test_newest_asks_run_first_and_a_key_runs_once(jobs):
 
     jobs.submit([("a", job("a")), ("b", job("b"))])
     jobs.submit([("c", job("c")), ("a", job("a"))])  # "a" is queued already: not again
-    assert jobs.waiting("a") and jobs.get("a") is None
+    assert jobs.waiting("a")
+    assert jobs.get("a") is None
     release.set()
     assert jobs.idle(10)
     assert order == ["c", "a", "b"]  # the newest ask first, each ask in its own order
     assert calls.count("a") == 1
     assert (jobs.get("a"), jobs.get("b"), jobs.get("c")) == ("A", "B", "C")
     jobs.submit([("a", job("a"))])  # done: not run again
-    assert jobs.idle(10) and calls.count("a") == 1
+    assert jobs.idle(10)
+    assert calls.count("a") == 1
 
 
 def test_the_queue_is_bounded_and_drops_the_oldest_ask(jobs):
@@ -65,7 +67,8 @@ def test_the_queue_is_bounded_and_drops_the_oldest_ask(jobs):
     assert jobs.waiting(0)
     release.set()
     assert jobs.idle(10)
-    assert jobs.get(pj.MAX_QUEUE + 2) is None and jobs.get(0) == 0
+    assert jobs.get(pj.MAX_QUEUE + 2) is None
+    assert jobs.get(0) == 0
 
 
 def test_a_failing_job_keeps_its_error_and_run_here_computes_in_the_caller(jobs):
@@ -75,10 +78,12 @@ def test_a_failing_job_keeps_its_error_and_run_here_computes_in_the_caller(jobs)
     jobs.submit([("bad", boom)])
     assert jobs.wait(["bad"], 10)
     got = jobs.get("bad")
-    assert isinstance(got, pj.Failed) and got.message == "RuntimeError: no kernel for this dtype"
+    assert isinstance(got, pj.Failed)
+    assert got.message == "RuntimeError: no kernel for this dtype"
     me = []
     assert jobs.run_here("here", lambda: me.append(threading.get_ident()) or 5) == 5
-    assert me == [threading.get_ident()] and jobs.get("here") == 5
+    assert me == [threading.get_ident()]
+    assert jobs.get("here") == 5
     assert jobs.run_here("here", lambda: 6) == 5  # done: kept
 
 
@@ -88,7 +93,9 @@ def test_run_here_takes_a_queued_key_out_of_the_queue(jobs):
     jobs.submit([("k", lambda: ran.append("worker") or "w")])
     assert jobs.run_here("k", lambda: ran.append("page") or "p") == "p"
     release.set()
-    assert jobs.idle(10) and ran == ["page"] and jobs.get("k") == "p"
+    assert jobs.idle(10)
+    assert ran == ["page"]
+    assert jobs.get("k") == "p"
 
 
 def test_results_are_bounded(jobs, monkeypatch):

@@ -72,9 +72,11 @@ def test_predict_at_a_position_equals_the_reference_softmax(hf_root: Path) -> No
         want = torch.softmax(ref.double() / t, dim=-1).numpy()
         np.testing.assert_allclose(p.probs, want, atol=1e-5, rtol=0)
         assert p.top_ids == tuple(int(i) for i in np.argsort(-want, kind="stable")[:5])
-        assert p.top_probs == tuple(sorted(p.top_probs, reverse=True)) and not p.predicts_next
+        assert p.top_probs == tuple(sorted(p.top_probs, reverse=True))
+        assert not p.predicts_next
         decoded = [tok.backend.decode([i], skip_special_tokens=False) for i in p.top_ids]
-        assert all(decoded) and p.top_labels == tuple(visible_label(d) for d in decoded)
+        assert all(decoded)
+        assert p.top_labels == tuple(visible_label(d) for d in decoded)
     assert predict(loaded.model, tok, text, -1).position == len(enc.ids) - 1
 
 
@@ -92,7 +94,8 @@ def test_temperature_sharpens_and_flattens() -> None:
 
 def test_top_k_orders_breaks_ties_by_id_and_bounds_k() -> None:
     ids, values = top_k(np.array([0.1, 0.4, 0.1, 0.4]), 3)
-    assert ids.tolist() == [1, 3, 0] and values.tolist() == [0.4, 0.4, 0.1]
+    assert ids.tolist() == [1, 3, 0]
+    assert values.tolist() == [0.4, 0.4, 0.1]
     assert top_k(np.array([0.5, 0.5]), 10)[0].tolist() == [0, 1]
     for bad in (0, 101, 2.0, True):
         with pytest.raises(ValueError, match="k="):
@@ -134,7 +137,8 @@ def test_greedy_generation_equals_transformers_generate(hf_root: Path) -> None:
     with torch.inference_mode():
         out = ref.generate(ids, max_new_tokens=6, do_sample=False, pad_token_id=ref.config.eos_token_id)
     assert gen.new_ids == tuple(out[0, ids.shape[1] :].tolist())
-    assert len(gen.new_ids) == 6 and not gen.stopped_at_max_len
+    assert len(gen.new_ids) == 6
+    assert not gen.stopped_at_max_len
     # Step s: the attention of the position that chose token s, over every earlier position.
     n = len(gen.prompt_ids)
     full = capture_text(loaded.model, tok, prompt, names=["pattern"])
@@ -146,14 +150,16 @@ def test_greedy_generation_equals_transformers_generate(hf_root: Path) -> None:
         res = ref(input_ids=out[:, :-1], output_attentions=True)
     last = np.stack([a[0, :, -1, :].numpy() for a in res.attentions])  # [layer, head, key_pos]
     np.testing.assert_allclose(gen.attention[-1], last, atol=1e-5)
-    assert 0 < min(gen.new_probs) and max(gen.new_probs) <= 1
+    assert 0 < min(gen.new_probs)
+    assert max(gen.new_probs) <= 1
 
 
 def test_generation_stops_at_max_len_and_refuses_encoders(hf_root: Path) -> None:
     loaded = load_model_folder(H.folder_of(hf_root, "gpt2"))
     long_prompt = "the quick brown fox " * 40  # past 64 tokens: truncated to max_len
     gen = generate_greedy(loaded.model, loaded.tokenizer, long_prompt, n_new=3)
-    assert gen.new_ids == () and gen.stopped_at_max_len
+    assert gen.new_ids == ()
+    assert gen.stopped_at_max_len
     for bad in (0, MAX_NEW_TOKENS + 1):
         with pytest.raises(ValueError, match="n_new="):
             generate_greedy(loaded.model, loaded.tokenizer, "a", n_new=bad)
@@ -180,10 +186,8 @@ def test_a_stored_output_matrix_is_used_only_when_tied(
     w[decoder] = w[embedding].clone()
     save_file(w, str(folder / "model.safetensors"))
     tied = load_model_folder(folder)
-    assert (
-        output_head_kind(tied.model) == "lm"
-        and tied.notes == load_model_folder(H.folder_of(hf_root, variant)).notes
-    )
+    assert output_head_kind(tied.model) == "lm"
+    assert tied.notes == load_model_folder(H.folder_of(hf_root, variant)).notes
     w[decoder] = w[embedding] + 0.5
     save_file(w, str(folder / "model.safetensors"))
     untied = load_model_folder(folder)

@@ -93,9 +93,12 @@ def test_minilm_config_and_eval_mode(ours) -> None:
         True,
         2,
     )
-    assert cfg.dropout == 0.0 and cfg.layer_norm_eps == 1e-12
-    assert not model.training and model.device.type == "cpu"
-    assert tok.max_len == 512 and tok.vocab_size == cfg.vocab_size
+    assert cfg.dropout == 0.0
+    assert cfg.layer_norm_eps == 1e-12
+    assert not model.training
+    assert model.device.type == "cpu"
+    assert tok.max_len == 512
+    assert tok.vocab_size == cfg.vocab_size
 
 
 @pytest.mark.parametrize("name", list(TEXTS))
@@ -103,7 +106,8 @@ def test_minilm_matches_bertmodel(ours, reference: BertModel, name: str) -> None
     model, tok = ours
     enc = tok.encode(TEXTS[name])
     if name == "long_512":
-        assert len(enc.ids) == 512 and enc.truncated
+        assert len(enc.ids) == 512
+        assert enc.truncated
     if name == "single_char":
         assert len(enc.ids) == 3
     ids = torch.tensor([enc.ids])
@@ -193,7 +197,8 @@ def test_masked_lm_checkpoint_with_bert_prefix_loads(tmp_path: Path) -> None:
 
     with safe_open(str(folder / "model.safetensors"), "pt") as f:
         names = list(f.keys())
-    assert any(n.startswith("bert.") for n in names) and any(n.startswith("cls.") for n in names)
+    assert any(n.startswith("bert.") for n in names)
+    assert any(n.startswith("cls.") for n in names)
     check_folder_equals_reference(folder)
 
 
@@ -214,7 +219,7 @@ def test_missing_file_is_named(tiny_folder: Path, missing: str) -> None:
 
 def test_missing_weights_are_named(tiny_folder: Path) -> None:
     (tiny_folder / "model.safetensors").unlink()
-    with pytest.raises(ValueError, match="model.safetensors or pytorch_model.bin"):
+    with pytest.raises(ValueError, match=r"model\.safetensors or pytorch_model\.bin"):
         load_pretrained(tiny_folder, device="cpu")
 
 
@@ -261,7 +266,9 @@ def test_shape_mismatch_names_tensor_and_shapes(tiny_folder: Path) -> None:
         load_pretrained(tiny_folder, device="cpu")
     msg = str(info.value)
     assert "encoder.layer.0.intermediate.dense.weight" in msg
-    assert "[64, 32]" in msg and "[48, 32]" in msg and "model.safetensors" in msg
+    assert "[64, 32]" in msg
+    assert "[48, 32]" in msg
+    assert "model.safetensors" in msg
 
 
 def test_tokenizer_larger_than_vocab_is_rejected(tmp_path: Path) -> None:
@@ -275,14 +282,14 @@ def test_corrupt_safetensors(tiny_folder: Path, damage: str) -> None:
     path = tiny_folder / "model.safetensors"
     data = path.read_bytes()
     path.write_bytes(b"\x00not a safetensors file" if damage == "garbage" else data[: len(data) // 2])
-    with pytest.raises(ValueError, match="model.safetensors cannot be read"):
+    with pytest.raises(ValueError, match=r"model\.safetensors cannot be read"):
         load_pretrained(tiny_folder, device="cpu")
 
 
 def test_corrupt_pytorch_bin(tiny_folder: Path) -> None:
     (tiny_folder / "model.safetensors").unlink()
     (tiny_folder / "pytorch_model.bin").write_bytes(b"PK\x03\x04 broken zip")
-    with pytest.raises(ValueError, match="pytorch_model.bin cannot be read"):
+    with pytest.raises(ValueError, match=r"pytorch_model\.bin cannot be read"):
         load_pretrained(tiny_folder, device="cpu")
 
 

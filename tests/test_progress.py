@@ -37,14 +37,16 @@ def test_values_are_kept_only_when_they_fit(value, encoded):
 )
 def test_the_view_state_refuses_a_bad_progress_string(text):
     view, notices = ViewState.from_query({"quiz": text})
-    assert view.quiz == "" and len(notices) == 1, notices
+    assert view.quiz == "", notices
+    assert len(notices) == 1, notices
     with pytest.raises(ValueError):
         parse_progress(text)
 
 
 def test_the_view_state_keeps_a_good_one_in_the_link():
     view, notices = ViewState.from_query({"quiz": "0r1:7,3w2:0.5"})
-    assert notices == [] and view.quiz == "0r1:7,3w2:0.5"
+    assert notices == []
+    assert view.quiz == "0r1:7,3w2:0.5"
     assert view.to_query()["quiz"] == "0r1:7,3w2:0.5"
     assert "quiz" not in ViewState().to_query()
 

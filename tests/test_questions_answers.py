@@ -38,13 +38,18 @@ def token(right=(2,), candidates=None) -> TokenAnswer:
 def test_a_clicked_position_is_graded():
     q = question(token())
     right, wrong = q.grade(2), q.grade(3)
-    assert right.correct and right.value == 2 and right.hint is None
-    assert not wrong.correct and wrong.hint == "look again" and "'sat' (position 3)" in wrong.given
-    assert "'cat' (position 2)" in wrong.verdict and wrong.explanation == "because 0.68"
+    assert right.correct
+    assert right.value == 2
+    assert right.hint is None
+    assert not wrong.correct
+    assert wrong.hint == "look again"
+    assert "'sat' (position 3)" in wrong.given
+    assert "'cat' (position 2)" in wrong.verdict
+    assert wrong.explanation == "because 0.68"
     assert q.grade(3, wrong_tries=1).hint is None  # the hint comes once
 
 
-@pytest.mark.parametrize("typed, position", [("cat", 2), (" CAT ", 2), ("“cat”", 2), ("mat", 6), ("##mat", 6),
+@pytest.mark.parametrize(("typed", "position"), [("cat", 2), (" CAT ", 2), ("“cat”", 2), ("mat", 6), ("##mat", 6),
                                              ("爱", 7), ("#5", 5), ("＃5", 5), ("[sep]", 8), ("ｃａｔ", 2)])  # fmt: skip
 def test_a_typed_token_names_its_position(typed, position):
     assert token().parse(typed) == position
@@ -70,7 +75,9 @@ def test_a_key_the_query_cannot_see_is_refused_not_graded():
 
 def test_ties_are_all_right_and_shown():
     tie = token(right=(1, 2))
-    assert tie.check(1) and tie.check(2) and not tie.check(3)
+    assert tie.check(1)
+    assert tie.check(2)
+    assert not tie.check(3)
     assert "'the' (position 1) or 'cat' (position 2)" == tie.expected
 
 
@@ -83,7 +90,7 @@ def test_a_token_answer_refuses_right_positions_outside_its_candidates():
 
 
 @pytest.mark.parametrize(
-    "tol, given, correct",
+    ("tol", "given", "correct"),
     [
         (Tolerance(abs=0.05), "0.68", True),
         (Tolerance(abs=0.05), "0.72", True),
@@ -103,13 +110,16 @@ def test_a_number_is_right_within_its_tolerance(tol, given, correct):
 
 def test_the_wider_of_abs_and_rel_counts():
     tol = Tolerance(abs=0.01, rel=0.1)
-    assert tol.allows(105, 100) and not tol.allows(111, 100)  # rel wins for large values
-    assert tol.allows(0.009, 0.0) and not tol.allows(0.02, 0.0)  # abs wins near 0
+    assert tol.allows(105, 100)
+    assert not tol.allows(111, 100)  # rel wins for large values
+    assert tol.allows(0.009, 0.0)
+    assert not tol.allows(0.02, 0.0)  # abs wins near 0
 
 
 def test_exact_counts_forgive_float_noise_only():
     exact = NumberAnswer(1536.0, Tolerance(), unit="count")
-    assert exact.check(exact.parse("1.536k")) and exact.check(exact.parse("1,536"))
+    assert exact.check(exact.parse("1.536k"))
+    assert exact.check(exact.parse("1,536"))
     assert not exact.check(exact.parse("1,537"))
 
 
@@ -138,9 +148,12 @@ def test_a_tolerance_must_be_finite_and_non_negative():
 
 
 def test_numbers_show_as_the_feedback_writes_them():
-    assert format_number(1536) == "1,536" and format_number(0.6789) == "0.68"
-    assert format_number(0.0014) == "0.0014" and format_number(3e-5) == "3e-05"
-    assert format_number(-0.0001, 3) == "0.000" and format_number(123.456) == "123.5"
+    assert format_number(1536) == "1,536"
+    assert format_number(0.6789) == "0.68"
+    assert format_number(0.0014) == "0.0014"
+    assert format_number(3e-5) == "3e-05"
+    assert format_number(-0.0001, 3) == "0.000"
+    assert format_number(123.456) == "123.5"
 
 
 # --- choices and directions -----------------------------------------------------------------
@@ -153,7 +166,7 @@ def choice() -> ChoiceAnswer:
 
 
 @pytest.mark.parametrize(
-    "typed, key", [("0.2", "0.2"), ("Layer 0, head 2", "0.2"), ("A", "0.2"), ("1.8", "1.8"), ("c", "a")]
+    ("typed", "key"), [("0.2", "0.2"), ("Layer 0, head 2", "0.2"), ("A", "0.2"), ("1.8", "1.8"), ("c", "a")]
 )
 def test_an_option_is_named_by_key_label_or_letter(typed, key):
     assert choice().parse(typed) == key
@@ -168,7 +181,8 @@ def test_a_letter_that_names_two_options_is_refused():
 
 def test_a_choice_is_graded():
     q = question(choice())
-    assert q.grade("A").correct and not q.grade("1.8").correct
+    assert q.grade("A").correct
+    assert not q.grade("1.8").correct
     assert q.options[0] == ("0.2", "layer 0, head 2")
     with pytest.raises(AnswerError):
         q.grade("layer 9, head 9")
@@ -186,7 +200,7 @@ def direction(d="lower") -> DirectionAnswer:
 
 
 @pytest.mark.parametrize(
-    "typed, value",
+    ("typed", "value"),
     [("lower", "lower"), ("sharper", "lower"), ("Sharper", "lower"), ("less", "lower"), ("更低", "lower"),
      ("↓", "lower"), ("flatter", "higher"), ("more", "higher"), ("更高", "higher"), ("same", "same"),
      ("unchanged", "same"), ("不变", "same"), ("the same", "same")],
@@ -197,7 +211,9 @@ def test_a_direction_is_read_in_the_questions_words_and_in_plain_ones(typed, val
 
 def test_a_direction_is_graded_and_unknown_words_refused():
     q = question(direction())
-    assert q.grade("sharper").correct and not q.grade("flatter").correct and not q.grade("same").correct
+    assert q.grade("sharper").correct
+    assert not q.grade("flatter").correct
+    assert not q.grade("same").correct
     assert question(direction("same")).grade("unchanged").correct
     for bad in ("sideways", "", 3):
         with pytest.raises(AnswerError):
@@ -205,9 +221,9 @@ def test_a_direction_is_graded_and_unknown_words_refused():
 
 
 def test_labels_compare_without_marks():
-    assert (
-        normalize_label("##Mat") == "mat" and normalize_label("爱?") == "爱" and normalize_label("?") == "?"
-    )
+    assert normalize_label("##Mat") == "mat"
+    assert normalize_label("爱?") == "爱"
+    assert normalize_label("?") == "?"
 
 
 def test_feedback_speaks_chinese():

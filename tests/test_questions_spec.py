@@ -43,7 +43,8 @@ def test_a_valid_spec_parses():
         {"template": "argmax_key", "kind": "token", "params": {"query": "it", "layer": 3}}, WHERE
     )
     assert spec == QuestionSpec("argmax_key", {"query": "it", "layer": 3})
-    assert spec.kind == "token" and spec.needs == ("pattern", "attn_scores")
+    assert spec.kind == "token"
+    assert spec.needs == ("pattern", "attn_scores")
     assert spec.from_view == ("head",)  # the step's settings or the learner choose the head
 
 
@@ -96,7 +97,7 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("data, field, message", BAD, ids=[f"{i}-{b[1]}" for i, b in enumerate(BAD)])
+@pytest.mark.parametrize(("data", "field", "message"), BAD, ids=[f"{i}-{b[1]}" for i, b in enumerate(BAD)])
 def test_a_bad_spec_names_the_step_and_the_field(data, field, message):
     found = check_spec(data, WHERE)
     assert [e.field for e in found] == [field], found
@@ -169,10 +170,8 @@ def literal_templates() -> list[str]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "tr":
                 arg = node.args[0]
-                assert isinstance(arg, ast.Constant) and isinstance(arg.value, str), (
-                    path.name,
-                    ast.dump(arg),
-                )
+                assert isinstance(arg, ast.Constant), (path.name, ast.dump(arg))
+                assert isinstance(arg.value, str), (path.name, ast.dump(arg))
                 found.append(arg.value)
     return found
 

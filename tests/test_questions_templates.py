@@ -73,7 +73,8 @@ def test_path_length_is_the_distance_in_a_gru_and_one_in_attention(model):
     ctx = context(model)
     n = ctx.n_pos
     gru = q("path_length", ctx)
-    assert gru.answer.value == n - 1 and f"{n - 1} steps" in gru.explanation
+    assert gru.answer.value == n - 1
+    assert f"{n - 1} steps" in gru.explanation
     assert q("path_length", ctx, arch="attention").answer.value == 1
     between = q("path_length", ctx, source="cat", target="it")
     assert between.answer.value == ctx.labels.index("it") - ctx.labels.index("cat")
@@ -114,15 +115,19 @@ def test_argmax_key_is_the_rows_largest_weight(model):
     best = int(np.argmax(row))
     assert best in question.answer.positions
     assert all(row[p] >= row.max() - 0.01 for p in question.answer.positions)
-    assert question.mark.row == 8 and best in question.mark.cols and question.mark.layer == 1
-    assert f"{row.max():.2f}" in question.explanation and f'"{ctx.labels[best]}"' in question.explanation
+    assert question.mark.row == 8
+    assert best in question.mark.cols
+    assert question.mark.layer == 1
+    assert f"{row.max():.2f}" in question.explanation
+    assert f'"{ctx.labels[best]}"' in question.explanation
     assert question.grade(best).correct
 
 
 def test_argmax_key_follows_the_text(model):
     a = q("argmax_key", context(model, query=1))
     b = q("argmax_key", context(model, TEXT_B, query=1))
-    assert a.answer.labels != b.answer.labels and a.explanation != b.explanation
+    assert a.answer.labels != b.answer.labels
+    assert a.explanation != b.explanation
 
 
 def test_a_causal_query_can_only_pick_keys_it_sees():
@@ -140,7 +145,8 @@ def test_scale_factor_is_one_over_root_d_head(model, other_model):
     assert other.answer.value == pytest.approx(1 / math.sqrt(8), rel=1e-6)  # 32 / 4 = 8 as well
     wider = Encoder(tiny(vocab_size=TOK.vocab_size, d_model=32, n_heads=2)).eval()
     question = q("scale_factor", context(wider))
-    assert question.answer.value == pytest.approx(0.25) and "0.250" in question.explanation
+    assert question.answer.value == pytest.approx(0.25)
+    assert "0.250" in question.explanation
 
 
 def test_max_weight_scaled_is_the_models_own_row_max(model):
@@ -162,7 +168,7 @@ def test_max_weight_unscaled_drops_the_division(model):
     assert other.answer.value != question.answer.value
 
 
-@pytest.mark.parametrize("tau, scaled, direction", [(0.2, True, "lower"), (5.0, True, "higher"),
+@pytest.mark.parametrize(("tau", "scaled", "direction"), [(0.2, True, "lower"), (5.0, True, "higher"),
                                                     (1.0, True, "same"), (1.0, False, "lower")])  # fmt: skip
 def test_entropy_change_follows_the_temperature(model, tau, scaled, direction):
     ctx = context(model)
@@ -171,13 +177,14 @@ def test_entropy_change_follows_the_temperature(model, tau, scaled, direction):
     h = [-(p * np.log2(p)).sum() for p in (softmax(s), softmax(s / tau * (1 if scaled else math.sqrt(8))))]
     assert question.answer.change == pytest.approx(h[1] - h[0], abs=1e-4)
     assert question.answer.direction == direction
-    assert f"{h[0]:.2f}" in question.explanation and f"{h[1]:.2f}" in question.explanation
+    assert f"{h[0]:.2f}" in question.explanation
+    assert f"{h[1]:.2f}" in question.explanation
 
 
 # --- masks ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("mask, params, count", [
+@pytest.mark.parametrize(("mask", "params", "count"), [
     ("none", {}, lambda n: n * n),
     ("causal", {}, lambda n: n * (n + 1) // 2),
     ("window", {"window": 1}, lambda n: 3 * n - 2),
@@ -195,18 +202,22 @@ def test_allowed_cells_counts_the_mask_for_this_text(model, mask, params, count)
 def test_masked_weight_is_exactly_zero(model):
     ctx = context(model)
     question = q("masked_weight", ctx, query="cat")
-    assert question.answer.value == 0.0 and question.mark.cols == (3,)  # the first key after "cat"
+    assert question.answer.value == 0.0
+    assert question.mark.cols == (3,)  # the first key after "cat"
     assert q("masked_weight", ctx, query="cat", key="tired").mark.cols == (10,)
     window = q("masked_weight", ctx, mask="window", window=1, query="it")
-    assert window.answer.value == 0.0 and window.mark.cols == (0,)
-    assert '"sat"' in question.explanation and "exactly 0" in question.explanation
+    assert window.answer.value == 0.0
+    assert window.mark.cols == (0,)
+    assert '"sat"' in question.explanation
+    assert "exactly 0" in question.explanation
 
 
 def test_masked_weight_refuses_a_key_the_mask_allows_and_a_query_that_sees_all(model):
     ctx = context(model, query=2)
     with pytest.raises(NotAvailable) as err:
         q("masked_weight", ctx, key="the")
-    assert err.value.field == "key" and err.value.reason == "token"
+    assert err.value.field == "key"
+    assert err.value.reason == "token"
     with pytest.raises(NotAvailable) as err:
         q("masked_weight", ctx, query="[SEP]")
     assert err.value.field == "query"
@@ -237,11 +248,14 @@ def crafted(cap: TextCapture, layer: int, head: int) -> TextCapture:
 def test_role_head_finds_the_previous_token_head(model):
     cap = crafted(capture(model, TEXT_A), 1, 0)
     question = q("role_head", QuestionContext(cap))
-    assert question.answer.correct == {"1.0"} and len(question.options) == 4
-    assert question.grade("layer 1, head 0").correct and question.mark.layer == 1
+    assert question.answer.correct == {"1.0"}
+    assert len(question.options) == 4
+    assert question.grade("layer 1, head 0").correct
+    assert question.mark.layer == 1
     assert "1.00" in question.explanation
     self_q = q("role_head", QuestionContext(cap), role="self", options=2)
-    assert self_q.answer.correct == {"0.0"} and len(self_q.options) == 2
+    assert self_q.answer.correct == {"0.0"}
+    assert len(self_q.options) == 2
 
 
 def test_role_head_is_not_available_without_a_repeated_token(model):
@@ -253,7 +267,7 @@ def test_role_head_is_not_available_without_a_repeated_token(model):
 # --- positional encoding --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("pos, i", [(0, 0), (1, 0), (3, 1), (7, 6), (40, 23)])
+@pytest.mark.parametrize(("pos", "i"), [(0, 0), (1, 0), (3, 1), (7, 6), (40, 23)])
 def test_pe_value_is_the_papers_formula(model, pos, i):
     question = q("pe_value", context(model), pos=pos, i=i)
     angle = pos / 10000 ** (2 * (i // 2) / 24)
@@ -266,7 +280,8 @@ def test_pe_value_is_the_papers_formula(model, pos, i):
 def test_pe_value_refuses_a_dimension_the_model_lacks(model):
     with pytest.raises(NotAvailable) as err:
         q("pe_value", context(model), i=24)
-    assert err.value.field == "i" and "d_model = 24" in err.value.message
+    assert err.value.field == "i"
+    assert "d_model = 24" in err.value.message
 
 
 def test_positions_off_change_says_whether_the_weights_move(model):
@@ -274,7 +289,8 @@ def test_positions_off_change_says_whether_the_weights_move(model):
     assert question.answer.correct == {"changes"}
     none = Encoder(tiny(vocab_size=TOK.vocab_size, pos_encoding="none")).eval()
     still = q("positions_off_change", context(none))
-    assert still.answer.correct == {"same"} and "0.000" in still.explanation
+    assert still.answer.correct == {"same"}
+    assert "0.000" in still.explanation
 
 
 def test_positions_off_role_is_the_role_score_without_positions(model):
@@ -305,7 +321,8 @@ def test_questions_that_run_the_model_need_it(model):
 def test_d_ff_follows_the_model(model, other_model):
     assert q("d_ff", context(model)).answer.value == 96
     other = q("d_ff", context(other_model))
-    assert other.answer.value == 48 and "1.50 × d_model" in other.explanation
+    assert other.answer.value == 48
+    assert "1.50 × d_model" in other.explanation
 
 
 @pytest.mark.parametrize("which", ["ln1", "ln2"])
@@ -313,11 +330,11 @@ def test_layernorm_mean_is_zero_for_every_token(model, which):
     ctx = context(model)
     question = q("layernorm_mean", ctx, which=which, query="mat")
     values = ctx.capture.at(f"{which}_normalized", 1)[6].astype(np.float64)
-    assert (
-        question.answer.value == pytest.approx(values.mean(), abs=1e-7) and abs(question.answer.value) < 1e-5
-    )
+    assert question.answer.value == pytest.approx(values.mean(), abs=1e-7)
+    assert abs(question.answer.value) < 1e-5
     sigma = float(ctx.capture.at(f"{which}_scale", 1)[6, 0])
-    assert f"{sigma:.3f}" in question.explanation and "1.000" in question.explanation
+    assert f"{sigma:.3f}" in question.explanation
+    assert "1.000" in question.explanation
     other = q("layernorm_mean", context(model, TEXT_B), which=which, query="dog")
     assert other.explanation != question.explanation
 
@@ -370,7 +387,8 @@ def test_n_params_of_a_part_the_model_lacks_is_not_available(model):
     for group in ("pos_embed", "head", "ln_final", "lm_head"):
         with pytest.raises(NotAvailable) as err:
             q("n_params", context(model), group=group)
-        assert err.value.reason == "part" and err.value.field == "group"
+        assert err.value.reason == "part"
+        assert err.value.field == "group"
 
 
 def test_total_params_and_n_layers(model, other_model):
@@ -378,7 +396,8 @@ def test_total_params_and_n_layers(model, other_model):
         ctx = context(m)
         total = q("total_params", ctx)
         assert total.answer.value == sum(p.numel() for p in m.parameters())
-        assert total.expected in total.explanation and total.grade(f"{total.answer.value * 1.04:.0f}").correct
+        assert total.expected in total.explanation
+        assert total.grade(f"{total.answer.value * 1.04:.0f}").correct
         assert q("n_layers", ctx).answer.value == m.cfg.n_layers
 
 
@@ -386,7 +405,7 @@ def test_total_params_and_n_layers(model, other_model):
 
 
 @pytest.mark.parametrize(
-    "step, expected", [(10, 7e-3 * 10 / 50), (50, 7e-3), (200, 7e-3 * math.sqrt(50 / 200))]
+    ("step", "expected"), [(10, 7e-3 * 10 / 50), (50, 7e-3), (200, 7e-3 * math.sqrt(50 / 200))]
 )
 def test_warmup_lr_follows_the_schedule(model, step, expected):
     question = q("warmup_lr", context(model), step=step)
@@ -400,7 +419,8 @@ def test_warmup_lr_follows_the_schedule(model, step, expected):
 
 def test_effective_batch_is_batch_times_accumulation(model):
     question = q("effective_batch", context(model, recipe=Recipe(batch=16, accum=4)))
-    assert question.answer.value == 64 and "16 × 4 = 64" in question.explanation
+    assert question.answer.value == 64
+    assert "16 × 4 = 64" in question.explanation
     assert q("effective_batch", context(model)).answer.value == Recipe().batch * Recipe().accum
 
 
@@ -417,7 +437,8 @@ def test_label_smoothing_target_matches_the_trainers_loss(model):
     by_hand = -(target * F.log_softmax(logits, -1)).sum(-1).mean()
     assert float(label_smoothed_loss(logits, targets, 0.1)) == pytest.approx(float(by_hand), rel=1e-6)
     recipe = q("label_smoothing_target", context(model, recipe=Recipe(label_smoothing=0.2), task=task))
-    assert recipe.answer.value == pytest.approx(0.8 + 0.2 / v) and recipe.expected in recipe.explanation
+    assert recipe.answer.value == pytest.approx(0.8 + 0.2 / v)
+    assert recipe.expected in recipe.explanation
 
 
 # --- efficiency -----------------------------------------------------------------------------
@@ -428,7 +449,8 @@ def test_scores_bytes_is_n_squared_float32(model):
         ctx = context(model, text)
         n = ctx.n_pos
         head = q("scores_bytes", ctx)
-        assert head.answer.value == n * n * 4 and head.expected in head.explanation
+        assert head.answer.value == n * n * 4
+        assert head.expected in head.explanation
         assert q("scores_bytes", ctx, scope="layer").answer.value == 3 * n * n * 4
         assert head.grade(f"{n * n * 4} bytes").correct
 
@@ -439,7 +461,8 @@ def test_flash_ratio_is_the_n_by_n_matrix_over_the_largest_tile(model):
     question = q("flash_ratio", ctx)
     largest = 4 * max(4, 8)  # Q_i, K_j, V_j, O_i are [4 × d_head 8]; S_ij is [4 × 4]
     assert question.answer.value == pytest.approx(n * n / largest)
-    assert question.params["block"] == 4 and question.expected in question.explanation
+    assert question.params["block"] == 4
+    assert question.expected in question.explanation
     assert q("flash_ratio", ctx, block=2).answer.value == pytest.approx(n * n / 16)
     with pytest.raises(NotAvailable):
         q("flash_ratio", ctx, block=3)
@@ -453,7 +476,8 @@ def test_int8_ratio_is_about_four_for_the_linear_layers(model):
         m.weight.numel() + m.bias.numel() for m in model.modules() if isinstance(m, torch.nn.Linear)
     )
     assert f"{4 * n_linear:,}" in linear.explanation  # float32: 4 bytes per Linear parameter
-    assert 3.0 < linear.answer.value < 4.0 and 1.0 < whole.answer.value < linear.answer.value
+    assert 3.0 < linear.answer.value < 4.0
+    assert 1.0 < whole.answer.value < linear.answer.value
 
 
 # --- every template -------------------------------------------------------------------------
@@ -506,21 +530,26 @@ QUERIED = [n for n, t in templates().items() if t.param("query")]
 def test_a_layer_beyond_the_model_is_not_available(model, name):
     with pytest.raises(NotAvailable) as err:
         q(name, context(model), layer=2)
-    assert err.value.reason == "layer" and err.value.field == "layer" and "2 layers" in err.value.message
+    assert err.value.reason == "layer"
+    assert err.value.field == "layer"
+    assert "2 layers" in err.value.message
 
 
 @pytest.mark.parametrize("name", HEADED)
 def test_a_head_beyond_the_model_is_not_available(model, name):
     with pytest.raises(NotAvailable) as err:
         q(name, context(model), head=3)
-    assert err.value.reason == "head" and "3 heads" in err.value.message
+    assert err.value.reason == "head"
+    assert "3 heads" in err.value.message
 
 
 @pytest.mark.parametrize("name", QUERIED)
 def test_a_query_token_not_in_the_text_is_not_available(model, name):
     with pytest.raises(NotAvailable) as err:
         q(name, context(model), query="zebra")
-    assert err.value.reason == "token" and err.value.field == "query" and "'zebra'" in err.value.message
+    assert err.value.reason == "token"
+    assert err.value.field == "query"
+    assert "'zebra'" in err.value.message
     with pytest.raises(NotAvailable, match="beyond this text"):
         q(name, context(model), query=40)
     with pytest.raises(NotAvailable, match="needs a query"):
@@ -546,9 +575,8 @@ def test_the_spec_names_the_view_and_the_view_can_be_left_to_the_learner(model):
 def test_a_spec_tolerance_replaces_the_templates(model):
     spec = parse_spec({"template": "max_weight_scaled", "tolerance": {"abs": 0.5}}, "test")
     question = ask(spec, context(model))
-    assert (
-        question.tolerance == "within ±0.5" and question.grade(f"{question.answer.value + 0.4:.3f}").correct
-    )
+    assert question.tolerance == "within ±0.5"
+    assert question.grade(f"{question.answer.value + 0.4:.3f}").correct
 
 
 # --- MiniLM: the lessons' numbers -----------------------------------------------------------
@@ -567,16 +595,20 @@ def minilm():
 
 def test_minilm_it_attends_to_animal(minilm):
     question = q("argmax_key", minilm, query="it")
-    assert question.answer.positions == {2} and "0.68" in question.explanation
-    assert question.grade("animal").correct and not question.grade("street").correct
+    assert question.answer.positions == {2}
+    assert "0.68" in question.explanation
+    assert question.grade("animal").correct
+    assert not question.grade("street").correct
     assert q("max_weight_scaled", minilm).grade("0.7").correct
 
 
 def test_minilm_previous_token_head_and_what_positions_do_to_it(minilm):
     question = q("role_head", minilm)
-    assert "0.2" in question.answer.correct and question.grade("layer 0, head 2").correct
+    assert "0.2" in question.answer.correct
+    assert question.grade("layer 0, head 2").correct
     off = q("positions_off_role", minilm, layer=0, head=2)
-    assert off.answer.direction == "lower" and off.answer.change < -0.5
+    assert off.answer.direction == "lower"
+    assert off.answer.change < -0.5
 
 
 def test_minilm_sizes(minilm):

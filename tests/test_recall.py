@@ -62,7 +62,8 @@ def test_training_never_draws_a_held_out_sequence_and_the_held_out_set_is_all_he
         held = recall_held_out(SPEC, d, 100)
         assert recall_is_held_out(SPEC, held).all()
         assert len({r.tobytes() for r in held}) == 100  # distinct
-        assert (held[:, d] == BLANK_ID).all() and (held[:, d + 1 :] == PAD_ID).all()
+        assert (held[:, d] == BLANK_ID).all()
+        assert (held[:, d + 1 :] == PAD_ID).all()
 
 
 def test_the_split_is_the_tasks_hash_holds_out_about_the_fraction_and_moves_with_the_seed():
@@ -81,7 +82,7 @@ def test_the_held_out_set_is_the_same_for_the_same_arguments():
 
 
 @pytest.mark.parametrize(
-    "changes, message",
+    ("changes", "message"),
     [
         ({"distances": ()}, "non-empty"),
         ({"distances": (8, 4)}, "increase"),
@@ -155,12 +156,16 @@ def test_the_same_seed_gives_the_same_numbers(trained):
 
 def test_a_result_reports_accuracy_per_distance_steps_time_and_the_curve(trained):
     for kind, r in trained.items():
-        assert r.kind == kind and r.stopped == "steps"
+        assert r.kind == kind
+        assert r.stopped == "steps"
         assert r.distances.tolist() == [4, 8]
-        assert r.accuracy.shape == (2,) and ((r.accuracy >= 0) & (r.accuracy <= 1)).all()
+        assert r.accuracy.shape == (2,)
+        assert ((r.accuracy >= 0) & (r.accuracy <= 1)).all()
         assert r.steps.tolist() == [40, 40]  # one model per distance
-        assert r.losses.shape == (2, 40) and np.isfinite(r.losses).all()
-        assert r.seconds > 0 and r.n_params.shape == (2,)
+        assert r.losses.shape == (2, 40)
+        assert np.isfinite(r.losses).all()
+        assert r.seconds > 0
+        assert r.n_params.shape == (2,)
         assert r.curve_steps.tolist() == [10, 20, 30, 40]
         assert r.curve_accuracy.shape == (4, 2)
         assert r.chance == 1 / 8
@@ -175,9 +180,11 @@ def test_training_learns_the_short_distances(trained):
 def test_the_attention_models_pattern_is_captured_looking_back(trained):
     look = trained["attention"].look_back
     assert look is not None
-    assert trained["gru"].look_back is None and trained["rnn"].look_back is None
+    assert trained["gru"].look_back is None
+    assert trained["rnn"].look_back is None
     assert look.weight_on_first.shape == (2, 2)  # [distance, head_index]
-    assert look.probe_ids.shape == (2, 9) and look.probe_pattern.shape == (2, 2, 9)
+    assert look.probe_ids.shape == (2, 9)
+    assert look.probe_pattern.shape == (2, 2, 9)
     for i, d in enumerate((4, 8)):
         row = look.probe_pattern[i]  # [head_index, key_pos]
         np.testing.assert_allclose(row[:, : d + 1].sum(-1), 1.0, atol=1e-5)  # over the real tokens
@@ -189,17 +196,23 @@ def test_the_attention_models_pattern_is_captured_looking_back(trained):
 
 def test_mixed_training_is_one_model_over_every_distance():
     r = train_recall(tiny("mixed", steps=20), "attention", threads=1)
-    assert r.steps.tolist() == [20] and r.losses.shape == (1, 20)
-    assert r.accuracy.shape == (2,) and r.curve_accuracy.shape == (2, 2)
-    assert r.look_back is not None and r.look_back.probe_pattern.shape == (2, 2, 9)
+    assert r.steps.tolist() == [20]
+    assert r.losses.shape == (1, 20)
+    assert r.accuracy.shape == (2,)
+    assert r.curve_accuracy.shape == (2, 2)
+    assert r.look_back is not None
+    assert r.look_back.probe_pattern.shape == (2, 2, 9)
 
 
 def test_the_time_limit_and_stop_end_a_run_and_say_so():
     r = train_recall(tiny(steps=10_000, time_limit_s=0.2), "gru", threads=1)
-    assert r.stopped == "time" and r.steps.sum() < 2 * 10_000
+    assert r.stopped == "time"
+    assert r.steps.sum() < 2 * 10_000
     asked = []
     r = train_recall(
         tiny(), "attention", stop=lambda: len(asked) >= 3, on_step=lambda s, loss: asked.append(s)
     )
-    assert r.stopped == "stopped" and r.steps.tolist() == [3, 0]
-    assert np.isnan(r.losses[0, 3:]).all() and np.isnan(r.losses[1]).all()
+    assert r.stopped == "stopped"
+    assert r.steps.tolist() == [3, 0]
+    assert np.isnan(r.losses[0, 3:]).all()
+    assert np.isnan(r.losses[1]).all()

@@ -115,8 +115,10 @@ def roomy(rooms: Rooms) -> RoomStore:
 
 def test_open_gives_a_short_code_and_a_long_secret(store: RoomStore):
     a, b = store.open_room(), store.open_room()
-    assert a.code != b.code and a.token != b.token
-    assert len(a.code) == CODE_LENGTH and set(a.code) <= set(CODE_ALPHABET)
+    assert a.code != b.code
+    assert a.token != b.token
+    assert len(a.code) == CODE_LENGTH
+    assert set(a.code) <= set(CODE_ALPHABET)
     assert len(a.token) >= 32
     assert a.token not in repr(a)
     view = store.view(a.code)
@@ -128,7 +130,8 @@ def test_a_code_is_read_as_typed(store: RoomStore):
     t = store.open_room()
     typed = f"  {t.code[:4].lower()} - {t.code[4:]} "
     seat = store.join(typed, "Mei")
-    assert seat.code == t.code and seat.seat_id not in repr(seat)
+    assert seat.code == t.code
+    assert seat.seat_id not in repr(seat)
     for bad in ("", "ABC", "ABCD-EFGO", "ABCD-EFG1", "<script>", "ABCD2345X"):
         with pytest.raises(InvalidInput, match="not a join code"):
             store.join(bad, "Mei")
@@ -174,7 +177,8 @@ def test_students_follow_the_teachers_versions(store: RoomStore):
     v1 = store.publish(t.code, t.token, {"page": "attention", "text": "the cat <sat>", "layer": "2"})
     assert v1 == 1
     got = store.poll(seat.code, since=0)
-    assert got is not None and got.version == 1
+    assert got is not None
+    assert got.version == 1
     assert got.params == {"page": "attention", "text": "the cat <sat>", "layer": "2"}
     assert store.poll(seat.code, since=1) is None
     # the same view again (a page publishing on every run) is no new version
@@ -198,7 +202,7 @@ def test_the_view_is_bounded(store: RoomStore):
             store.publish(t.code, t.token, {key: "v"})
     with pytest.raises(InvalidInput, match="must be text"):
         store.publish(t.code, t.token, {"layer": 2})  # type: ignore[dict-item]
-    with pytest.raises(InvalidInput, match="at most 0 KiB|KiB"):
+    with pytest.raises(InvalidInput, match=r"at most 0 KiB|KiB"):
         store.publish(t.code, t.token, {"text": "字" * 100})  # 300 bytes of UTF-8 > 200
     with pytest.raises(InvalidInput, match="KiB"):
         store.publish(t.code, t.token, {"text": "x" * 10_000_000})
@@ -220,7 +224,8 @@ def test_leave_and_return_to_the_same_seat(roomy: RoomStore):
     with pytest.raises(NameTaken):  # a seat that left keeps its name
         roomy.join(t.code, "mei")
     back = roomy.join(t.code, "Mei L.", seat=mei.seat_id)
-    assert back.seat_id == mei.seat_id and back.name == "Mei L."
+    assert back.seat_id == mei.seat_id
+    assert back.name == "Mei L."
     assert roomy.my_answers(back.code, back.seat_id) == {"q1": "B"}
     s = roomy.status(t.code, t.token)
     assert (s.students, s.present) == (2, 2)
@@ -229,7 +234,8 @@ def test_leave_and_return_to_the_same_seat(roomy: RoomStore):
         roomy.join(t.code, "bo", seat=mei.seat_id)
     # a seat from elsewhere is no way in to someone's answers: it gets a new seat
     other = roomy.join(t.code, "Ann", seat="A" * 24)
-    assert other.seat_id != "A" * 24 and roomy.my_answers(t.code, other.seat_id) == {}
+    assert other.seat_id != "A" * 24
+    assert roomy.my_answers(t.code, other.seat_id) == {}
     with pytest.raises(InvalidInput):
         roomy.join(t.code, "Zed", seat="short")
     with pytest.raises(NotInRoom):
@@ -476,7 +482,8 @@ def test_concurrent_students_never_pass_the_limits(rooms: Rooms):
         th.start()
     for th in threads:
         th.join(timeout=60)
-    assert len(seats) == 20 and refused.count("full") == 12
+    assert len(seats) == 20
+    assert refused.count("full") == 12
     status = stores[1].status(t.code, t.token)
     assert (status.students, status.present, status.answers) == (20, 20, 30)
     assert refused.count("answers") == 10
@@ -489,4 +496,5 @@ def test_every_message_template_is_listed_for_translation():
     from tformer.rooms import MESSAGES, errors
 
     templates = {v for k, v in vars(errors).items() if k.isupper() and isinstance(v, str)}
-    assert templates == set(MESSAGES) and len(MESSAGES) == len(set(MESSAGES))
+    assert templates == set(MESSAGES)
+    assert len(MESSAGES) == len(set(MESSAGES))

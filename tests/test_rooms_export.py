@@ -133,7 +133,9 @@ def decode_qr(m: list[list[bool]]) -> bytes:
     the code was drawn, not photographed, so every module must be right)."""
     size = len(m)
     version = (size - 17) // 4
-    assert size == 17 + 4 * version and all(len(r) == size for r in m) and version in _BLOCKS_M
+    assert size == 17 + 4 * version
+    assert all(len(r) == size for r in m)
+    assert version in _BLOCKS_M
     for r0, c0 in ((0, 0), (0, size - 7), (size - 7, 0)):  # the three finder patterns
         for i in range(7):
             for j in range(7):
@@ -165,10 +167,9 @@ def decode_qr(m: list[list[bool]]) -> bytes:
         if col == 6:
             col -= 1
         rows = range(size - 1, -1, -1) if upward else range(size)
-        for i in rows:
-            for j in (col, col - 1):
-                if not is_function(i, j):
-                    bits.append(m[i][j] ^ _MASKS[mask](i, j))
+        bits.extend(
+            m[i][j] ^ _MASKS[mask](i, j) for i in rows for j in (col, col - 1) if not is_function(i, j)
+        )
         col, upward = col - 2, not upward
     codewords = [
         int("".join("1" if b else "0" for b in bits[k : k + 8]), 2) for k in range(0, len(bits) - 7, 8)
@@ -234,7 +235,8 @@ def test_the_png_draws_exactly_the_modules():
     scale, border = 3, 4
     px = _png_pixels(join_qr(link, "png", scale=scale, border=border))
     side = (len(matrix) + 2 * border) * scale
-    assert len(px) == side and all(len(r) == side for r in px)
+    assert len(px) == side
+    assert all(len(r) == side for r in px)
     for y in range(side):
         for x in range(side):
             i, j = y // scale - border, x // scale - border
@@ -249,7 +251,8 @@ def test_the_svg_draws_exactly_the_modules_and_nothing_else():
     root = ET.fromstring(svg)
     tags = {el.tag.split("}")[-1] for el in root.iter()}
     assert tags <= {"svg", "g", "path"}  # no script, image, link or foreign object
-    assert b"href" not in svg and b"http://10.0.0.7" not in svg
+    assert b"href" not in svg
+    assert b"http://10.0.0.7" not in svg
     n = len(matrix) + 8
     assert root.get("width") == root.get("height") == str(n * 8)
     (dark,) = [p for p in root.iter() if p.tag.endswith("path") and p.get("stroke") == "#000"]

@@ -73,12 +73,14 @@ def test_every_key_of_a_room_expires(redis_server: RedisServer):
         "revealed",
         "steps",
     }
-    assert any(k.endswith("tally:q1") for k in keys) and any(k.endswith("tally:q2") for k in keys)
+    assert any(k.endswith("tally:q1") for k in keys)
+    assert any(k.endswith("tally:q2") for k in keys)
     for k in room_keys:
         assert 0 < r.pttl(k) <= 30_000, k
     store.close(t.code, t.token)
     left = sorted(r.scan_iter(f"{prefix}:*"))
-    assert left == [f"{prefix}:closed:{t.code}"] and 0 < r.pttl(left[0])
+    assert left == [f"{prefix}:closed:{t.code}"]
+    assert 0 < r.pttl(left[0])
 
 
 def test_an_unchanged_poll_is_one_get(redis_server: RedisServer):
@@ -132,13 +134,17 @@ def test_a_dead_redis_is_a_clear_message_without_the_password():
         room_store({"TFORMER_REDIS_URL": url})
     assert time.monotonic() - t0 < 5
     msg = str(err.value)
-    assert f"127.0.0.1:{port}" in msg and "cannot be reached" in msg and "Everything else works" in msg
-    assert "hunter2" not in msg and "hunter2" not in repr(err.value.values)
+    assert f"127.0.0.1:{port}" in msg
+    assert "cannot be reached" in msg
+    assert "Everything else works" in msg
+    assert "hunter2" not in msg
+    assert "hunter2" not in repr(err.value.values)
     # remembered for a while: the app does not wait for a connection on every run
     t0 = time.monotonic()
     with pytest.raises(RoomsUnavailable) as again:
         room_store({"TFORMER_REDIS_URL": url})
-    assert again.value is err.value and time.monotonic() - t0 < 0.1
+    assert again.value is err.value
+    assert time.monotonic() - t0 < 0.1
 
 
 def test_redis_going_away_mid_lesson(tmp_path: Path):
@@ -167,10 +173,12 @@ def test_a_wrong_password_says_so_without_it(redis_server: RedisServer):
 
 def test_the_factory_picks_the_store():
     mem = room_store({})
-    assert isinstance(mem, MemoryRoomStore) and room_store({}) is mem  # one per process
+    assert isinstance(mem, MemoryRoomStore)
+    assert room_store({}) is mem  # one per process
     assert room_store({"TFORMER_REDIS_URL": "  "}) is mem
     longer = room_store({"TFORMER_ROOM_IDLE_MINUTES": "90"})
-    assert longer.limits.idle_s == 90 * 60 and longer is not mem
+    assert longer.limits.idle_s == 90 * 60
+    assert longer is not mem
     for bad in ("0", "abc", "1e9", "nan", "-5"):
         with pytest.raises(RoomsUnavailable, match="TFORMER_ROOM_IDLE_MINUTES"):
             room_store({"TFORMER_ROOM_IDLE_MINUTES": bad})

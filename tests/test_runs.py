@@ -65,8 +65,10 @@ def test_runs_beyond_max_running_wait_in_order_with_their_positions(make_manager
     assert [r.queue_position() for r in runs] == [None, None, 1, 2, 3]
     assert runs[2].message.startswith("queued: next to start")
     assert runs[3].message.startswith("queued: 1 run(s) ahead")
-    assert manager.active_count() == 2 and manager.queued_count() == 3
-    assert runs[0].started is not None and runs[2].started is None
+    assert manager.active_count() == 2
+    assert manager.queued_count() == 3
+    assert runs[0].started is not None
+    assert runs[2].started is None
 
     runs[0].stop()
     assert runs[0].wait(1.0)
@@ -75,13 +77,15 @@ def test_runs_beyond_max_running_wait_in_order_with_their_positions(make_manager
     assert manager.active_count() == 2
 
     runs[4].stop()  # a queued run ends at once, without ever starting
-    assert runs[4].state == "stopped" and runs[4].started is None
+    assert runs[4].state == "stopped"
+    assert runs[4].started is None
     assert runs[4].message == "stopped before it started"
     assert runs[3].queue_position() == 1
 
     assert [r.id for r in manager.runs()] == [r.id for r in runs]
     assert [r.label for r in manager.runs(owner="session-1")] == ["run 1", "run 3"]
-    assert manager.get(runs[1].id) is runs[1] and manager.get("nope") is None
+    assert manager.get(runs[1].id) is runs[1]
+    assert manager.get("nope") is None
     assert len({r.id for r in runs}) == 5
 
 
@@ -94,9 +98,12 @@ def test_stop_takes_effect_within_a_second(make_manager) -> None:
     assert run.state in ("stopping", "stopped")
     assert run.wait(1.0), run.state
     assert time.monotonic() - t0 < 1.0
-    assert run.state == "stopped" and run.message == "stopped on request"
+    assert run.state == "stopped"
+    assert run.message == "stopped on request"
     assert run.result == {"steps": run.progress.n_steps}
-    assert run.finished is not None and run.started is not None and run.finished >= run.started
+    assert run.finished is not None
+    assert run.started is not None
+    assert run.finished >= run.started
 
 
 def test_a_run_is_stopping_until_its_function_returns(make_manager) -> None:
@@ -112,10 +119,12 @@ def test_a_run_is_stopping_until_its_function_returns(make_manager) -> None:
     run = manager.submit("slow to stop", fn, owner="s")
     run.stop()
     assert noticed.wait(1.0)
-    assert run.state == "stopping" and not run.is_final
+    assert run.state == "stopping"
+    assert not run.is_final
     assert manager.active_count() == 1
     release.set()
-    assert run.wait(1.0) and run.state == "stopped"
+    assert run.wait(1.0)
+    assert run.state == "stopped"
     assert manager.active_count() == 0
 
 
@@ -141,7 +150,8 @@ def test_nobody_watching_stops_a_run_but_a_heartbeat_keeps_it_going(make_manager
     finally:
         beating.set()
         watcher.join()
-    assert watched.wait(2.0) and watched.message == "stopped: nobody was watching for 0.3 s"
+    assert watched.wait(2.0)
+    assert watched.message == "stopped: nobody was watching for 0.3 s"
 
 
 def test_a_watched_run_stops_at_its_time_limit_counted_from_its_start(make_manager) -> None:
@@ -160,9 +170,11 @@ def test_a_watched_run_stops_at_its_time_limit_counted_from_its_start(make_manag
     watcher = threading.Thread(target=watch)
     watcher.start()
     try:
-        assert first.wait(2.0) and first.state == "stopped"
+        assert first.wait(2.0)
+        assert first.state == "stopped"
         assert first.message == "stopped: a run may train for at most 0.00666667 min on this server"
-        assert waiting.wait(2.0) and waiting.state == "stopped"  # its 0.4 s began when it started
+        assert waiting.wait(2.0)
+        assert waiting.state == "stopped"  # its 0.4 s began when it started
         assert waiting.finished - waiting.started >= 0.4
         time.sleep(0.8)
         assert unlimited.state == "running"
@@ -183,7 +195,8 @@ def test_an_abandoned_queued_run_never_starts(make_manager) -> None:
         first.heartbeat()
         time.sleep(0.05)
     assert [r.state for r in manager.runs()] == ["running", "stopped"]
-    assert queued.started is None and queued.message.startswith("stopped: nobody was watching")
+    assert queued.started is None
+    assert queued.message.startswith("stopped: nobody was watching")
     assert manager.queued_count() == 0
     first.stop()
     assert first.wait(1.0)
@@ -197,12 +210,16 @@ def test_a_crashing_run_fails_and_the_queue_moves_on(make_manager) -> None:
     manager = make_manager(max_running=1)
     crashed = manager.submit("crash", crash, owner="s")
     after = manager.submit("after", lambda handle: handle.set_result(42), owner="s")
-    assert crashed.wait(2.0) and after.wait(2.0)
+    assert crashed.wait(2.0)
+    assert after.wait(2.0)
     assert crashed.state == "failed"
     assert crashed.message == "failed: ValueError: the batch has no labels"
-    assert crashed.traceback is not None and "the batch has no labels" in crashed.traceback
+    assert crashed.traceback is not None
+    assert "the batch has no labels" in crashed.traceback
     assert crashed.progress.steps() == [{"step": 1, "loss": 2.0}]
-    assert after.state == "done" and after.message == "done" and after.result == 42
+    assert after.state == "done"
+    assert after.message == "done"
+    assert after.result == 42
     assert after.traceback is None
 
 
@@ -215,7 +232,8 @@ def test_a_run_can_fail_itself_with_a_message(make_manager) -> None:
     manager = make_manager()
     run = manager.submit("empty", fn, owner="s")
     assert run.wait(2.0)
-    assert run.state == "failed" and run.message == "the dataset is empty"
+    assert run.state == "failed"
+    assert run.message == "the dataset is empty"
 
 
 def test_a_run_that_returns_is_done_with_its_result(make_manager) -> None:
@@ -234,7 +252,8 @@ def test_a_run_that_returns_is_done_with_its_result(make_manager) -> None:
         "steps": [{"step": 1, "loss": 1.0}, {"step": 2, "loss": 0.5}, {"step": 3, "loss": 1 / 3}],
         "evals": [{"step": 3, "accuracy": 0.75}],
     }
-    assert run.state in FINAL_STATES and set(FINAL_STATES) <= set(STATES)
+    assert run.state in FINAL_STATES
+    assert set(FINAL_STATES) <= set(STATES)
 
 
 def test_too_many_queued_runs_are_refused(make_manager) -> None:
@@ -263,7 +282,8 @@ def test_progress_is_readable_while_the_run_trains(make_manager) -> None:
         assert all(isinstance(s["loss"], float) for s in steps)  # numpy scalars became floats
         time.sleep(0.01)
     assert run.state == "running"
-    assert seen == sorted(seen) and seen[-1] > seen[0]
+    assert seen == sorted(seen)
+    assert seen[-1] > seen[0]
 
     first = run.progress.steps()
     first[0]["loss"] = -1.0  # a reader's copy: the record is untouched
@@ -273,7 +293,9 @@ def test_progress_is_readable_while_the_run_trains(make_manager) -> None:
     assert not later or later[0]["step"] == n + 1
 
     snapshots = run.progress.snapshots()
-    assert snapshots and snapshots[0].step == 5 and snapshots[0].array.shape == (2, 3)
+    assert snapshots
+    assert snapshots[0].step == 5
+    assert snapshots[0].array.shape == (2, 3)
     assert not snapshots[0].array.flags.writeable
     version = run.progress.version
     assert wait_for(lambda: run.progress.version > version)
@@ -303,7 +325,8 @@ def test_finished_runs_are_forgotten_beyond_keep_finished(make_manager) -> None:
     running = manager.submit("running", looper(), owner="s")
     assert not manager.forget(running.id)  # only final runs can be forgotten
     kept = manager.runs()[0]
-    assert manager.forget(kept.id) and manager.get(kept.id) is None
+    assert manager.forget(kept.id)
+    assert manager.get(kept.id) is None
     assert [r.label for r in manager.runs()] == ["r3", "running"]
 
 

@@ -52,7 +52,8 @@ def test_tau_1_and_scaled_is_the_models_own_pattern(causal):
             assert q.shape == (n, d_k)
             mine = temperature_pattern(q @ k.T, d_k, allowed=allowed)
             theirs = cap["pattern"][layer, head]
-            assert mine.dtype == np.float32 and mine.shape == theirs.shape == (n, n)
+            assert mine.dtype == np.float32
+            assert mine.shape == theirs.shape == (n, n)
             assert np.abs(mine - theirs).max() <= 1e-5, (layer, head)
 
 
@@ -70,7 +71,8 @@ def test_temperature_sharpens_below_one_and_flattens_above():
     np.testing.assert_array_equal(cold.argmax(-1), raw.argmax(-1))
     assert np.all(cold.max(-1) > 0.999)
     np.testing.assert_allclose(hot, 1 / 12, atol=1e-3)
-    assert np.all(row_entropy(cold) < row_entropy(warm)) and np.all(row_entropy(warm) < row_entropy(hot))
+    assert np.all(row_entropy(cold) < row_entropy(warm))
+    assert np.all(row_entropy(warm) < row_entropy(hot))
     for p in (cold, warm, hot):
         np.testing.assert_allclose(p.sum(-1), 1.0, atol=1e-6)
 
@@ -92,7 +94,8 @@ def test_masked_keys_get_zero_and_a_fully_masked_row_is_zero_not_nan():
     np.testing.assert_array_equal(p[2], np.zeros(4, np.float32))
     np.testing.assert_allclose(p[[0, 1, 3]].sum(-1), 1.0, atol=1e-6)
     np.testing.assert_allclose(p[3], softmax(raw[3] / 4 / 0.5), atol=1e-6)
-    assert row_entropy(p)[2] == 0.0 and row_max(p)[2] == 0.0
+    assert row_entropy(p)[2] == 0.0
+    assert row_max(p)[2] == 0.0
 
 
 def test_minus_infinity_scores_count_as_masked():
@@ -151,7 +154,8 @@ def test_entropy_by_hand_and_zero_for_one_hot_and_empty_rows():
 
 def test_row_stats_keep_leading_axes():
     p = random_rows(12, 5, 1.0).reshape(3, 4, 5)  # [head_index, query_pos, key_pos]
-    assert row_entropy(p).shape == (3, 4) and row_max(p).shape == (3, 4)
+    assert row_entropy(p).shape == (3, 4)
+    assert row_max(p).shape == (3, 4)
     np.testing.assert_allclose(row_entropy(p)[1], row_entropy(p[1]))
 
 
@@ -239,11 +243,14 @@ def test_without_the_scale_the_softmax_saturates_and_its_gradient_vanishes(sweep
     assert sweep.max_raw[-1] > 0.9 > 4 * sweep.max_scaled[-1]
     assert sweep.jac_raw[-1] < 0.5 * sweep.jac_scaled[-1]
     # with the scale nothing depends on d_k: the logits' distribution is the same at every d_k
-    assert np.ptp(sweep.max_scaled) < 0.05 and np.ptp(sweep.jac_scaled) < 0.03
+    assert np.ptp(sweep.max_scaled) < 0.05
+    assert np.ptp(sweep.jac_scaled) < 0.03
     # the two agree where √d_k is smallest and part furthest where it is largest
     gap = sweep.max_raw - sweep.max_scaled
-    assert gap[-1] == gap.max() and gap[0] == gap.min()
-    assert np.all(sweep.max_raw >= 1 / 32) and np.all(sweep.max_raw <= 1)
+    assert gap[-1] == gap.max()
+    assert gap[0] == gap.min()
+    assert np.all(sweep.max_raw >= 1 / 32)
+    assert np.all(sweep.max_raw <= 1)
 
 
 def test_sweep_is_deterministic_for_a_seed_and_changes_with_it(sweep):

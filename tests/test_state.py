@@ -50,7 +50,8 @@ def test_round_trip_property(text, n_heads, k, causal, dims):
     v.set("causal", causal)
     v.set("positional.dims", dims)
     w, notices = ViewState.from_query(v.to_query())
-    assert notices == [] and w == v
+    assert notices == []
+    assert w == v
 
 
 @pytest.mark.parametrize(
@@ -72,14 +73,17 @@ def test_round_trip_property(text, n_heads, k, causal, dims):
 def test_hostile_values_fall_back_to_the_default_with_a_notice(key, value, why):
     v, notices = ViewState.from_query({key: value, "head": "2"})
     assert v.get(key) == ViewState().get(key)
-    assert len(notices) == 1 and key in notices[0] and why in notices[0], notices
+    assert len(notices) == 1, notices
+    assert key in notices[0], notices
+    assert why in notices[0], notices
     assert v.head == 2  # the rest of the link still applies
 
 
 def test_unknown_and_repeated_keys():
     v, notices = ViewState.from_query({"nope": "1", "pages": "x", "n_heads": ["2", "8"]})
     assert v.n_heads == 8  # the last of a repeated key
-    assert len(notices) == 2 and all("unknown" in n for n in notices)
+    assert len(notices) == 2
+    assert all("unknown" in n for n in notices)
 
 
 def test_set_refuses_what_a_widget_could_not_produce():

@@ -36,12 +36,11 @@ def test_values_are_formatted_as_their_columns_were():
         "time / float32's": "%.2f×",
         "rows whose top key changed": "%.1f %%",
     }
-    assert formatted(11.94, "%.1f") == "11.9" and formatted(0.41, "%.2f×") == "0.41×"
-    assert (
-        formatted(7.4, "%.1f %%") == "7.4 %"
-        and formatted(None, "%.1f") == ""
-        and formatted("cpu", "%.1f") == "cpu"
-    )
+    assert formatted(11.94, "%.1f") == "11.9"
+    assert formatted(0.41, "%.2f×") == "0.41×"
+    assert formatted(7.4, "%.1f %%") == "7.4 %"
+    assert formatted(None, "%.1f") == ""
+    assert formatted("cpu", "%.1f") == "cpu"
 
 
 def test_a_table_too_wide_for_the_page_turns_and_then_fits():
@@ -54,7 +53,8 @@ def test_a_table_too_wide_for_the_page_turns_and_then_fits():
         "time / float32's",
         "rows whose top key changed",
     ]
-    assert side[0]["INT8, scale per row"] == "4.9" and side[2]["INT8, scale per row"] == "7.4 %"
+    assert side[0]["INT8, scale per row"] == "4.9"
+    assert side[2]["INT8, scale per row"] == "7.4 %"
     assert table_px(side, {}) <= 940
 
 

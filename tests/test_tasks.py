@@ -54,10 +54,12 @@ def test_targets_on_hand_examples(name, text, expected, kw):
 def test_every_task_has_targets_and_a_description():
     assert list(TASKS) == ["copy", "reverse", "sort", "shift", "lookup"]
     for name, description in TASKS.items():
-        assert description and "\n" not in description
+        assert description
+        assert "\n" not in description
         spec = TaskSpec(name)
         x, y = make_batch(spec, np.random.default_rng(0), 4)
-        assert x.shape == y.shape == (4, 16) and x.dtype == y.dtype == np.int64
+        assert x.shape == y.shape == (4, 16)
+        assert x.dtype == y.dtype == np.int64
         assert (y == task_targets(spec, x)).all()
 
 
@@ -79,8 +81,10 @@ def test_lookup_is_deterministic_and_matches_a_plain_loop():
         assert out.tolist() == expected
     # the same draw from the same seed
     x2, y2 = make_batch(spec, np.random.default_rng(3), 200)
-    assert (x == x2).all() and (y == y2).all()
-    assert (y == BLANK_ID).any() and (y != BLANK_ID).any()  # both cases occur
+    assert (x == x2).all()
+    assert (y == y2).all()
+    assert (y == BLANK_ID).any()
+    assert (y != BLANK_ID).any()  # both cases occur
 
 
 def test_held_out_never_overlaps_training_draws():
@@ -112,7 +116,8 @@ def test_held_out_set_is_fixed_distinct_and_prefix_stable():
     a, ya = held_out_set(spec, 64)
     b, _ = held_out_set(spec, 64)
     big, _ = held_out_set(spec, 128)
-    assert (a == b).all() and (a == big[:64]).all()
+    assert (a == b).all()
+    assert (a == big[:64]).all()
     assert len({row.tobytes() for row in big}) == 128
     assert (ya == a[:, ::-1]).all()
     a[0, 0] = 0  # a copy: the cached set is untouched
@@ -125,8 +130,12 @@ def test_tokenizer_round_trip():
     enc = tok.encode("c a f b")
     assert enc.ids == [5, 3, 8, 4]
     assert enc.labels == ["c", "a", "f", "b"]
-    assert tok.cls_token is None and tok.sep_token is None and tok.n_special == 0
-    assert tok.pad_id == 0 and tok.unk_id == 1 and tok.vocab_size == spec.n_ids == 19
+    assert tok.cls_token is None
+    assert tok.sep_token is None
+    assert tok.n_special == 0
+    assert tok.pad_id == 0
+    assert tok.unk_id == 1
+    assert tok.vocab_size == spec.n_ids == 19
     assert as_text(enc.ids) == "c a f b"
     assert tok.encode("c z q").ids == [5, 1, 1]  # z and q are not among 16 symbols
     assert len(tok.encode("a " * 10).ids) == 6  # truncated to the task length
@@ -144,7 +153,8 @@ def test_tokenizer_uses_uppercase_beyond_26_symbols():
 def test_example_texts_are_held_out_inputs():
     spec = TaskSpec("sort")
     texts = example_texts(spec, 3)
-    assert len(texts) == 3 and all(len(t.split()) == 16 for t in texts)
+    assert len(texts) == 3
+    assert all(len(t.split()) == 16 for t in texts)
     x = np.array([task_tokenizer(spec).encode(t).ids for t in texts])
     assert is_held_out(spec, x).all()
 

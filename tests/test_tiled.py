@@ -76,9 +76,12 @@ def test_fully_masked_rows_are_zero_not_nan(block_q, block_k):
     mask[1, 1, 4:] = False  # rows 4..6 of one head of the second
     ref = explicit_attention(q, k, v, mask)
     out = tiled_attention(q, k, v, block_q=block_q, block_k=block_k, attn_mask=mask)
-    assert not torch.isnan(out).any() and not torch.isnan(ref).any()
-    assert (out[0, :, 2] == 0).all() and (out[1, 1, 4:] == 0).all()
-    assert (ref[0, :, 2] == 0).all() and (ref[1, 1, 4:] == 0).all()
+    assert not torch.isnan(out).any()
+    assert not torch.isnan(ref).any()
+    assert (out[0, :, 2] == 0).all()
+    assert (out[1, 1, 4:] == 0).all()
+    assert (ref[0, :, 2] == 0).all()
+    assert (ref[1, 1, 4:] == 0).all()
     assert biggest(out, ref) <= TOL
 
 

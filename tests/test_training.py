@@ -53,11 +53,16 @@ def test_noam_peaks_at_warmup_then_decays_as_inverse_sqrt():
 
 def test_schedule_curve_follows_the_recipe():
     steps, lrs = schedule_curve(Recipe(lr=1e-3, warmup=50, steps=400))
-    assert steps[0] == 1 and steps[-1] == 400 and lrs.shape == (400,)
-    assert steps[int(np.argmax(lrs))] == 50 and lrs.max() == pytest.approx(1e-3)
-    assert np.all(np.diff(lrs[:50]) > 0) and np.all(np.diff(lrs[50:]) < 0)
+    assert steps[0] == 1
+    assert steps[-1] == 400
+    assert lrs.shape == (400,)
+    assert steps[int(np.argmax(lrs))] == 50
+    assert lrs.max() == pytest.approx(1e-3)
+    assert np.all(np.diff(lrs[:50]) > 0)
+    assert np.all(np.diff(lrs[50:]) < 0)
     _, const = schedule_curve(Recipe(lr=1e-3, schedule="constant", warmup=10, steps=30))
-    assert const[4] == pytest.approx(5e-4) and np.allclose(const[9:], 1e-3)
+    assert const[4] == pytest.approx(5e-4)
+    assert np.allclose(const[9:], 1e-3)
     _, flat = schedule_curve(Recipe(lr=1e-3, schedule="constant", warmup=0, steps=5))
     assert np.allclose(flat, 1e-3)
 
@@ -146,7 +151,8 @@ def test_a_tiny_copy_run_generalises():
     evals: list[tuple[int, float]] = []
     summary = tr.run(until_acc=0.95, on_eval=lambda s, a: evals.append((s, a)))
     assert summary.reason == "target", summary
-    assert summary.accuracy is not None and summary.accuracy >= 0.95
+    assert summary.accuracy is not None
+    assert summary.accuracy >= 0.95
     assert evals[-1] == (summary.steps, summary.accuracy)
     assert tr.evaluate() == pytest.approx(summary.accuracy)
     # it answers held-out inputs it never trained on
@@ -166,18 +172,23 @@ def test_run_snapshots_evaluates_and_honours_stop():
         on_eval=lambda n, a: evals.append(n),
         on_snapshot=lambda n, p: snaps.append(n),
     )
-    assert summary.reason == "stopped" and summary.steps == 12
+    assert summary.reason == "stopped"
+    assert summary.steps == 12
     assert steps == list(range(1, 13))
-    assert snaps == [0, 5, 10, 12] and evals == [4, 8, 12]  # 12: the step it stopped on
+    assert snaps == [0, 5, 10, 12]
+    assert evals == [4, 8, 12]  # 12: the step it stopped on
     more = tr.run(on_snapshot=lambda n, p: snaps.append(n))  # carries on to recipe.steps
-    assert more.reason == "steps" and more.steps == 20 and more.accuracy is not None
+    assert more.reason == "steps"
+    assert more.steps == 20
+    assert more.accuracy is not None
     assert snaps[4:] == [15, 20]
 
 
 def test_snapshot_is_the_probe_pattern():
     tr = small_trainer(dropout=0.3)
     pattern = tr.snapshot()
-    assert pattern.shape == (1, 2, 8, 8) and pattern.dtype == np.float32
+    assert pattern.shape == (1, 2, 8, 8)
+    assert pattern.dtype == np.float32
     assert np.allclose(pattern.sum(-1), 1.0, atol=1e-5)
     assert np.array_equal(pattern, tr.snapshot())  # eval mode: no dropout
     assert tr.model.training  # back to training mode
@@ -206,7 +217,8 @@ def test_dropout_is_seeded_by_the_recipe_and_leaves_global_rng_alone():
     for seed in (5, 5, 6):
         tr = small_trainer(dropout=0.2, seed=seed)
         runs.append([tr.step().loss for _ in range(3)])
-    assert runs[0] == runs[1] and runs[0] != runs[2]
+    assert runs[0] == runs[1]
+    assert runs[0] != runs[2]
     assert torch.equal(torch.get_rng_state(), before)
     assert torch.get_num_threads() == threads
 
@@ -218,7 +230,9 @@ def test_every_recipe_field_has_help():
     helps = recipe_help()
     assert list(helps) == [f.name for f in fields(Recipe)]
     for name, text in helps.items():
-        assert text.strip() and "\n" not in text and len(text) < 100, name
+        assert text.strip(), name
+        assert "\n" not in text, name
+        assert len(text) < 100, name
 
 
 @pytest.mark.parametrize(
@@ -244,9 +258,12 @@ def test_model_config_fits_the_task():
     spec = TaskSpec("sort", length=12, vocab=10)
     cfg = model_config(spec)
     assert cfg.vocab_size == cfg.n_outputs == task_tokenizer(spec).vocab_size == 13
-    assert cfg.max_len == 12 and cfg.norm == "pre" and (cfg.n_layers, cfg.n_heads, cfg.d_model) == (2, 4, 64)
+    assert cfg.max_len == 12
+    assert cfg.norm == "pre"
+    assert (cfg.n_layers, cfg.n_heads, cfg.d_model) == (2, 4, 64)
     tr = Trainer(cfg, spec, Recipe(dropout=0.1, seed=3), n_held_out=8)
-    assert tr.cfg.dropout == 0.1 and tr.cfg.seed == 3
+    assert tr.cfg.dropout == 0.1
+    assert tr.cfg.seed == 3
     with pytest.raises(ValueError, match="model_config"):
         Trainer(model_config(TaskSpec("sort", vocab=8)), spec, Recipe())
 
@@ -272,7 +289,9 @@ def test_logits_fire_the_logits_hook_and_need_a_head():
     with model.hooks([("hook_logits", lambda t, hook: seen.append(t.clone()))]):
         out = model.logits(ids)
         model(ids)
-    assert len(seen) == 2 and torch.allclose(seen[0], out) and torch.allclose(seen[1], out)
+    assert len(seen) == 2
+    assert torch.allclose(seen[0], out)
+    assert torch.allclose(seen[1], out)
     bare = Encoder(model_and_ids()[0].cfg)
     with pytest.raises(ValueError, match="n_outputs=0"):
         bare.logits(ids)
@@ -348,9 +367,11 @@ def test_the_memory_estimate_grows_with_what_the_backward_pass_keeps():
 def test_trainer_runs_on_cuda():
     spec = TaskSpec("copy", length=8, vocab=8)
     tr = Trainer(model_config(spec), spec, Recipe(steps=200, eval_every=10), device="cuda", n_held_out=64)
-    assert next(tr.model.parameters()).is_cuda and tr.held_out[0].is_cuda
+    assert next(tr.model.parameters()).is_cuda
+    assert tr.held_out[0].is_cuda
     summary = tr.run(until_acc=0.95)
     assert summary.reason == "target", summary
     pattern = tr.snapshot()
-    assert isinstance(pattern, np.ndarray) and pattern.shape == (2, 4, 8, 8)
+    assert isinstance(pattern, np.ndarray)
+    assert pattern.shape == (2, 4, 8, 8)
     assert tr.predict(tr.held_out[0][:2]).shape == (2, 8)

@@ -117,7 +117,8 @@ def test_parameter_counts_sum_to_the_models_total(overrides):
     parts = parameter_counts(model)
     assert sum(p.params for p in parts) == sum(p.numel() for p in model.parameters()) == model.cfg.n_params()
     names = [p.name for p in parts]
-    assert names[0] == "token embedding" and "layer 0 · multi-head attention (W_Q, W_K, W_V, W_O)" in names
+    assert names[0] == "token embedding"
+    assert "layer 0 · multi-head attention (W_Q, W_K, W_V, W_O)" in names
     d = model.cfg.d_model
     attn = next(p for p in parts if p.name.startswith("layer 1 · multi-head"))
     assert attn.params == 4 * d * d + 4 * d

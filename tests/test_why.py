@@ -118,12 +118,14 @@ def test_gradients_vanish_below_scale_one_and_grow_well_above(seed):
     x = tokens(64, d_in=32, seed=seed)
     low = gradient_profile(x, LayerSpec(kind="rnn", scale=0.5))
     high = gradient_profile(x, LayerSpec(kind="rnn", scale=2.0))
-    assert low.factor_per_step is not None and low.factor_per_step < 0.6
+    assert low.factor_per_step is not None
+    assert low.factor_per_step < 0.6
     assert slope(low) < 0
     assert low.log10_norm[-1] < low.log10_norm[1] - 10  # ten decades lost over 63 steps
     # a monotonic trend: every 8-step window ends lower than it began
     assert (np.diff(low.log10_norm[1::8]) < 0).all()
-    assert high.factor_per_step is not None and high.factor_per_step > 1.0
+    assert high.factor_per_step is not None
+    assert high.factor_per_step > 1.0
     assert slope(high) > 0
     assert high.log10_norm[-1] > high.log10_norm[1]
     # the bound s^(n-i) ||W_ih||_F holds at every distance
@@ -147,7 +149,8 @@ def test_attentions_gradient_does_not_decay_with_distance():
     x = tokens(128, d_in=32)
     att = gradient_profile(x, LayerSpec(kind="attention"))
     rnn = gradient_profile(x, LayerSpec(kind="rnn", scale=0.5))
-    assert att.factor_per_step is not None and 0.98 < att.factor_per_step < 1.02
+    assert att.factor_per_step is not None
+    assert 0.98 < att.factor_per_step < 1.02
     far, near = att.log10_norm[64:], att.log10_norm[1:9]
     assert abs(np.median(far) - np.median(near)) < 0.5  # within a factor of about 3
     assert np.ptp(att.log10_norm[1:]) < 1.5
@@ -189,7 +192,8 @@ def test_run_layer_gathers_states_profile_pattern_and_steps():
         assert run.profile.distance.tolist() == list(range(11))
         assert run.steps == (1 if kind == "attention" else 11)
         if kind == "attention":
-            assert run.pattern is not None and run.pattern.shape == (11, 11)
+            assert run.pattern is not None
+            assert run.pattern.shape == (11, 11)
             np.testing.assert_allclose(run.pattern.sum(-1), 1.0, atol=1e-12)
             np.testing.assert_allclose(run.pattern, attention_pattern(x, spec))
         else:
@@ -210,7 +214,8 @@ def test_one_token_and_a_single_text_shape_work():
     for kind in KINDS:
         run = run_layer(x, LayerSpec(kind=kind, d_hidden=3))
         assert run.states.shape == (1, 3)
-        assert run.profile.log10_norm.shape == (1,) and np.isfinite(run.profile.log10_norm).all()
+        assert run.profile.log10_norm.shape == (1,)
+        assert np.isfinite(run.profile.log10_norm).all()
         assert run.profile.factor_per_step is None  # no distance >= 1 to fit
 
 
@@ -218,7 +223,7 @@ def test_one_token_and_a_single_text_shape_work():
 
 
 @pytest.mark.parametrize(
-    "x, message",
+    ("x", "message"),
     [
         (np.zeros((0, 8)), "pos >= 1"),
         (np.zeros(8), r"\[pos, d_in\]"),
@@ -233,7 +238,7 @@ def test_bad_inputs_raise_clear_errors(x, message):
 
 
 @pytest.mark.parametrize(
-    "changes, message",
+    ("changes", "message"),
     [
         ({"kind": "lstm"}, "kind"),
         ({"d_hidden": 0}, "d_hidden"),
@@ -251,7 +256,8 @@ def test_bad_specs_raise_clear_errors(changes, message):
 
 def test_constant_token_vectors_standardize_to_zero_not_nan():
     out = standardize(np.ones((3, 5)))
-    assert np.isfinite(out).all() and (out == 0).all()
+    assert np.isfinite(out).all()
+    assert (out == 0).all()
 
 
 def test_weights_are_a_function_of_the_spec_and_leave_the_global_seed_alone():
@@ -261,7 +267,8 @@ def test_weights_are_a_function_of_the_spec_and_leave_the_global_seed_alone():
     assert torch.equal(torch.random.get_rng_state(), before)
     b = layer_weights(LayerSpec(kind="gru", seed=4), 8)
     c = layer_weights(LayerSpec(kind="gru", seed=5), 8)
-    assert torch.equal(a.w_rec, b.w_rec) and torch.equal(a.w_in, b.w_in)
+    assert torch.equal(a.w_rec, b.w_rec)
+    assert torch.equal(a.w_in, b.w_in)
     assert not torch.equal(a.w_rec, c.w_rec)
 
 
@@ -281,7 +288,7 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
-@pytest.mark.parametrize("n, budget_s", [(16, 0.15), (128, 0.25), (512, 0.5)])
+@pytest.mark.parametrize(("n", "budget_s"), [(16, 0.15), (128, 0.25), (512, 0.5)])
 def test_a_texts_measurements_fit_the_apps_edit_budget(one_thread, n, budget_s):
     """Every layer the page draws for one text (the tanh RNN and the GRU at three scales, and
     attention) in less CPU time than the edit budget (CPU time: other programs on a shared
@@ -300,12 +307,15 @@ def test_a_texts_measurements_fit_the_apps_edit_budget(one_thread, n, budget_s):
 
 def test_the_timing_settings_sweep_both_recurrent_layers_and_attention():
     s = timing_settings(d_model=32, n_max=32, total_s=2.0)
-    assert s.recurrent == ("rnn", "gru") and s.n_min == 16 and s.heads == 2
+    assert s.recurrent == ("rnn", "gru")
+    assert s.n_min == 16
+    assert s.heads == 2
     sweep = rnn_sweep(s)
     assert [c.method for c in sweep.curves] == ["rnn", "gru", "attention"]
     for c in sweep.curves:
         assert len(c.points) >= 1
-        assert (c.q1_s <= c.time_s).all() and (c.time_s <= c.q3_s).all()
+        assert (c.q1_s <= c.time_s).all()
+        assert (c.time_s <= c.q3_s).all()
     assert sweep.extra["paths"]["gru"]["sequential"].tolist() == sweep.extra["lengths"].tolist()
 
 

@@ -106,7 +106,8 @@ class ClassDeployment:
         return self
 
     def _read(self, ready: threading.Event) -> None:
-        assert self.proc is not None and self.proc.stdout is not None
+        assert self.proc is not None
+        assert self.proc.stdout is not None
         for line in self.proc.stdout:
             self.output.append(line)
             if line.startswith("READY "):

@@ -7,6 +7,7 @@ holding an app.py to run these against it instead of the repo's app.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -157,10 +158,8 @@ def page(context: Any, probe: PageProbe, request: pytest.FixtureRequest) -> Iter
     yield p
     rep = getattr(request.node, "rep_call", None)
     if rep is not None and rep.failed:
-        try:
+        with contextlib.suppress(Exception):
             screenshot(p, f"FAILED-{request.node.name}", settle_ms=0)
-        except Exception:
-            pass
 
 
 @pytest.fixture

@@ -89,7 +89,8 @@ def app_pages(app_dir: Path | None = None) -> tuple[Any, ...]:
     name = f"_tformer_registry_{abs(hash(str(path)))}"
     if name not in sys.modules:
         spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
+        assert spec is not None
+        assert spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module  # dataclasses look their module up while the class is made
         spec.loader.exec_module(module)
@@ -181,19 +182,18 @@ class AppServer:
                 ARTIFACTS_DIR.mkdir(parents=True, exist_ok=True)
                 self.log_path = ARTIFACTS_DIR / "streamlit-server.log"
             Path(self.log_path).parent.mkdir(parents=True, exist_ok=True)
-            log = open(self.log_path, "ab")
-            log.write(f"\n=== {' '.join(self.command())} (cwd {self.app_dir})\n".encode())
-            log.flush()
-            self.proc = subprocess.Popen(
-                self.command(),
-                cwd=self.app_dir,
-                env=self.env(),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # own process group: teardown kills every child
-            )
-            log.close()
+            with open(self.log_path, "ab") as log:  # the server keeps its own copy of the handle
+                log.write(f"\n=== {' '.join(self.command())} (cwd {self.app_dir})\n".encode())
+                log.flush()
+                self.proc = subprocess.Popen(
+                    self.command(),
+                    cwd=self.app_dir,
+                    env=self.env(),
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # own process group: teardown kills every child
+                )
             if self._wait_healthy(timeout_s):
                 return self
             rc = self.proc.poll()

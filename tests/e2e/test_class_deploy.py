@@ -56,11 +56,13 @@ def test_health_and_sticky_sessions_through_nginx(deployment: ClassDeployment):
     status, headers, body = deployment.get("/_stcore/health")
     assert (status, body) == (200, "ok")
     cookie = next(c for c in headers["set-cookie"].split("\n") if c.startswith("tformer_route="))
-    assert "HttpOnly" in cookie and "SameSite=Lax" in cookie
+    assert "HttpOnly" in cookie
+    assert "SameSite=Lax" in cookie
     route = cookie.split(";")[0].split("=", 1)[1]
     for _ in range(6):
         status, headers, _ = deployment.get("/_stcore/health", cookie=f"tformer_route={route}")
-        assert status == 200 and "tformer_route" not in headers["set-cookie"]  # set once
+        assert status == 200
+        assert "tformer_route" not in headers["set-cookie"]  # set once
     time.sleep(0.2)
     mine = {h.upstream for h in deployment.hits() if h.route == route}
     assert len(mine) == 1, mine
@@ -84,8 +86,11 @@ def test_a_page_runs_over_the_websocket_on_each_replica(deployment: ClassDeploym
 
     for upstream, route in cookies.items():
         first, edit = run_sync(lambda route=route: run(route))
-        assert first.status == "ok" and first.exceptions == [] and first.charts, upstream
-        assert edit.status == "ok" and "bridge" in edit.ticktext(), upstream
+        assert first.status == "ok", upstream
+        assert first.exceptions == [], upstream
+        assert first.charts, upstream
+        assert edit.status == "ok", upstream
+        assert "bridge" in edit.ticktext(), upstream
     time.sleep(0.2)
     streams = {
         h.upstream for h in deployment.hits() if h.path.startswith("/_stcore/stream") and h.status == 101
@@ -108,7 +113,8 @@ def test_a_browser_runs_the_app_through_nginx(deployment: ClassDeployment, brows
         open_page(page, "attention")
         screenshot(page, "class-deploy-through-nginx")
         why = f"lost: {lost}\n{_nginx_logs(deployment)}"
-        assert charts(page).count() >= 1 and exception_boxes(page) == 0, why
+        assert charts(page).count() >= 1, why
+        assert exception_boxes(page) == 0, why
         assert lost == [], why
         assert "[crit]" not in (deployment.run_dir / "logs" / "nginx-error.log").read_text(), why
         names = {c["name"] for c in ctx.cookies()}
@@ -119,7 +125,8 @@ def test_a_browser_runs_the_app_through_nginx(deployment: ClassDeployment, brows
 
 def test_one_room_spans_the_replicas_through_redis(deployment: ClassDeployment):
     url = deployment.redis_url()
-    assert url.startswith("redis://:") and f"127.0.0.1:{deployment.redis_port}" in url
+    assert url.startswith("redis://:")
+    assert f"127.0.0.1:{deployment.redis_port}" in url
     assert oct((deployment.run_dir / "redis.url").stat().st_mode & 0o777) == "0o600"
     for i in range(deployment.replicas):  # every replica was started with this Redis
         environ = Path(f"/proc/{deployment.replica_pid(i)}/environ").read_bytes().split(b"\0")

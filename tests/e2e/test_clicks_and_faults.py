@@ -38,7 +38,8 @@ def test_clicking_a_head_in_the_overview_opens_it_in_the_detail_view(page, probe
     assert "layer 3, head 7" in title
     assert grid_button(page, 3, 7).get_attribute("aria-pressed") == "true"
     assert grid_button(page, 3, 1).get_attribute("aria-pressed") == "false"
-    assert exception_boxes(page) == 0 and probe.page_errors == []
+    assert exception_boxes(page) == 0
+    assert probe.page_errors == []
 
 
 def test_a_head_can_be_chosen_from_the_keyboard(page, probe):
@@ -49,10 +50,11 @@ def test_a_head_can_be_chosen_from_the_keyboard(page, probe):
     wait_idle(page, 60_000, since=m)
     assert (widget_value(page, "layer"), widget_value(page, "head")) == ("1", "2")
     assert "layer 1, head 2" in charts(page).nth(0).locator(".gtitle").text_content()
-    assert exception_boxes(page) == 0 and probe.page_errors == []
+    assert exception_boxes(page) == 0
+    assert probe.page_errors == []
 
 
-@pytest.fixture()
+@pytest.fixture
 def damaged_checkpoint(tmp_path: Path) -> Path:
     """A BERT folder with a real config and tokenizer but a truncated model.safetensors."""
     from tformer.model.pretrained import minilm_path

@@ -37,7 +37,8 @@ async def until(session: StreamlitWsSession, done, what: str, timeout: float = 6
     end = time.monotonic() + timeout
     while True:
         res = await session.run(follow_reruns=True)
-        assert res.status == "ok" and res.exceptions == [], (res.status, res.exceptions)
+        assert res.status == "ok", (res.status, res.exceptions)
+        assert res.exceptions == [], (res.status, res.exceptions)
         if done(res):
             return res
         assert time.monotonic() < end, f"timed out waiting for {what}: {res.alerts} {res.progress}"
@@ -59,7 +60,8 @@ def test_a_clear_cache_message_leaves_other_sessions_caches_and_training_runs(ap
         ):
             assert (await editor.run(timeout=first_s)).status == "ok"
             edit = await editor.run({"text": text})
-            assert edit.status == "ok" and tokens_in(words, edit.ticktext()) == []
+            assert edit.status == "ok"
+            assert tokens_in(words, edit.ticktext()) == []
 
             await trainer.run(timeout=first_s)
             trainer.press("train.start")
@@ -78,7 +80,8 @@ def test_a_clear_cache_message_leaves_other_sessions_caches_and_training_runs(ap
                 assert misses[0] == misses[1], f"{name} missed again after the clear: {misses}"
             hits = before[CAPTURE_HITS], after[CAPTURE_HITS]
             assert hits[1] > hits[0], f"the repeated edit did not read the capture cache: {hits}"
-            assert repeat.status == "ok" and repeat.exceptions == []
+            assert repeat.status == "ok"
+            assert repeat.exceptions == []
             assert tokens_in(words, repeat.ticktext()) == []
 
             listed = await trainer.run(follow_reruns=True)

@@ -46,7 +46,9 @@ def tile(meta: dict) -> tuple[int, int, int, int]:
 def test_next_next_back_move_the_step_and_the_highlighted_tile(page, probe):
     open_page(page, f"flash?text={quote(TEXT)}")
     first = grid_meta(page)
-    assert first is not None and first["step"] == 0 and first["n_steps"] == 16
+    assert first is not None
+    assert first["step"] == 0
+    assert first["n_steps"] == 16
     assert tile(first) == (0, 4, 0, 4)
     assert page.locator("h3").first.text_content().startswith("Step 1 of 16")
     numbers_first = score_texts(page)
@@ -54,20 +56,25 @@ def test_next_next_back_move_the_step_and_the_highlighted_tile(page, probe):
 
     click(page, "flash.next")
     second = grid_meta(page)
-    assert second["step"] == 1 and tile(second) == (0, 4, 4, 8)
+    assert second["step"] == 1
+    assert tile(second) == (0, 4, 4, 8)
     assert page.locator("h3").first.text_content().startswith("Step 2 of 16")
     numbers_second = score_texts(page)
-    assert numbers_second and numbers_second != numbers_first
+    assert numbers_second
+    assert numbers_second != numbers_first
 
     click(page, "flash.next")
     third = grid_meta(page)
-    assert third["step"] == 2 and tile(third) == (0, 4, 8, 12)
+    assert third["step"] == 2
+    assert tile(third) == (0, 4, 8, 12)
     assert page.locator("h3").first.text_content().startswith("Step 3 of 16")
 
     click(page, "flash.prev")
     back = grid_meta(page)
-    assert back["step"] == 1 and tile(back) == tile(second)
+    assert back["step"] == 1
+    assert tile(back) == tile(second)
     assert page.locator("h3").first.text_content().startswith("Step 2 of 16")
     assert score_texts(page) == numbers_second
     screenshot(page, "flash-step")
-    assert exception_boxes(page) == 0 and probe.page_errors == []
+    assert exception_boxes(page) == 0
+    assert probe.page_errors == []

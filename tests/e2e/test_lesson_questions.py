@@ -39,7 +39,8 @@ def test_a_token_question_answered_by_clicking_reveals_the_outlined_heatmap(page
     click(page, pills.filter(has_text="street"))
     click(page, widget(page, "lq.check").locator("button"))
     text = bar.inner_text()
-    assert "Not quite" in text and "Hint" in text, text
+    assert "Not quite" in text, text
+    assert "Hint" in text, text
     assert charts(page) == 0
     click(page, widget(page, f"lq.{IT}.answer").locator("button").filter(has_text="animal"))
     click(page, widget(page, "lq.check").locator("button"))
@@ -49,4 +50,5 @@ def test_a_token_question_answered_by_clicking_reveals_the_outlined_heatmap(page
     shapes = page.locator("[data-testid=stPlotlyChart] .layer-above .shapelayer path")
     assert shapes.count() >= 2, shapes.count()
     screenshot(page, "lesson-question-revealed")
-    assert exception_boxes(page) == 0 and probe.page_errors == []
+    assert exception_boxes(page) == 0
+    assert probe.page_errors == []

@@ -19,7 +19,8 @@ def test_ws_client_sets_the_text_widget_and_reads_the_chart(app_server: AppServe
 
     first, r = run_sync(go)
     assert first.charts, "the attention page sent no chart"
-    assert r.status == "ok" and r.exceptions == []
+    assert r.status == "ok"
+    assert r.exceptions == []
     assert tokens_in(session_words(0, 0), r.ticktext()) == []
 
 

@@ -217,7 +217,7 @@ def test_the_guard_catches_a_material_page_icon(app_server_factory, browser, tmp
                 break
             p.wait_for_timeout(100)  # lets Playwright deliver the route's events
         assert caught(), traffic.problems()
-        with pytest.raises(AssertionError, match="fonts.gstatic.com"):
+        with pytest.raises(AssertionError, match=r"fonts\.gstatic\.com"):
             traffic.check("toy app")
     finally:
         ctx.close()

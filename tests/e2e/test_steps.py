@@ -37,7 +37,8 @@ def chart_state(page, key: str) -> dict:
 def test_a_new_query_token_moves_the_outlined_row_and_changes_the_numbers(page, probe):
     open_page(page, f"steps?text={quote(TEXT)}&steps.step=softmax")
     before, row_before = chart_state(page, "step_tensor"), chart_state(page, "step_row")
-    assert before["meta"]["highlight"] == 0 and before["meta"]["numbers"]
+    assert before["meta"]["highlight"] == 0
+    assert before["meta"]["numbers"]
     assert [t for t in before["yticks"] if t.startswith("▶")] == ["▶ [CLS]"]
     assert widget_value(page, "query").startswith("0 ")
     set_widget(page, "query", "2 · cat")
@@ -45,9 +46,11 @@ def test_a_new_query_token_moves_the_outlined_row_and_changes_the_numbers(page, 
     assert after["meta"]["highlight"] == 2
     assert [t for t in after["yticks"] if t.startswith("▶")] == ["▶ cat"]
     numbers = [t for t in row_after["texts"] if t.strip() and t[0] in "0123456789−-."]
-    assert numbers and numbers != [t for t in row_before["texts"] if t.strip() and t[0] in "0123456789−-."]
+    assert numbers
+    assert numbers != [t for t in row_before["texts"] if t.strip() and t[0] in "0123456789−-."]
     screenshot(page, "steps-query")
-    assert exception_boxes(page) == 0 and probe.page_errors == []
+    assert exception_boxes(page) == 0
+    assert probe.page_errors == []
 
 
 def test_back_and_next_walk_the_steps(page, probe):
@@ -62,4 +65,5 @@ def test_back_and_next_walk_the_steps(page, probe):
     page.locator(".st-key-steps-prev button").click()
     wait_idle(page, 60_000, since=m)
     assert page.locator("h3").first.text_content() == header
-    assert exception_boxes(page) == 0 and probe.page_errors == []
+    assert exception_boxes(page) == 0
+    assert probe.page_errors == []

@@ -26,8 +26,10 @@ def test_the_lesson_cards_are_one_row_of_equal_height(page, probe):
     # each card's Start button sits at its foot: the buttons on one line
     feet = boxes(page, "[class*='st-key-lesson_card_'] [data-testid='stButton']")
     bottoms = [b["y"] + b["height"] for b in feet]
-    assert len(bottoms) == len(lessons()) and max(bottoms) - min(bottoms) < 2, feet
-    assert exception_boxes(page) == 0 and probe.page_errors == []
+    assert len(bottoms) == len(lessons()), feet
+    assert max(bottoms) - min(bottoms) < 2, feet
+    assert exception_boxes(page) == 0
+    assert probe.page_errors == []
 
 
 def table_overflow(page, index: int = 0) -> dict | None:
@@ -59,7 +61,8 @@ def test_the_precision_table_fits_a_1400_px_window(page, probe):
     assert size is not None, "no precision table"
     assert size["content"] <= size["shown"] + 1, size  # nothing hidden to the right
     assert size["content_h"] <= size["shown_h"] + 1, size  # nor below
-    assert exception_boxes(page) == 0 and probe.page_errors == []
+    assert exception_boxes(page) == 0
+    assert probe.page_errors == []
 
 
 def test_the_chart_toolbar_covers_no_panel_title_of_the_sparse_masks(page, probe):
@@ -72,16 +75,19 @@ def test_the_chart_toolbar_covers_no_panel_title_of_the_sparse_masks(page, probe
         "(els) => els.map((e) => { const r = e.getBoundingClientRect();"
         " return {x: r.x, y: r.y, width: r.width, height: r.height, text: e.textContent}; })"
     )
-    assert bar and len(titles) == 3, (bar, titles)
+    assert bar, (bar, titles)
+    assert len(titles) == 3, (bar, titles)
     m = bar[0]
-    assert m["width"] > 0 and m["height"] > 0, m
+    assert m["width"] > 0, m
+    assert m["height"] > 0, m
     for t in titles:
         apart = (
             t["x"] >= m["x"] + m["width"] or t["x"] + t["width"] <= m["x"]
             or t["y"] >= m["y"] + m["height"] or t["y"] + t["height"] <= m["y"]
         )  # fmt: skip
         assert apart, (t, m)
-    assert exception_boxes(page) == 0 and probe.page_errors == []
+    assert exception_boxes(page) == 0
+    assert probe.page_errors == []
 
 
 def test_flash_at_472_tokens_opens_on_tiles_sized_for_it(page, probe):
@@ -94,4 +100,5 @@ def test_flash_at_472_tokens_opens_on_tiles_sized_for_it(page, probe):
     open_page(page, f"flash?text={quote(text)}", timeout=180_000)
     assert widget_value(page, "flash.block_q") == widget_value(page, "flash.block_k") == "auto: 64"
     assert page.locator("h3").filter(has_text="Step 1 of 64:").count() == 1
-    assert exception_boxes(page) == 0 and probe.page_errors == []
+    assert exception_boxes(page) == 0
+    assert probe.page_errors == []

@@ -63,7 +63,8 @@ def test_a_run_progresses_stops_and_opens_on_the_attention_page(page, probe):
     ticks = {t for axis in all_ticktext(page, "x") for t in axis}
     assert {"c", "a", "f", "b", "e", "d"} <= ticks, ticks  # the task's symbols, no [CLS] or [SEP]
     assert not {"[CLS]", "[SEP]"} & ticks
-    assert exception_boxes(page) == 0 and probe.page_errors == []
+    assert exception_boxes(page) == 0
+    assert probe.page_errors == []
 
 
 RUN_SOURCE = "A model trained on the Train page"
@@ -80,7 +81,8 @@ def saved_run(page, previous: str | None = None) -> str:
             found = re.search(r"saved as ([A-Za-z0-9_-]+)", success.first.inner_text())
             name = found.group(1) if found else None
         page.wait_for_timeout(200)
-    assert name is not None and name != previous, alert_texts(page)
+    assert name is not None, alert_texts(page)
+    assert name != previous, alert_texts(page)
     page.locator(".st-key-train-open button:not([disabled])").wait_for(timeout=15_000)
     wait_idle(page, 30_000)
     return name
@@ -89,7 +91,8 @@ def saved_run(page, previous: str | None = None) -> str:
 def assert_task_input_shown(page) -> list[str]:
     """The text is a task input (letters the run knows) and the first chart's tokens are it."""
     symbols = text_value(page).split()
-    assert symbols and all(len(s) == 1 and s.isalpha() for s in symbols), symbols
+    assert symbols, symbols
+    assert all(len(s) == 1 and s.isalpha() for s in symbols), symbols
     assert [t.strip() for t in axis_ticktext(page, 0, "x")] == symbols
     assert not any("unknown to this model" in a for a in alert_texts(page)), alert_texts(page)
     return symbols
@@ -106,7 +109,8 @@ def test_open_this_model_and_the_sidebar_open_a_trained_run_with_its_task_input(
     page.locator(".st-key-train-open button").click()
     wait_idle(page, 60_000, since=m)
     assert page.url.split("?")[0].rstrip("/").endswith("/attention"), page.url
-    assert widget_value(page, "source") == RUN_SOURCE and selectbox_value(page, "run") == second
+    assert widget_value(page, "source") == RUN_SOURCE
+    assert selectbox_value(page, "run") == second
     assert_task_input_shown(page)
     screenshot(page, "train-open-this-model")
 
@@ -118,4 +122,5 @@ def test_open_this_model_and_the_sidebar_open_a_trained_run_with_its_task_input(
     set_widget(page, "run", first, timeout=60_000)
     assert selectbox_value(page, "run") == first
     assert_task_input_shown(page)
-    assert exception_boxes(page) == 0 and probe.page_errors == []
+    assert exception_boxes(page) == 0
+    assert probe.page_errors == []

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["ROLES", "TELLING_ROLES", "role_scores", "rank_heads", "average_scores", "telling_heads"]
+__all__ = ["ROLES", "TELLING_ROLES", "average_scores", "rank_heads", "role_scores", "telling_heads"]
 
 FloatArray = npt.NDArray[np.float64]
 Positions = int | Iterable[int] | npt.NDArray[np.integer] | npt.NDArray[np.bool_]

@@ -20,14 +20,14 @@ import numpy.typing as npt
 
 __all__ = [
     "METRICS",
+    "cluster_order",
     "head_metrics",
-    "metrics_table",
     "js_divergence_matrix",
     "js_rows_budget",
-    "sample_rows",
-    "cluster_order",
-    "output_change",
+    "metrics_table",
     "offset_similarity",
+    "output_change",
+    "sample_rows",
 ]
 
 FloatArray = npt.NDArray[np.float64]

@@ -26,10 +26,10 @@ import numpy.typing as npt
 
 __all__ = [
     "TILE_SIDES",
-    "auto_tile",
     "Flash",
     "FlashStep",
     "Footprint",
+    "auto_tile",
     "explicit_attention",
     "flash_attention",
     "flash_steps",

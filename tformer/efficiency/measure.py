@@ -53,8 +53,8 @@ __all__ = [
     "free_memory",
     "measure_curves",
     "memory_budget",
-    "mib",
     "memory_method",
+    "mib",
     "peak_memory",
     "time_call",
 ]

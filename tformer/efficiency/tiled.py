@@ -18,7 +18,7 @@ import torch
 
 from ..model.attention import dead_rows_of, scaled_dot_product_attention
 
-__all__ = ["explicit_attention", "tiled_attention", "tile_bytes"]
+__all__ = ["explicit_attention", "tile_bytes", "tiled_attention"]
 
 
 def _check(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask: torch.Tensor | None) -> None:

@@ -17,6 +17,7 @@ The diagram reads the fields of ``tformer.analysis.architecture.ArchitectureSpec
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -344,10 +345,8 @@ def _plan_geometry(rows: list[_Row], spec: ArchitectureLike, width: int) -> _Geo
                 ]
                 + [text_px(_headers(narrow)[0], _HEADER_FONT) * _BOLD]
             )
-            if narrow:  # one column: shape over parameters
-                params_x1 = shape_x + max(shape_w, params_w)
-            else:
-                params_x1 = shape_x + shape_w + gap + params_w
+            # one column (narrow): shape over parameters
+            params_x1 = shape_x + max(shape_w, params_w) if narrow else shape_x + shape_w + gap + params_w
             plan = _Geometry(fonts, narrow, label_w, box_x0, box_w, shape_x, params_x1, params_x1 + _SIDE)
             if plan.need <= width:
                 return plan
@@ -564,7 +563,7 @@ def architecture_figure(
             _column(annotations, row.key, plines, geo.params_x1, c, "right", hover)
 
     # arrows between consecutive boxes, and the residual connections
-    for below, above in zip(rows[:-1], rows[1:], strict=True):
+    for below, above in itertools.pairwise(rows):
         annotations.append(_arrow(cx, boxes[below.key][3], cx, boxes[above.key][1], f"flow.{below.key}"))
     pairs = (("ln1", "add1"), ("ln2", "add2")) if spec.norm == "pre" else (("attn", "ln1"), ("mlp", "ln2"))
     for start, end in pairs:

@@ -68,7 +68,7 @@ def _pattern_colorscale(gamma: float, n_stops: int) -> tuple[tuple[float, str], 
     stops = []
     for i in range(n_stops):
         u = i / (n_stops - 1)  # position along the color map
-        r, g, b = lut[int(round(u * 255))]
+        r, g, b = lut[round(u * 255)]
         at = 0.0 if i == 0 else 1.0 if i == n_stops - 1 else u ** (1.0 / gamma)
         stops.append((at, f"rgb({r},{g},{b})"))
     return tuple(stops)

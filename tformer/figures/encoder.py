@@ -401,22 +401,22 @@ def sublayer_norms_figure(
         data.append(trace)
         if bars and clipped:  # a cut bar says how tall it is
             bar_px = paper_w / n * (1 - _BARGAP) / len(NORM_NAMES)
-            for j in np.flatnonzero(per_token[i] > limit):
-                annotations.append(
-                    {
-                        "name": "cut",
-                        "text": f"{format_norm(float(per_token[i, j]))}\u2191",
-                        "x": names[j],
-                        "y": limit,
-                        "xref": "x",
-                        "yref": "y",
-                        "xshift": (i - 1) * bar_px,
-                        "yanchor": "top",
-                        "showarrow": False,
-                        "bgcolor": "rgba(255,255,255,0.85)",
-                        "font": {"size": 12, "color": INK},
-                    }
-                )
+            annotations.extend(
+                {
+                    "name": "cut",
+                    "text": f"{format_norm(float(per_token[i, j]))}\u2191",
+                    "x": names[j],
+                    "y": limit,
+                    "xref": "x",
+                    "yref": "y",
+                    "xshift": (i - 1) * bar_px,
+                    "yanchor": "top",
+                    "showarrow": False,
+                    "bgcolor": "rgba(255,255,255,0.85)",
+                    "font": {"size": 12, "color": INK},
+                }
+                for j in np.flatnonzero(per_token[i] > limit)
+            )
 
     # the per-layer ratios, labelled at their last point (no second legend to look up)
     top_ratio = max(float(np.nanmax(np.stack(ratios))) if np.isfinite(np.stack(ratios)).any() else 1.0, 1e-6)
@@ -719,22 +719,22 @@ def layernorm_figure(
         )
     shapes: list[dict[str, Any]] = []
     if highlight is not None:
-        for yd in ("y domain", "y2 domain"):
-            shapes.append(
-                {
-                    "type": "rect",
-                    "name": f"highlight.{yd.split()[0]}",
-                    "xref": "x" if yd.startswith("y ") else "x2",
-                    "yref": yd,
-                    "x0": highlight - 0.5,
-                    "x1": highlight + 0.5,
-                    "y0": 0,
-                    "y1": 1,
-                    "fillcolor": "rgba(255,75,75,0.13)",
-                    "line": {"width": 0},
-                    "layer": "below",
-                }
-            )
+        shapes = [
+            {
+                "type": "rect",
+                "name": f"highlight.{yd.split()[0]}",
+                "xref": "x" if yd.startswith("y ") else "x2",
+                "yref": yd,
+                "x0": highlight - 0.5,
+                "x1": highlight + 0.5,
+                "y0": 0,
+                "y1": 1,
+                "fillcolor": "rgba(255,75,75,0.13)",
+                "line": {"width": 0},
+                "layer": "below",
+            }
+            for yd in ("y domain", "y2 domain")
+        ]
     numeric = {"tickfont": {"size": 12}, "ticks": "", "zeroline": True, "zerolinecolor": "#bbbbbb"}
     layout: dict[str, Any] = {
         "height": plot_h + margin["t"] + margin["b"],

@@ -212,9 +212,7 @@ def format_cell(v: float) -> str:
     if not np.isfinite(v):
         return ""
     a = abs(v)
-    if a >= 100:
-        text = f"{v:.0f}"
-    elif a >= 10 or a == 0:
+    if a >= 10 or a == 0:
         text = f"{v:.0f}"
     elif a >= 1:
         text = f"{v:.1f}"

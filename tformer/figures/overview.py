@@ -63,7 +63,7 @@ def default_cell_px(n_pos: int) -> int:
 
 def _check_pattern(pattern: npt.ArrayLike) -> Float32Array:
     p = as_float32(pattern, 4, "pattern", "[layer, head_index, query_pos, key_pos]")
-    n_layers, n_heads, nq, nk = p.shape
+    _n_layers, _n_heads, nq, nk = p.shape
     if nq != nk:
         raise ValueError(
             f"pattern has shape {tuple(p.shape)} [layer, head_index, query_pos, key_pos]: "

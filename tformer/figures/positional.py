@@ -52,12 +52,12 @@ from .layout import (
 from .pooling import MAX_SIDE, max_pool_2d, pool_plan, signed_absmax_pool_2d
 
 __all__ = [
-    "pe_matrix_heatmap",
-    "pe_waves",
-    "pe_similarity_heatmap",
-    "pe_offset_figure",
-    "shift_matrix_figure",
     "attention_diff_figure",
+    "pe_matrix_heatmap",
+    "pe_offset_figure",
+    "pe_similarity_heatmap",
+    "pe_waves",
+    "shift_matrix_figure",
 ]
 
 POSITION_TITLE = "position"
@@ -389,10 +389,7 @@ def pe_offset_figure(
         )
     if k.size == 0:
         raise ValueError("offsets is empty")
-    if np.issubdtype(k.dtype, np.integer):
-        k = k.astype(np.int32)
-    else:
-        k = k.astype(np.float32)
+    k = k.astype(np.int32) if np.issubdtype(k.dtype, np.integer) else k.astype(np.float32)
     fig = go.Figure(
         [
             go.Scatter(x=k, y=mu + sd, mode="lines", line={"width": 0}, showlegend=False, hoverinfo="skip"),

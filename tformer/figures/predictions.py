@@ -24,7 +24,7 @@ from .labels import safe_label, text_px
 from .layout import DETAIL_WIDTH, TOP_TITLE_PX, figure_title
 from .walkthrough import BAR_HIGHLIGHT, BAR_WEIGHT, step_heatmap
 
-__all__ = ["top_tokens_figure", "generation_attention_figure"]
+__all__ = ["generation_attention_figure", "top_tokens_figure"]
 
 BAR_PX = 28  # one bar's row
 MAX_LABEL_CHARS = 24

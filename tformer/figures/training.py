@@ -361,7 +361,7 @@ def _series(
     n = len(np.asarray(x))
     return {
         "type": "scatter",
-        "mode": "lines+markers" if n <= MARKERS_UP_TO and not thin or n == 1 else "lines",
+        "mode": "lines+markers" if (n <= MARKERS_UP_TO and not thin) or n == 1 else "lines",
         "name": name,
         "x": x,
         "y": y,

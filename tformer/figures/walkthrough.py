@@ -663,7 +663,7 @@ def row_bars(
     if y_range is not None:
         y_axis["range"] = y_range
     if weights:
-        y_axis.update({k: t for k, t in weight_ticks().items()})
+        y_axis.update(weight_ticks())
     top = TOP_TITLE_PX if title else TOP_BARE_PX
     layout: dict[str, Any] = {
         "height": BAR_PLOT_PX + top + x_axis.margin,
@@ -734,7 +734,7 @@ def neuron_figure(
         raise ValueError("q has shape (0,): at least one dimension is needed")
     if labels is not None and len(labels) != 2:
         raise ValueError(f"labels must be (query label, key label), got {len(labels)} labels")
-    qa, ka, pa = arrays
+    _qa, _ka, pa = arrays
     total = float(np.sum(pa, dtype=np.float64))
     if labels is None:
         q_title, k_title = tr("q<sub>d</sub>: the query"), tr("k<sub>d</sub>: the key")

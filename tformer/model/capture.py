@@ -87,7 +87,7 @@ def layer_selection(cfg: EncoderConfig, layers: Iterable[int] | None) -> tuple[i
     """``layers`` sorted and checked against the model (None: every layer)."""
     if layers is None:
         return None
-    sel = tuple(sorted(set(int(x) for x in layers)))
+    sel = tuple(sorted({int(x) for x in layers}))
     if not sel or not all(0 <= x < cfg.n_layers for x in sel):
         raise ValueError(f"layers={list(sel)} must be a non-empty subset of 0..{cfg.n_layers - 1}")
     return sel

@@ -36,7 +36,7 @@ from .model_files import (
     ModelFolderError,
 )
 
-__all__ = ["FAMILIES", "ModelSpec", "family_of", "model_spec", "HF_ACTIVATIONS"]
+__all__ = ["FAMILIES", "HF_ACTIVATIONS", "ModelSpec", "family_of", "model_spec"]
 
 # model_type -> the family's name on screen
 FAMILIES: dict[str, str] = {

@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from .families import ModelSpec
 
 __all__ = [
-    "Take",
     "PREFIXES",
+    "Take",
     "canonical_names",
-    "weight_plan",
     "head_names",
-    "is_ignorable",
     "is_buffer",
+    "is_ignorable",
     "their_shape",
+    "weight_plan",
 ]
 
 # The base model's prefix in a checkpoint of a model with a head (BertForMaskedLM: "bert.").

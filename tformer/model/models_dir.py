@@ -20,13 +20,13 @@ from .families import FAMILIES, ModelSpec, model_spec
 from .model_files import ModelFolderError, find_weights_file, read_json_file
 
 __all__ = [
-    "MODELS_DIR_ENV",
-    "MAX_MODEL_DIRS",
     "MAX_ENTRIES",
+    "MAX_MODEL_DIRS",
+    "MODELS_DIR_ENV",
     "ModelEntry",
-    "models_dirs",
-    "find_models",
     "describe_model",
+    "find_models",
+    "models_dirs",
 ]
 
 MODELS_DIR_ENV = "TFORMER_MODELS_DIR"
@@ -85,12 +85,15 @@ def _inside(path: Path, root: Path) -> bool:
 def _params(spec: ModelSpec, architectures: object) -> int:
     """Parameters of what loads: with the masked-LM head when config.json's class has one."""
     cfg = spec.cfg
-    if spec.family != "gpt2" and isinstance(architectures, list):
-        if (
+    if (
+        spec.family != "gpt2"
+        and isinstance(architectures, list)
+        and (
             any(isinstance(a, str) and a.endswith("ForMaskedLM") for a in architectures)
             and cfg.d_embed is None
-        ):
-            cfg = dataclasses.replace(cfg, lm_head="mlm")
+        )
+    ):
+        cfg = dataclasses.replace(cfg, lm_head="mlm")
     return cfg.n_params()
 
 
@@ -150,8 +153,9 @@ def _scan(root: Path) -> list[ModelEntry]:
         with os.scandir(root) as it:
             children = sorted((e for _, e in zip(range(MAX_ENTRIES), it, strict=False)), key=lambda e: e.name)
     except OSError as exc:
-        return found + [
-            ModelEntry(root, root.name, error=tr("cannot list {path}: {err}", path=root, err=exc))
+        return [
+            *found,
+            ModelEntry(root, root.name, error=tr("cannot list {path}: {err}", path=root, err=exc)),
         ]
     for child in children:
         path = Path(child.path)

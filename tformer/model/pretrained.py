@@ -29,11 +29,11 @@ from .model_loader import load_model_folder
 from .tokenizer import Tokenizer
 
 __all__ = [
+    "MINILM_NAMES",
     "PretrainedUnavailable",
     "load_pretrained",
-    "pretrained_available",
     "minilm_path",
-    "MINILM_NAMES",
+    "pretrained_available",
 ]
 
 MINILM_NAMES = ("minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2")

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import tokenizers
 
-__all__ = ["Encoded", "Tokenizer", "scratch_tokenizer", "visible_label", "SCRATCH_TOKENIZER_FILE", "UNK_MARK"]
+__all__ = ["SCRATCH_TOKENIZER_FILE", "UNK_MARK", "Encoded", "Tokenizer", "scratch_tokenizer", "visible_label"]
 
 SCRATCH_TOKENIZER_FILE = "scratch_tokenizer.json"
 # Follows the characters of a token the model reads as [UNK]: "爱?" (MiniLM knows few Chinese

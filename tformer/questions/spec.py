@@ -168,15 +168,15 @@ def _parse(data: Any, where: str) -> tuple[QuestionSpec | None, list[SpecError]]
         errors.append(SpecError(where, "question.params", "is a JSON object of the template's parameters"))
         params = {}
     known = {p.name for p in t.params}
-    for key in params:
-        if key not in known:
-            errors.append(
-                SpecError(
-                    where,
-                    f"question.params.{key}",
-                    f"{name} has no such parameter; it takes {sorted(known) or 'none'}",
-                )
-            )
+    errors.extend(
+        SpecError(
+            where,
+            f"question.params.{key}",
+            f"{name} has no such parameter; it takes {sorted(known) or 'none'}",
+        )
+        for key in params
+        if key not in known
+    )
     for p in t.params:
         if p.name in params:
             problem = _check_value(p, params[p.name])

@@ -24,6 +24,7 @@ ValueError) naming the file and what is wrong with it, worded in the current lan
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -340,10 +341,9 @@ def _fsync_dir(path: Path) -> None:
     """Make a rename durable (POSIX only: Windows cannot open a folder)."""
     if os.name == "nt":
         return
-    try:
+    # some filesystems refuse fsync on folders; the rename itself is still atomic
+    with contextlib.suppress(OSError):
         _fsync(path)
-    except OSError:
-        pass  # some filesystems refuse fsync on folders; the rename itself is still atomic
 
 
 # --- listing -----------------------------------------------------------------------------------

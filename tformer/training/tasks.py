@@ -159,7 +159,7 @@ def _lookup(x: IntArray, spec: TaskSpec) -> IntArray:
     The induction-head task: one head finds the previous occurrence, another reads what came
     after it.
     """
-    B, T = x.shape
+    _B, T = x.shape
     same = x[:, :, None] == x[:, None, :]  # [batch, query_pos, key_pos]
     earlier = np.tri(T, T, -1, dtype=bool)  # key_pos < query_pos
     # 1 + the latest earlier match (0: none), so argmax over "latest" is a max over positions.
