@@ -92,9 +92,11 @@ def test_the_facade_types_every_name_it_loads():
             lazy = {k.value: v.value for k, v in zip(node.value.keys, node.value.values, strict=True)}  # type: ignore[union-attr]
         if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
             for imp in node.body:
-                assert isinstance(imp, ast.ImportFrom) and imp.level == 1
+                assert isinstance(imp, ast.ImportFrom)
+                assert imp.level == 1
                 typed |= {a.name: str(imp.module) for a in imp.names}
-    assert lazy and lazy == typed, {
+    assert lazy
+    assert lazy == typed, {
         "loaded, not typed": sorted(set(lazy) - set(typed)),
         "typed, not loaded": sorted(set(typed) - set(lazy)),
         "other module": sorted(n for n in set(lazy) & set(typed) if lazy[n] != typed[n]),
