@@ -81,11 +81,12 @@ def app_pages(app_dir: Path | None = None) -> tuple[Any, ...]:
     tformer.ui.registry when the app folder has no such file."""
     import importlib.util
 
-    path = (app_dir or default_app_dir()) / REGISTRY_FILE
-    if not path.is_file():
-        from tformer.ui.registry import PAGES
+    from tformer.ui import registry
 
-        return PAGES
+    path = (app_dir or default_app_dir()) / REGISTRY_FILE
+    # This checkout's own registry imports its state classes relatively: import it as a module.
+    if not path.is_file() or path.resolve() == Path(registry.__file__).resolve():
+        return registry.PAGES
     name = f"_tformer_registry_{abs(hash(str(path)))}"
     if name not in sys.modules:
         spec = importlib.util.spec_from_file_location(name, path)
