@@ -243,7 +243,7 @@ def test_every_widget_with_a_callback_is_driven_on_every_page(
 ) -> None:
     """The sidebar through every model source (each source's own widgets), then every page's
     own widgets: every option of a short choice (a page's sections), once for the rest."""
-    from tformer.ui.views import why as why_data
+    from tformer.ui.views.why import compute as why_data
 
     monkeypatch.setattr(why_data, "RECALL_SECONDS", 0.5)  # the recall models each train 0.5 s
     driven: dict[str, set[str]] = {}

@@ -108,7 +108,7 @@ def test_one_word_is_three_positions_and_the_step_is_clamped_to_them():
 def test_the_timing_sweep_runs_on_a_click_and_names_its_method(monkeypatch):
     from tformer.efficiency.measure import Budget
     from tformer.efficiency.rnn import RnnSettings
-    from tformer.ui.views import why as why_data
+    from tformer.ui.views.why import compute as why_data
 
     small = RnnSettings(d_model=16, heads=1, n_min=16, n_max=64, budget=Budget(call_s=0.05, total_s=2.0),
                         recurrent=("rnn", "gru"))  # fmt: skip
@@ -123,7 +123,7 @@ def test_the_timing_sweep_runs_on_a_click_and_names_its_method(monkeypatch):
 
 
 def wait_for_training(at, protocol: str = "separate", seed: int = 0, timeout_s: float = 60.0) -> None:
-    from tformer.ui.views.why import recall_board, recall_run, recall_settings
+    from tformer.ui.views.why.compute import recall_board, recall_run, recall_settings
 
     settings = recall_settings(protocol, seed)
     deadline = time.monotonic() + timeout_s
@@ -147,7 +147,7 @@ def train_here(at, protocol: str = "separate", seed: int = 0) -> None:
 
 
 def test_recall_trains_once_within_its_bound_and_is_shared(monkeypatch, runs_dir):
-    from tformer.ui.views import why as why_data
+    from tformer.ui.views.why import compute as why_data
 
     monkeypatch.setattr(why_data, "RECALL_SECONDS", 0.5)  # each kind stops at its time limit
     at = open_app(PAGE, text="Birds sing at dawn.", **{"why.section": "recall"})
@@ -180,7 +180,7 @@ def test_recall_trains_once_within_its_bound_and_is_shared(monkeypatch, runs_dir
 
 @pytest.mark.parametrize("protocol", ["separate", "mixed"])
 def test_recall_in_chinese_after_training_has_no_english_left(monkeypatch, runs_dir, protocol):
-    from tformer.ui.views import why as why_data
+    from tformer.ui.views.why import compute as why_data
 
     monkeypatch.setattr(why_data, "RECALL_SECONDS", 0.5)
     params = {"why.section": "recall", "why.protocol": protocol}

@@ -21,15 +21,15 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from ...analysis.why import KINDS, LayerRun, LayerSpec, run_layer, timing_settings
-from ...efficiency.rnn import RnnSettings, path_lengths
-from ...i18n import tr
-from ...training.recall import RecallResult, RecallSettings, train_recall
-from ...training.runs import Run, RunHandle
-from ...training.tasks import as_text
-from ..caches import ModelChoice, get_capture
-from ..singletons import shared
-from .train.jobs import manager, session_id
+from ....analysis.why import KINDS, LayerRun, LayerSpec, run_layer, timing_settings
+from ....efficiency.rnn import RnnSettings, path_lengths
+from ....i18n import tr
+from ....training.recall import RecallResult, RecallSettings, train_recall
+from ....training.runs import Run, RunHandle
+from ....training.tasks import as_text
+from ...caches import ModelChoice, get_capture
+from ...singletons import shared
+from ..train.jobs import manager, session_id
 
 WHY_SECTIONS = {
     "steps": "Sequential or parallel",
