@@ -192,7 +192,9 @@ with ui.page_context(__file__, ["pattern"]) as ctx:
     )
     layer, head = ui.layer_head(ctx)
     chosen = view.precision_result(report, variant)
-    assert chosen is not None and chosen.diff is not None  # the report compares every variant offered
+    # the report compares every variant offered
+    assert chosen is not None
+    assert chosen.diff is not None
     changed = metric == "changed"
     values = 100 * chosen.diff.head_changed if changed else chosen.diff.head_max
     ui.chart(
