@@ -235,7 +235,9 @@ def heads_part(ctx: PageContext, report: PrecisionReport) -> None:
     )
     layer, head = layer_head(ctx)
     chosen = precision_result(report, variant)
-    assert chosen is not None and chosen.diff is not None  # the report compares every variant offered
+    # the report compares every variant offered
+    assert chosen is not None
+    assert chosen.diff is not None
     changed = metric == "changed"
     values = 100 * chosen.diff.head_changed if changed else chosen.diff.head_max
     chart(

@@ -13,8 +13,8 @@ from ...caches import ModelChoice, get_model
 
 __all__ = [
     "MASK_TOKENS",
-    "continuation",
     "HeadInfo",
+    "continuation",
     "generation",
     "head_info",
     "mask_positions",
