@@ -31,7 +31,9 @@ with ui.frame(__file__) as fr:
     if c1.button(
         start_label, key="train.start", disabled=not ready or active, type="primary", width="stretch"
     ):
-        assert spec is not None and cfg is not None and recipe is not None
+        assert spec is not None
+        assert cfg is not None
+        assert recipe is not None
         try:
             if part == "train":
                 view.start_training(cfg, spec, recipe, stop_at)
@@ -48,7 +50,9 @@ with ui.frame(__file__) as fr:
     if c3.button(
         tr("Continue training"), key="train.continue", disabled=not resumable or not ready, width="stretch"
     ):
-        assert spec is not None and cfg is not None and recipe is not None
+        assert spec is not None
+        assert cfg is not None
+        assert recipe is not None
         try:
             view.start_training(cfg, spec, recipe, stop_at, resume=True)
         except ValueError as err:

@@ -36,7 +36,7 @@ def test_capture_matches_run_with_cache(model_tok):
 
 def test_arrays_are_read_only(model_tok):
     cap = capture_text(*model_tok, "hello")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="read-only"):
         cap.pattern[0, 0, 0, 0] = 1.0
 
 

@@ -271,15 +271,15 @@ def test_fit_exponent():
 
 
 def test_budgets_and_settings_are_checked():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"call_s=0, total_s=10\.0 must be > 0"):
         Budget(call_s=0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="memory_bytes=0 must be positive"):
         Budget(memory_bytes=0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="dtype='int8' must be one of"):
         WallSettings(dtype="int8")
     with pytest.raises(ValueError, match="not divisible"):
         RnnSettings(d_model=100, heads=12)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="from n_min=64 to n_max=32: need 1 <= n_min <= n_max"):
         doubling(64, 32)
     assert doubling(64, 300) == [64, 128, 256]
     auto = memory_budget(Budget(), CPU)

@@ -27,11 +27,15 @@ def test_top_tokens_are_drawn_largest_on_top_with_probability_and_logit():
 
 
 @pytest.mark.parametrize(
-    ("labels", "probs", "logits", "highlight"),
-    [(["a"], [0.5, 0.5], [1.0, 1.0], None), (["a", "b"], [0.5, 0.5], [1.0], None), (["a"], [1.0], [1.0], 1)],
+    ("labels", "probs", "logits", "highlight", "message"),
+    [
+        (["a"], [0.5, 0.5], [1.0, 1.0], None, r"1 labels and logits of shape \(2,\) for 2 probabilities"),
+        (["a", "b"], [0.5, 0.5], [1.0], None, r"2 labels and logits of shape \(1,\) for 2 probabilities"),
+        (["a"], [1.0], [1.0], 1, r"highlight=1 is outside 0\.\.0"),
+    ],
 )
-def test_top_tokens_refuse_shapes_that_disagree(labels, probs, logits, highlight):
-    with pytest.raises(ValueError):
+def test_top_tokens_refuse_shapes_that_disagree(labels, probs, logits, highlight, message):
+    with pytest.raises(ValueError, match=message):
         top_tokens_figure(labels, probs, logits, title="t", highlight=highlight)
 
 
@@ -41,5 +45,5 @@ def test_generation_grid_holds_each_step_row_and_grays_keys_not_yet_there():
     assert fig.layout.meta["rows"] == 2
     assert fig.layout.meta["cols"] == 4
     assert fig.layout.meta["masked"] == 3  # step 0 could not see c, d; step 1 not d
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"step 0's row has shape \(1,\), expected \(2,\)"):
         generation_attention_figure([np.array([1.0])], ["a", "b", "c"], 2, title="t")

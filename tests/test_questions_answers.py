@@ -82,7 +82,7 @@ def test_ties_are_all_right_and_shown():
 
 
 def test_a_token_answer_refuses_right_positions_outside_its_candidates():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"right positions \[7\] must be among the candidates"):
         token(right=(7,), candidates=(0, 1))
 
 
@@ -143,7 +143,7 @@ def test_the_tolerance_is_stated():
 
 def test_a_tolerance_must_be_finite_and_non_negative():
     for kwargs in ({"abs": -1}, {"rel": 1.0}, {"abs": float("nan")}):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=r"^tolerance abs=.* must be >= 0 and rel=.* in \[0, 1\)$"):
             Tolerance(**kwargs)
 
 
@@ -189,9 +189,9 @@ def test_a_choice_is_graded():
 
 
 def test_a_choice_needs_two_options_and_a_right_one():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"options \['a'\] need two or more distinct keys"):
         ChoiceAnswer((("a", "A"),), frozenset({"a"}))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="and a right one among them"):
         ChoiceAnswer((("a", "A"), ("b", "B")), frozenset({"c"}))
 
 

@@ -274,9 +274,9 @@ def test_the_svg_draws_exactly_the_modules_and_nothing_else():
 def test_the_qr_code_refuses_what_it_cannot_draw():
     with pytest.raises(InvalidInput, match="at most 1024"):
         join_qr("http://x/?" + "a" * 1100)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="kind is 'svg' or 'png', not 'gif'"):
         join_qr("http://x/", "gif")  # type: ignore[arg-type]
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"scale=0 must be in 1\.\.64"):
         join_qr("http://x/", scale=0)
     assert join_qr("http://課堂.example/?room=ABCD-2345", "png")[:4] == b"\x89PNG"
 

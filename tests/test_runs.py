@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -341,5 +342,6 @@ def test_finished_runs_are_forgotten_beyond_keep_finished(make_manager) -> None:
     ],
 )
 def test_bad_limits_are_refused(kw: dict) -> None:
-    with pytest.raises(ValueError):
+    ((key, value),) = kw.items()
+    with pytest.raises(ValueError, match=re.escape(f"{key}={value} must be")):
         RunManager(**kw)

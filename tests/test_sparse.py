@@ -98,13 +98,16 @@ def test_strided_attention_equals_dense_masked_attention(n, s, causal):
 
 def test_bad_arguments_are_refused():
     q, k, v = qkv(8)
-    for call in (
-        lambda: local_attention(q, k, v, -1),
-        lambda: strided_attention(q, k, v, 0),
-        lambda: local_attention(q, k[:, :, :4], v, 2),
-        lambda: strided_mask(0, 2),
-        lambda: allowed_count("diagonal", 8, 2),
-        lambda: computed_count("local", 8, -2),
+    for call, message in (
+        (lambda: local_attention(q, k, v, -1), "window w=-1 must be an integer >= 0"),
+        (lambda: strided_attention(q, k, v, 0), "stride s=0 must be an integer >= 1"),
+        (
+            lambda: local_attention(q, k[:, :, :4], v, 2),
+            r"k \(2, 3, 4, 8\).* self-attention tensors of one length",
+        ),
+        (lambda: strided_mask(0, 2), "n=0 must be an integer >= 1"),
+        (lambda: allowed_count("diagonal", 8, 2), "kind='diagonal' must be 'local' or 'strided'"),
+        (lambda: computed_count("local", 8, -2), "window w=-2 must be an integer >= 0"),
     ):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=message):
             call()

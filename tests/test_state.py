@@ -88,14 +88,14 @@ def test_unknown_and_repeated_keys():
 
 def test_set_refuses_what_a_widget_could_not_produce():
     v = ViewState()
-    for key, value in [
-        ("n_heads", True),
-        ("n_heads", 2.5),
-        ("text", None),
-        ("heads.metric", 3),
-        ("positional.dims", list(range(13))),
+    for key, value, message in [
+        ("n_heads", True, "'True' is not an integer"),
+        ("n_heads", 2.5, r"'2\.5' is not an integer"),
+        ("text", None, "may not be empty"),
+        ("heads.metric", 3, "'3' is not text"),
+        ("positional.dims", list(range(13)), "expected at most 12 items"),
     ]:
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=message):
             v.set(key, value)
     with pytest.raises(KeyError):
         v.set("pages", {})

@@ -113,18 +113,18 @@ def test_low_precision_inputs_accumulate_in_float32(dtype, tol):
 
 
 @pytest.mark.parametrize(
-    "bad",
+    ("bad", "message"),
     [
-        {"block_q": 0},
-        {"block_k": -1},
-        {"block_q": 2.5},
-        {"attn_mask": torch.ones(13, 13)},  # not bool
-        {"attn_mask": torch.ones(4, 13, dtype=torch.bool)},  # does not broadcast
+        ({"block_q": 0}, "block_q=0 must be a positive integer"),
+        ({"block_k": -1}, "block_k=-1 must be a positive integer"),
+        ({"block_q": 2.5}, r"block_q=2\.5 must be a positive integer"),
+        ({"attn_mask": torch.ones(13, 13)}, "attn_mask must be bool"),
+        ({"attn_mask": torch.ones(4, 13, dtype=torch.bool)}, r"attn_mask \(4, 13\) does not broadcast"),
     ],
 )
-def test_bad_arguments_are_refused(bad):
+def test_bad_arguments_are_refused(bad, message):
     q, k, v = qkv()
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=message):
         tiled_attention(q, k, v, **bad)
 
 

@@ -100,7 +100,7 @@ def set_threads() -> int:
     import gc
 
     keep_freed_memory()
-    plain_pages_for_arrays()  # fresh capture arrays 6x faster to fill (see its docstring)
+    plain_pages_for_arrays()  # fresh capture arrays faster to fill (see its docstring)
     try:
         n = app_threads()
     except ValueError as err:

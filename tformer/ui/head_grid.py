@@ -39,7 +39,7 @@ def picked_head(value: object) -> tuple[int, int] | None:
 
 def _no_lists(data: dict[str, Any]) -> dict[str, Any]:
     """Lists as tuples (the same JSON): Streamlit scans a component's list values for
-    dataframes, and that scan imports pandas on the app's first run (0.2 s of its cold start)."""
+    dataframes, and that scan imports pandas on the app's first run (docs/performance.md)."""
     return {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
 
 

@@ -94,7 +94,8 @@ def parse_claim(data: Any, where: str) -> Claim:
     layer, head = data.get("layer"), data.get("head")
     if not (_index(layer) and _index(head)):
         raise ValueError(f"{where}: a claim names its head: layer and head in 0..63")
-    assert isinstance(layer, int) and isinstance(head, int)
+    assert isinstance(layer, int)
+    assert isinstance(head, int)
     numbers = [data[k] for k in ("weight", "score") if k in data]
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1 for v in numbers):
         raise ValueError(f"{where}: weight and score are numbers in 0..1")

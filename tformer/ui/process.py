@@ -13,7 +13,7 @@ def keep_freed_memory() -> bool:
     """Ask glibc to keep freed activation buffers for reuse instead of returning them to the OS.
 
     A long capture allocates large fresh tensors on every run; by default glibc unmaps big
-    blocks on free, so every run pays its page faults again (the README has the figures).
+    blocks on free, so every run pays its page faults again (docs/performance.md has the figures).
     Returns False where it does not apply.
     """
     import ctypes
@@ -34,10 +34,9 @@ def plain_pages_for_arrays() -> bool:
 
     numpy advises huge pages (madvise) for every large array it allocates. Where the kernel's
     THP defrag setting is "madvise" (Debian's default), each such allocation then compacts
-    memory synchronously on its page faults: a fresh 75 MB [6, 12, 512, 512] capture array took
-    ~150 ms to fill with the advice and ~25 ms without it on this project's 2-core machine, and
-    a 512-token capture of every activation holds ~230 MB of fresh arrays (the cached
-    captures stay alive, so their memory is not reused). Returns False where this numpy has
+    memory synchronously on its page faults, several times slower to fill a fresh capture
+    array (docs/performance.md has the figures); the cached captures stay alive, so their
+    memory is not reused. Returns False where this numpy has
     no such switch. numpy's own NUMPY_MADVISE_HUGEPAGE=0 does the same but only when set
     before numpy is imported, which the app does not control.
     """

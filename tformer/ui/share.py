@@ -37,7 +37,8 @@ def share_link(url_path: str) -> str:
 
 def share_box(url_path: str) -> None:
     """The sidebar's "share this view" box. The link is drawn only when asked for: a box whose
-    text changed with every pick of a head or token cost every rerun ~15 ms in the browser."""
+    text changed with every pick of a head or token slowed every rerun in the browser
+    (docs/performance.md)."""
     with st.sidebar.expander(tr("Share this view")):
         st.caption(
             tr(

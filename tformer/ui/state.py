@@ -338,9 +338,8 @@ class ViewState:
         out = {}
         for key in self.keys():
             value = self.get(key)
-            if key == "text" or value != base.get(key):
-                if value is not None:
-                    out[key] = _format(value)
+            if (key == "text" or value != base.get(key)) and value is not None:
+                out[key] = _format(value)
         return out
 
     @classmethod

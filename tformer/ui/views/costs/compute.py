@@ -54,8 +54,8 @@ MEMORY_METHODS = {
     "added up in time order; the peak above the start of the call",
     "none": "Peak memory: not measured on this device",
 }
-# Each section's time for its whole sweep (s) at the default budget of 250 ms a call: the three
-# together stay within 20 s on 2 CPU cores; a larger budget per call scales them up.
+# Each section's time for its whole sweep (s) at the default budget a call (docs/performance.md
+# has what they took); a larger budget per call scales them up.
 TOTALS = {
     "wall": WallSettings().budget.total_s,
     "rnn": RnnSettings().budget.total_s,

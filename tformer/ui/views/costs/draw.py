@@ -122,23 +122,23 @@ def cost_table(sweep: Sweep) -> list[dict[str, Any]]:
     names = method_names()
     cols = cost_table_columns()
     yes, no = tr("yes"), tr("no")
-    rows = []
+    rows: list[dict[str, Any]] = []
     for c in sweep.curves:
         exponent = shown_exponent(c)
-        for p in c.points:
-            rows.append(
-                {
-                    cols["method"]: names.get(c.method, c.method),
-                    cols["n"]: p.n,
-                    cols["time"]: round(p.time_s * 1e3, 3),
-                    cols["spread"]: f"{p.q1_s * 1e3:.3g}–{p.q3_s * 1e3:.3g}",
-                    cols["calls"]: p.repeats,
-                    cols["settled"]: yes if p.settled else no,
-                    cols["peak"]: None if p.peak_bytes is None else round(p.peak_bytes / MIB, 2),
-                    cols["exponent"]: None if exponent is None else round(exponent, 2),
-                    cols["r2"]: None if c.time_fit is None else round(c.time_fit.r2, 3),
-                }
-            )
+        rows.extend(
+            {
+                cols["method"]: names.get(c.method, c.method),
+                cols["n"]: p.n,
+                cols["time"]: round(p.time_s * 1e3, 3),
+                cols["spread"]: f"{p.q1_s * 1e3:.3g}–{p.q3_s * 1e3:.3g}",
+                cols["calls"]: p.repeats,
+                cols["settled"]: yes if p.settled else no,
+                cols["peak"]: None if p.peak_bytes is None else round(p.peak_bytes / MIB, 2),
+                cols["exponent"]: None if exponent is None else round(exponent, 2),
+                cols["r2"]: None if c.time_fit is None else round(c.time_fit.r2, 3),
+            }
+            for p in c.points
+        )
     return rows
 
 

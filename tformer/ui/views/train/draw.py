@@ -7,6 +7,7 @@ texts of the core modules are English templates, and a run's messages are worded
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -323,7 +324,7 @@ def race_times(
     heads = sorted(spread)
     overlaps = [
         tr("{a} and {b} heads", a=a, b=b)
-        for a, b in zip(heads, heads[1:], strict=False)
+        for a, b in itertools.pairwise(heads)
         if spread[a][0] <= spread[b][1] and spread[b][0] <= spread[a][1]
     ]
     if overlaps:

@@ -7,14 +7,14 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from ...i18n import tr
-from ...model.predictions import Generation, Prediction, generate_greedy, output_head_kind, predict
-from ..caches import ModelChoice, get_model
+from ....i18n import tr
+from ....model.predictions import Generation, Prediction, generate_greedy, output_head_kind, predict
+from ...caches import ModelChoice, get_model
 
 __all__ = [
     "MASK_TOKENS",
-    "continuation",
     "HeadInfo",
+    "continuation",
     "generation",
     "head_info",
     "mask_positions",

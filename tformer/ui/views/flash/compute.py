@@ -8,11 +8,11 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from ...analysis.masks import causal_mask
-from ...efficiency.flash import MAX_AUTO_STEPS, TILE_SIDES, Footprint, auto_tile, flash_attention
-from ...i18n import tr
-from ..binding import bind
-from ..stepper import step_slider
+from ....analysis.masks import causal_mask
+from ....efficiency.flash import MAX_AUTO_STEPS, TILE_SIDES, Footprint, auto_tile, flash_attention
+from ....i18n import tr
+from ...binding import bind
+from ...stepper import step_slider
 
 BLOCKS = (0, *TILE_SIDES)  # 0: sized for the text (auto_tile)
 NUMBERS = 16  # tiles and outputs up to this many rows and columns show every number
