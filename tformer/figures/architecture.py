@@ -26,22 +26,15 @@ from typing import Any, Protocol
 import plotly.graph_objects as go
 
 from ..i18n import tr
+from .colors import FAINT, INK, MUTED_INK, NOTE_INK, PART_FILL
 from .labels import text_px
 from .layout import FULL_WIDTH, TOP_TITLE_PX, figure_title
 
-# Colors of the parts, after the paper's Figure 1; the per-layer figures of .encoder mark
-# attention and the FFN in the same hues, and write their text in INK and MUTED.
-FILL = {
-    "io": "#eeeeee",
-    "embed": "#f9d0d0",
-    "norm": "#f3efb0",
-    "attn": "#fbd9ae",
-    "mlp": "#cfe6f5",
-    "head": "#d5ebcb",
-}
-EDGE = "#555555"
-INK = "#222222"
-MUTED = "#666666"
+# The parts' colours (the palette's PART_FILL; the per-layer figures of .encoder draw the same
+# parts in PART_LINE); text in INK and MUTED_INK, box edges in NOTE_INK.
+FILL = PART_FILL
+EDGE = NOTE_INK
+MUTED = MUTED_INK
 
 
 def compact(n: int) -> str:
@@ -489,7 +482,7 @@ def architecture_figure(
             "xref": "x",
             "yref": "y",
             "fillcolor": "rgba(0,0,0,0.045)",
-            "line": {"color": "#999999", "width": 1.2},
+            "line": {"color": FAINT, "width": 1.2},
             "layer": "below",
         }
     )

@@ -41,7 +41,70 @@ SEQUENTIAL: list[list[float | str]] = [
     [i / (len(_SEQUENTIAL_STOPS) - 1), c] for i, c in enumerate(_SEQUENTIAL_STOPS)
 ]
 
-HIGHLIGHT = "#ff4b4b"  # selection outline (Streamlit's primary red)
+# --- the palette: every colour a figure draws with, named by its role ------------------------
+# Figures import these names and write no colour of their own, so that the same part, series or
+# mark looks the same on every page.
+
+# Series: Okabe and Ito's colours, told apart under every common colour-vision deficiency.
+BLUE = "#0072b2"
+VERMILLION = "#d55e00"
+BLUISH_GREEN = "#009e73"
+REDDISH_PURPLE = "#cc79a7"
+ORANGE = "#e69f00"
+SKY_BLUE = "#56b4e9"
+BLACK = "#000000"
+SERIES = (BLUE, VERMILLION, BLUISH_GREEN, REDDISH_PURPLE, ORANGE, SKY_BLUE, BLACK)
+DARK_PURPLE = "#8e4585"  # darker than REDDISH_PURPLE, for thin spiky lines
+SPREAD = "#8e6bbf"  # a spread (sigma) beside a mean in MARK_INK tones
+
+# Ink and grays, darkest first.
+ROW_INK = "#1f2937"  # a selected row's dashed outline: dark, so red cells stand out on it
+INK = "#222222"  # text and outlines
+MARK_INK = "#444444"  # markers, zero lines, references that cross dense series
+NOTE_INK = "#555555"  # notes, tick labels, box edges, a mean
+MUTED_INK = "#666666"  # secondary text
+RESIDUAL = "#7f7f7f"  # the residual stream
+GUIDE = "#888888"  # reference curves: bounds, chance, formulas
+FAINT = "#999999"  # faint connectors and the last of many series
+PAST = "#9e9e9e"  # what an update replaced
+RULE = "#bbbbbb"  # zero lines on light plots
+GRID = "#e6e6e6"
+EMPTY = "#eeeeee"  # not computed yet, input and output boxes, grid lines
+WHITE = "#ffffff"
+
+# Signs: the ends of the diverging scale above.
+NEGATIVE = "#2166ac"
+POSITIVE = "#b2182b"
+
+# Attention weights' blue-violet (a Viridis stop), the amber that singles out one bar or tile
+# beside it, and Streamlit's primary red for the selected cell or panel.
+WEIGHT = "#3e4989"
+FOCUS = "#f0a202"
+FOCUS_EDGE = "#c77c00"
+HIGHLIGHT = "#ff4b4b"
+
+# Queries and keys: purple and orange, darker where they are text on a light plot.
+QUERY = "#6a51a3"
+KEY = "#e08214"
+QUERY_TEXT = "#3f2a80"
+KEY_TEXT = "#8a4a00"
+
+# The parts of an encoder, after the paper's Figure 1: the architecture diagram fills its boxes
+# with PART_FILL, and the per-layer figures draw a part's lines in PART_LINE, its hue darker.
+PART_FILL = {
+    "io": EMPTY,
+    "embed": "#f9d0d0",
+    "norm": "#f3efb0",
+    "attn": "#fbd9ae",
+    "mlp": "#cfe6f5",
+    "head": "#d5ebcb",
+}
+PART_LINE = {"resid": RESIDUAL, "attn": KEY, "mlp": "#2c7fb8"}
+
+# FlashAttention's tiles: not reached, being read, done, the current one.
+TILE_STATES = ("#f2f2f2", "#9ecae1", "#b4b4b4", FOCUS)
+# Two bars compared (float32 and a lower precision).
+PAIR = ("#4c78a8", "#f58518")
 
 
 def _rgb(c: str) -> tuple[int, int, int]:

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 import plotly.graph_objects as go
 
+from .colors import BLACK, BLUE, BLUISH_GREEN, GUIDE, ORANGE, REDDISH_PURPLE, SKY_BLUE, VERMILLION
 from .labels import axis_title, safe_label, text_px
 from .layout import FULL_WIDTH, figure_title
 
@@ -29,21 +30,21 @@ __all__ = ["COLORS", "Series", "cost_lines"]
 # One color per method key, the same on every chart of the page (Okabe-Ito: apart for
 # color-blind viewers and on a washed-out projector). Dense/sparse pairs share a hue.
 COLORS = {
-    "explicit": "#d55e00",
-    "sdpa_math": "#e69f00",
-    "sdpa_efficient": "#009e73",
-    "sdpa_flash": "#0072b2",
-    "sdpa_cudnn": "#cc79a7",
-    "tiled": "#000000",
-    "gru": "#d55e00",
-    "attention": "#0072b2",
-    "dense_local": "#009e73",
-    "local": "#009e73",
-    "dense_strided": "#cc79a7",
-    "strided": "#cc79a7",
-    "formula": "#888888",
+    "explicit": VERMILLION,
+    "sdpa_math": ORANGE,
+    "sdpa_efficient": BLUISH_GREEN,
+    "sdpa_flash": BLUE,
+    "sdpa_cudnn": REDDISH_PURPLE,
+    "tiled": BLACK,
+    "gru": VERMILLION,
+    "attention": BLUE,
+    "dense_local": BLUISH_GREEN,
+    "local": BLUISH_GREEN,
+    "dense_strided": REDDISH_PURPLE,
+    "strided": REDDISH_PURPLE,
+    "formula": GUIDE,
 }
-DEFAULT_COLORS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000")
+DEFAULT_COLORS = (BLUE, VERMILLION, BLUISH_GREEN, REDDISH_PURPLE, ORANGE, SKY_BLUE, BLACK)
 DASHES = ("solid", "dot", "dash", "dashdot", "longdash")
 LEGEND_FONT_PX = 14
 TICK_FONT_PX = 13

@@ -28,7 +28,7 @@ import plotly.graph_objects as go
 from ..i18n import tr
 from .architecture import INK, MUTED
 from .checks import Float32Array, as_float32, check_tokens
-from .colors import HIGHLIGHT, robust_symmetric
+from .colors import HIGHLIGHT, NOTE_INK, PART_LINE, RULE, SPREAD, robust_symmetric
 from .labels import (
     AXIS_TITLE_PX,
     LABEL_ALL,
@@ -60,13 +60,13 @@ from .pooling import pool_plan
 # Line and bar colors: gray for the residual stream, orange for attention and blue for the FFN
 # (the hues of the architecture diagram's boxes); blue and orange for before and after a
 # LayerNorm, gray and purple for its mean and spread.
-RESID_COLOR = "#7f7f7f"
-ATTN_COLOR = "#e08214"
-MLP_COLOR = "#2c7fb8"
-BEFORE_COLOR = "#2c7fb8"
-AFTER_COLOR = "#e08214"
-MEAN_COLOR = "#555555"
-SIGMA_COLOR = "#8e6bbf"
+RESID_COLOR = PART_LINE["resid"]
+ATTN_COLOR = PART_LINE["attn"]
+MLP_COLOR = PART_LINE["mlp"]
+BEFORE_COLOR = PART_LINE["mlp"]
+AFTER_COLOR = PART_LINE["attn"]
+MEAN_COLOR = NOTE_INK
+SIGMA_COLOR = SPREAD
 
 
 def share_text(share: float) -> str:
@@ -735,7 +735,7 @@ def layernorm_figure(
             }
             for yd in ("y domain", "y2 domain")
         ]
-    numeric = {"tickfont": {"size": 12}, "ticks": "", "zeroline": True, "zerolinecolor": "#bbbbbb"}
+    numeric = {"tickfont": {"size": 12}, "ticks": "", "zeroline": True, "zerolinecolor": RULE}
     layout: dict[str, Any] = {
         "height": plot_h + margin["t"] + margin["b"],
         "margin": {**margin, "pad": 0},

@@ -26,13 +26,14 @@ import numpy.typing as npt
 import plotly.graph_objects as go
 
 from ..i18n import tr
+from .colors import BLACK, FOCUS, FOCUS_EDGE, GRID, MARK_INK, PAST, QUERY, TILE_STATES, WEIGHT, WHITE
 from .labels import axis_title, safe_label, token_axes
 from .layout import DETAIL_WIDTH, EDGE_PX, FULL_WIDTH, TOP_BARE_PX, panel_title
 
 # Tile states (the grid heatmap's z) and their colors.
 TODO, DONE, SKIPPED, CURRENT = 0, 1, 2, 3
-STATE_COLORS = ("#f2f2f2", "#9ecae1", "#b4b4b4", "#f0a202")
-BAND_LINE = "#c77c00"  # outlines the current query tile's rows and key tile's columns
+STATE_COLORS = TILE_STATES
+BAND_LINE = FOCUS_EDGE  # outlines the current query tile's rows and key tile's columns
 CURRENT_MIN_PX = 14
 HOVER_TILES = 4096  # up to this many tiles each one says which tokens it covers
 MINUS_INF = "\u2212\u221e"
@@ -41,9 +42,9 @@ LEGEND_PX = 34
 PANEL_SHARES = (0.38, 0.38, 0.24)
 PANEL_GAP_PX = 40
 ROW_PX = 26
-OLD_COLOR = "#9e9e9e"
-NEW_COLOR = "#3e4989"
-TILE_COLOR = "#f0a202"
+OLD_COLOR = PAST
+NEW_COLOR = WEIGHT
+TILE_COLOR = FOCUS
 
 
 def _states(t_r: int, t_c: int, step: int, skipped: npt.NDArray[np.bool_] | None) -> npt.NDArray[np.uint8]:
@@ -91,7 +92,7 @@ def _current(q0: int, q1: int, k0: int, k1: int, token_px: float) -> dict[str, A
         "y0": q0 - 0.5 - grow,
         "y1": q1 - 0.5 + grow,
         "fillcolor": "rgba(0,0,0,0)",
-        "line": {"color": "#000000", "width": 2},
+        "line": {"color": BLACK, "width": 2},
         "layer": "above",
     }
 
@@ -222,7 +223,7 @@ def tile_grid(
             "yanchor": "bottom",
             "yref": "paper",
         },
-        "plot_bgcolor": "#ffffff",
+        "plot_bgcolor": WHITE,
         "meta": {
             "step": step,
             "shown": step + 1,
@@ -350,7 +351,7 @@ def running_rows(
         },
         {
             "type": "bar", "orientation": "h", "xaxis": "x3", "yaxis": "y", "name": "α", "showlegend": False,
-            "x": al, "y": y, "marker": {"color": "#6a51a3"}, "text": texts(al), "textposition": "outside",
+            "x": al, "y": y, "marker": {"color": QUERY}, "text": texts(al), "textposition": "outside",
             "textfont": text_font, "cliponaxis": False,
             "hovertemplate": tr("rescaling factor: %{x:.4g}") + "<extra></extra>",
         },
@@ -361,7 +362,7 @@ def running_rows(
             {
                 "type": "scatter", "xaxis": "x", "yaxis": "y", "name": tr("no allowed key yet: m = −∞, ℓ = 0"),
                 "x": [m_range[0]] * len(never), "y": never, "mode": "text", "text": [MINUS_INF] * len(never),
-                "textposition": "middle right", "textfont": {"size": 13, "color": "#444444"},
+                "textposition": "middle right", "textfont": {"size": 13, "color": MARK_INK},
                 "hoverinfo": "skip",
             }
         )  # fmt: skip
@@ -369,7 +370,7 @@ def running_rows(
     axis_common: dict[str, Any] = {
         "zeroline": False,
         "showgrid": True,
-        "gridcolor": "#e6e6e6",
+        "gridcolor": GRID,
         "tickfont": {"size": 12},
     }
     layout: dict[str, Any] = {

@@ -15,6 +15,8 @@ from ..i18n import tr
 from .attention import attention_traces, pooled_note, weight_ticks
 from .checks import as_float32, check_tokens
 from .colors import (
+    NEGATIVE,
+    POSITIVE,
     SEQUENTIAL,
     robust_symmetric,
     weight_colors,
@@ -412,7 +414,7 @@ def ablation_effect_figure(
         "name": tr("change"),
         "x": token_labels(tokens),
         "y": d,
-        "marker": {"color": np.where(d < 0, "#2166ac", "#b2182b").tolist() if (d < 0).any() else "#b2182b"},
+        "marker": {"color": np.where(d < 0, NEGATIVE, POSITIVE).tolist() if (d < 0).any() else POSITIVE},
         "hovertemplate": tr("token %{x}<br>change %{y:.4g}") + "<extra></extra>",
     }
     # value labels: at most ~6 characters, "-0.012"

@@ -30,7 +30,7 @@ import plotly.graph_objects as go
 
 from ..i18n import tr
 from .checks import as_float32, check_tokens
-from .colors import HIGHLIGHT
+from .colors import EMPTY, HIGHLIGHT, INK, KEY_TEXT, NOTE_INK, QUERY_TEXT, WHITE
 from .labels import MAX_TICK_CHARS, axis_title, numeric_axis_margin, safe_label, text_px, x_numeric_margin
 from .layout import DETAIL_WIDTH, TOP_BARE_PX, TOP_TITLE_PX, figure_title
 from .walkthrough import K_COLOR, MINUS, Q_COLOR
@@ -39,9 +39,9 @@ from .walkthrough import K_COLOR, MINUS, Q_COLOR
 # label on the plot (2 x 40 labels already crowd a 700 px plot); the hover names every point.
 LABEL_ALL_POINTS = 40
 # Labels are darker than their markers: the key orange on white is too light to read as text.
-Q_TEXT = "#3f2a80"
-K_TEXT = "#8a4a00"
-LINE_COLOR = "#222222"
+Q_TEXT = QUERY_TEXT
+K_TEXT = KEY_TEXT
+LINE_COLOR = INK
 LABEL_FONT_PX = 13
 LEGEND_FONT_PX = 14
 TICK_FONT_PX = 12
@@ -49,7 +49,7 @@ MARKER_PX = (9, 6)  # up to LABEL_ALL_POINTS tokens, beyond
 # Above LABEL_ALL_POINTS tokens the unlabelled points fade, so the labelled ones stand out.
 FADED_OPACITY = 0.35
 # A white halo keeps labels readable where they cross a line or a marker.
-HALO = "0 0 2px #ffffff, 0 0 3px #ffffff"
+HALO = f"0 0 2px {WHITE}, 0 0 3px {WHITE}"
 SELECTED_PX = 15
 # Points closer than this (px) are drawn as one: their tokens share one label, "a · b · c +2"
 # (e.g. several [UNK] tokens, whose vectors differ by their positions only).
@@ -175,7 +175,7 @@ def _points(
             "symbol": "circle" if is_query else "diamond",
             "color": Q_COLOR if is_query else K_COLOR,
             "opacity": FADED_OPACITY if faded else 0.9,
-            "line": {"width": 0.5, "color": "#ffffff"},
+            "line": {"width": 0.5, "color": WHITE},
         },
         "cliponaxis": False,
         "hovertext": [
@@ -404,10 +404,10 @@ def qk_space_figure(
         return {
             "title": axis_title(title_text),
             "range": rng,
-            "tickfont": {"size": TICK_FONT_PX, "color": "#555555"},
+            "tickfont": {"size": TICK_FONT_PX, "color": NOTE_INK},
             "ticks": "",
             "showgrid": True,
-            "gridcolor": "#eeeeee",
+            "gridcolor": EMPTY,
             "zeroline": False,
             "nticks": 7,
         }
@@ -430,7 +430,7 @@ def qk_space_figure(
             "itemsizing": "constant",
         },
         "hovermode": "closest",
-        "plot_bgcolor": "#ffffff",
+        "plot_bgcolor": WHITE,
         "meta": {
             "n_pos": n,
             "pairs": len(drawn),

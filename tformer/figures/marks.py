@@ -13,11 +13,11 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from .colors import HIGHLIGHT
+from .colors import HIGHLIGHT, ROW_INK
 
 __all__ = ["ROW_LINE", "outline_answer"]
 
-ROW_LINE = "#1f2937"  # the query's row: dark ink, dashed, so the red key cells stand out on it
+ROW_LINE = ROW_INK  # the query's row: dark ink, dashed, so the red key cells stand out on it
 
 
 def _rect(

@@ -23,7 +23,7 @@ import plotly.graph_objects as go
 from ..i18n import tr
 from .attention import square_token_layout
 from .checks import as_float32, square_matrix
-from .colors import HIGHLIGHT, SEQUENTIAL, SymmetricScale, symmetric_range
+from .colors import HIGHLIGHT, INK, PAIR, SEQUENTIAL, SymmetricScale, symmetric_range
 from .labels import axis_title, block_labels, text_px, x_numeric_margin
 from .layout import (
     COLORBAR_TITLE_FONT,
@@ -38,7 +38,7 @@ from .layout import (
 from .pooling import MAX_SIDE, pool_plan, signed_absmax_pool_2d
 
 MIN_PLOT_PX = 552
-BAR_COLORS = ("#4c78a8", "#f58518")
+BAR_COLORS = PAIR
 BAR_FONT_PX = 13
 BAR_ROW_PX = 34
 CELL_TEXT_MIN_PX = 30  # the layer x head map writes values in cells at least this wide
@@ -153,7 +153,7 @@ def cost_bars(
             "symmetric": False,
             "arrayminus": ms - spread[:, 0],
             "array": spread[:, 1] - ms,
-            "color": "#222222",
+            "color": INK,
             "thickness": 1.5,
             "width": 6,
         }

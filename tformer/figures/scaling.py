@@ -32,6 +32,7 @@ import plotly.graph_objects as go
 
 from ..i18n import tr
 from .checks import Float32Array, as_float32
+from .colors import BLUE, GUIDE, MARK_INK, NOTE_INK, VERMILLION
 from .labels import (
     MAX_TICK_CHARS,
     TokenAxis,
@@ -61,12 +62,12 @@ from .walkthrough import BAR_HIGHLIGHT, BAR_WEIGHT
 
 # Two colors that stay apart for color-blind viewers and on a washed-out projector
 # (Okabe-Ito vermillion and blue); the markers differ too, so a gray print still reads.
-WITHOUT_COLOR = "#d55e00"
-WITH_COLOR = "#0072b2"
+WITHOUT_COLOR = VERMILLION
+WITH_COLOR = BLUE
 WITHOUT_NAME = "without 1/\u221ad<sub>k</sub>"
 WITH_NAME = "with 1/\u221ad<sub>k</sub>"
-MARK_COLOR = "#444444"
-REFERENCE_COLOR = "#888888"
+MARK_COLOR = MARK_INK
+REFERENCE_COLOR = GUIDE
 LINE_PX = 3
 MARKER_PX = 9
 TICK_PX = 13
@@ -77,7 +78,7 @@ PANEL_AIR_PX = 22
 # Below this plot width (px) the three panels are stacked in one column (a half-width column).
 MIN_PANEL_PX = 200
 STACKED_PLOT_PX = 190
-NOTE_COLOR = "#555555"
+NOTE_COLOR = NOTE_INK
 SWEEP_TITLES = ("Var(q\u00b7k)", "largest weight in a row", "softmax gradient \u2016J\u2016<sub>F</sub>")
 # row_stats_figure: two bar panels, entropy above, largest weight below.
 STATS_PANEL_PX = 150
@@ -533,7 +534,7 @@ def row_stats_figure(
             "tickfont": {"size": TICK_PX},
             "ticks": "",
             "zeroline": True,
-            "zerolinecolor": "#444444",
+            "zerolinecolor": MARK_INK,
         },
         "yaxis": {
             "domain": domains[1][1],
@@ -545,7 +546,7 @@ def row_stats_figure(
             "tickfont": {"size": TICK_PX},
             "ticks": "",
             "zeroline": True,
-            "zerolinecolor": "#444444",
+            "zerolinecolor": MARK_INK,
         },
         "annotations": annotations,
         "shapes": shapes,

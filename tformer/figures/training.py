@@ -39,6 +39,19 @@ import plotly.graph_objects as go
 
 from ..i18n import tr
 from .checks import as_float32
+from .colors import (
+    BLACK,
+    BLUE,
+    BLUISH_GREEN,
+    DARK_PURPLE,
+    INK,
+    MARK_INK,
+    NOTE_INK,
+    ORANGE,
+    REDDISH_PURPLE,
+    SKY_BLUE,
+    VERMILLION,
+)
 from .labels import axis_title, numeric_axis_margin, text_px, x_numeric_margin
 from .layout import (
     EDGE_PX,
@@ -64,13 +77,13 @@ STEP_KEYS = ("step", "loss", "lr", "grad_norm")
 EVAL_KEYS = ("step", "accuracy")
 
 # Okabe-Ito colors: apart for color-blind viewers and on a washed-out projector.
-LOSS_COLOR = "#0072b2"
-ACCURACY_COLOR = "#009e73"
-LR_COLOR = "#d55e00"
-GRAD_COLOR = "#8e4585"  # a darker reddish purple than Okabe-Ito's #cc79a7: thin spiky lines
-HEAD_COLORS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000")
-REFERENCE_COLOR = "#444444"  # dark: it crosses dense, spiky series
-NOTE_COLOR = "#555555"
+LOSS_COLOR = BLUE
+ACCURACY_COLOR = BLUISH_GREEN
+LR_COLOR = VERMILLION
+GRAD_COLOR = DARK_PURPLE  # thin spiky lines
+HEAD_COLORS = (BLUE, VERMILLION, BLUISH_GREEN, REDDISH_PURPLE, ORANGE, SKY_BLUE, BLACK)
+REFERENCE_COLOR = MARK_INK  # dark: it crosses dense, spiky series
+NOTE_COLOR = NOTE_INK
 
 TICK_PX = 13
 NOTE_FONT_PX = 14
@@ -877,7 +890,7 @@ def heads_race_figure(
             "symmetric": False,
             "arrayminus": lo,
             "array": hi,
-            "color": "#222222",
+            "color": INK,
             "thickness": 1.5,
             "width": 6,
         }
@@ -924,7 +937,7 @@ def heads_race_figure(
                 "yanchor": "bottom",
                 "yshift": 2,
                 "showarrow": False,
-                "font": {"size": TICK_PX, "color": NOTE_COLOR if m is None else "#222222"},
+                "font": {"size": TICK_PX, "color": NOTE_COLOR if m is None else INK},
             }
         )
     if not known:

@@ -40,6 +40,15 @@ from ..i18n import tr
 from .attention import weight_ticks
 from .checks import Float32Array, as_float32
 from .colors import (
+    BLACK,
+    FOCUS,
+    KEY,
+    MARK_INK,
+    NEGATIVE,
+    POSITIVE,
+    QUERY,
+    WEIGHT,
+    WHITE,
     SymmetricScale,
     check_weight_scale,
     log_weights,
@@ -84,8 +93,8 @@ MASKED_GRAY = "rgb(150,150,150)"
 # The highlighted row's frame: a black band under a white line reads on every color of both
 # scales (dark viridis cells, near-white diverging cells, saturated red and blue).
 # It lies just outside the row, so it covers no number of the row itself.
-FRAME_OUTER = ("#000000", 5)
-FRAME_INNER = ("#ffffff", 2)
+FRAME_OUTER = (BLACK, 5)
+FRAME_INNER = (WHITE, 2)
 # y tick labels stand this far off the plot (clear of the frame).
 Y_LABEL_STANDOFF_PX = 6
 MARK = "\u25b6 "  # before the highlighted row's tick label
@@ -104,19 +113,19 @@ NUMBER_PAD_PX = 2  # each side of a number, within its cell
 _NUMBER_EM = {".": 0.28, "−": 0.6, "-": 0.35, "k": 0.52, "e": 0.56, "∞": 0.72}
 # Bars
 BAR_PLOT_PX = 300
-BAR_POSITIVE = "#b2182b"
-BAR_NEGATIVE = "#2166ac"
-BAR_WEIGHT = "#3e4989"
-BAR_HIGHLIGHT = "#f0a202"  # amber: apart from red, blue and the weights' blue-violet
+BAR_POSITIVE = POSITIVE
+BAR_NEGATIVE = NEGATIVE
+BAR_WEIGHT = WEIGHT
+BAR_HIGHLIGHT = FOCUS  # amber: apart from red, blue and the weights' blue-violet
 BAR_TEXT_PX = 13
-MASK_MARKER = "#444444"
+MASK_MARKER = MARK_INK
 MARKER_PX = 11
 BAND_PX = 8  # the highlighted key's background band is at least this wide
 VALUE_TICK_PX = 13
 # The neuron view's panels (px) and colors.
 NEURON_PANEL_PX = (130, 130, 160)  # q, k, products
-Q_COLOR = "#6a51a3"
-K_COLOR = "#e08214"
+Q_COLOR = QUERY
+K_COLOR = KEY
 DIM_STEPS = (1, 2, 4, 5, 8, 10, 16, 20, 25, 32, 50, 64)
 
 
@@ -306,7 +315,7 @@ def _mask_trace(
         trace.update(
             text=text,
             texttemplate="%{text}",
-            textfont={"size": font, "color": "#000000"},
+            textfont={"size": font, "color": BLACK},
             xgap=1,
             ygap=1,
         )
@@ -656,7 +665,7 @@ def row_bars(
         "tickfont": {"size": VALUE_TICK_PX},
         "ticks": "",
         "zeroline": True,
-        "zerolinecolor": "#444444",
+        "zerolinecolor": MARK_INK,
         "zerolinewidth": 1.5,
     }
     y_range = _value_range(v, weights, numbers)
@@ -810,7 +819,7 @@ def neuron_figure(
             "tickfont": {"size": VALUE_TICK_PX},
             "ticks": "",
             "zeroline": True,
-            "zerolinecolor": "#444444",
+            "zerolinecolor": MARK_INK,
             "zerolinewidth": 1.5,
             "nticks": 5,
         }

@@ -33,6 +33,19 @@ import plotly.graph_objects as go
 
 from ..i18n import tr
 from .checks import as_float32, check_tokens
+from .colors import (
+    BLACK,
+    BLUE,
+    BLUISH_GREEN,
+    EMPTY,
+    FAINT,
+    GUIDE,
+    INK,
+    ORANGE,
+    REDDISH_PURPLE,
+    SKY_BLUE,
+    VERMILLION,
+)
 from .costs import Series, cost_lines
 from .labels import (
     axis_title,
@@ -75,16 +88,16 @@ __all__ = [
 KINDS = ("rnn", "gru", "attention")
 # One color per layer kind on every figure of the chapter (Okabe-Ito: apart for color-blind
 # viewers and on a washed-out projector); the costs page's GRU and attention colors.
-KIND_COLORS = {"rnn": "#cc79a7", "gru": "#d55e00", "attention": "#0072b2"}
+KIND_COLORS = {"rnn": REDDISH_PURPLE, "gru": VERMILLION, "attention": BLUE}
 KIND_NAMES = {"rnn": "tanh RNN", "gru": "GRU", "attention": "attention"}
 KIND_SYMBOLS = {"rnn": "diamond", "gru": "circle", "attention": "square"}
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash")
-BOUND_COLOR = "#888888"
-CHANCE_COLOR = "#888888"
-ANSWER_COLOR = "#d55e00"
-BAR_COLOR = "#56b4e9"
-STEP_COLOR = "#222222"
-EMPTY_COLOR = "#eeeeee"  # a strip's positions not computed yet
+BOUND_COLOR = GUIDE
+CHANCE_COLOR = GUIDE
+ANSWER_COLOR = VERMILLION
+BAR_COLOR = SKY_BLUE
+STEP_COLOR = INK
+EMPTY_COLOR = EMPTY  # a strip's positions not computed yet
 STRIP_COLORSCALE = "RdBu_r"
 TICK_PX = 13
 LINE_PX = 2.5
@@ -701,7 +714,7 @@ def first_weight_figure(
         raise ValueError(f"weight_on_first has shape {tuple(w.shape)} but {d.shape[0]} distances were given")
     if not ((w >= -1e-6) & (w <= 1 + 1e-6)).all():
         raise ValueError("weight_on_first must lie in [0, 1]")
-    palette = ("#0072b2", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#d55e00", "#000000", "#999999")
+    palette = (BLUE, BLUISH_GREEN, REDDISH_PURPLE, ORANGE, SKY_BLUE, VERMILLION, BLACK, FAINT)
     data: list[dict[str, Any]] = []
     for h in range(w.shape[1]):
         name = tr("head {head}", head=h)
