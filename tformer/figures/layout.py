@@ -155,6 +155,35 @@ def figure_title(text: str) -> dict[str, Any]:
     return {"text": text, "font": {"size": FIGURE_TITLE_PX}, "x": 0, "xref": "paper", "xanchor": "left"}
 
 
+def base_layout(
+    plot_h: float,
+    *,
+    width: int,
+    left: float,
+    right: float,
+    top: float,
+    bottom: float,
+    title: str | None = None,
+    meta: dict[str, Any] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """The layout every builder starts from: height = the plot's height plus its margins, the
+    margins (no pad), the title when there is one, and ``meta`` with the width the figure was
+    designed for. ``extra`` adds the figure's own keys (axes, legend, shapes ...).
+
+    A builder reads validate -> ``base_layout`` -> traces.
+    """
+    layout: dict[str, Any] = {
+        "height": plot_h + top + bottom,
+        "margin": {"l": left, "r": right, "t": top, "b": bottom, "pad": 0},
+        "meta": {"width": width, **(meta or {})},
+        **extra,
+    }
+    if title:
+        layout["title"] = figure_title(title)
+    return layout
+
+
 # Small multiples of [query_pos, key_pos] panels: px per token while every token is labelled
 # (room for 12 px labels), and the gaps between panels.
 PANEL_MIN_PITCH = 12.0

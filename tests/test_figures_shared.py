@@ -1,4 +1,4 @@
-"""One palette: figures take every colour from tformer.figures.colors, parts keep one hue."""
+"""What every figure shares: one palette (figures take every colour from tformer.figures.colors, parts keep one hue) and the base layout."""
 
 from __future__ import annotations
 
@@ -44,3 +44,17 @@ def test_architecture_and_encoder_figures_use_the_part_colours() -> None:
 
 def test_series_are_distinct() -> None:
     assert len(set(colors.SERIES)) == len(colors.SERIES)
+
+
+def test_base_layout_adds_margins_title_and_width() -> None:
+    from tformer.figures.layout import base_layout
+
+    layout = base_layout(
+        300, width=460, left=50, right=20, top=44, bottom=40, title="t", meta={"n": 3}, bargap=0.1
+    )
+    assert layout["height"] == 384
+    assert layout["margin"] == {"l": 50, "r": 20, "t": 44, "b": 40, "pad": 0}
+    assert layout["meta"] == {"width": 460, "n": 3}
+    assert layout["title"]["text"] == "t"
+    assert layout["bargap"] == 0.1
+    assert "title" not in base_layout(10, width=1, left=0, right=0, top=0, bottom=0)
