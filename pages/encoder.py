@@ -6,7 +6,9 @@ import streamlit as st
 from tformer import ui
 from tformer.analysis.layer_stats import ffn_sparsity, layernorm_stats, sublayer_norms
 from tformer.figures.architecture import architecture_figure
-from tformer.figures.encoder import ffn_activations_figure, layernorm_figure, sublayer_norms_figure
+from tformer.figures.ffn import ffn_activations_figure
+from tformer.figures.layernorm import layernorm_figure
+from tformer.figures.sublayers import sublayer_norms_figure
 from tformer.i18n import tr
 from tformer.ui.views import steps
 

@@ -13,8 +13,8 @@ from tformer.figures.architecture import architecture_figure, compact
 from tformer.figures.labels import text_px
 from tformer.figures.layout import FULL_WIDTH
 
+from ._figures import font_sizes
 from ._models import tiny
-from .test_figures_encoder import font_sizes
 
 
 def spec_of(n_pos: int = 16, **overrides):

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tformer.figures import architecture, colors, encoder
+from tformer.figures import architecture, colors, sublayers
 
 FIGURES = pathlib.Path(colors.__file__).parent
 HEX = re.compile(r"#[0-9a-fA-F]{6}\b")
@@ -37,9 +37,9 @@ def test_a_part_has_one_hue_in_fills_and_lines(part: str) -> None:
 
 def test_architecture_and_encoder_figures_use_the_part_colours() -> None:
     assert architecture.FILL == colors.PART_FILL
-    assert encoder.ATTN_COLOR == colors.PART_LINE["attn"]
-    assert encoder.MLP_COLOR == colors.PART_LINE["mlp"]
-    assert encoder.RESID_COLOR == colors.PART_LINE["resid"]
+    assert sublayers.ATTN_COLOR == colors.PART_LINE["attn"]
+    assert sublayers.MLP_COLOR == colors.PART_LINE["mlp"]
+    assert sublayers.RESID_COLOR == colors.PART_LINE["resid"]
 
 
 def test_series_are_distinct() -> None:

@@ -12,7 +12,7 @@ before it:
 
 The diagram reads the fields of ``tformer.analysis.architecture.ArchitectureSpec`` by name
 (:class:`ArchitectureLike`), so this module does not import it. The per-layer figures of
-:mod:`.encoder` share its text colors (:data:`INK`, :data:`MUTED`).
+:mod:`.ffn`, :mod:`.sublayers` and :mod:`.layernorm` share its text colors (:data:`INK`, :data:`MUTED`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from .colors import FAINT, INK, MUTED_INK, NOTE_INK, PART_FILL
 from .labels import text_px
 from .layout import FULL_WIDTH, TOP_TITLE_PX, figure_title
 
-# The parts' colours (the palette's PART_FILL; the per-layer figures of .encoder draw the same
+# The parts' colours (the palette's PART_FILL; the per-layer figures (.sublayers, .layernorm) draw the same
 # parts in PART_LINE); text in INK and MUTED_INK, box edges in NOTE_INK.
 FILL = PART_FILL
 EDGE = NOTE_INK
