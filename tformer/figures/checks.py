@@ -37,3 +37,24 @@ def square_matrix(matrix: npt.ArrayLike, n: int) -> Float32Array:
     if n == 0:
         raise ValueError("matrix has shape (0, 0): at least one token is needed")
     return m
+
+
+def before_after(
+    before: npt.ArrayLike, after: npt.ArrayLike, tokens: Sequence[object], dims: str, unit: str
+) -> tuple[Float32Array, Float32Array]:
+    """``before`` and ``after`` as float32 of one shape ``dims`` [pos, ...], with one row per
+    token and at least one row and one column (``unit`` names what a column holds)."""
+    x = as_float32(before, 2, "before", dims)
+    y = as_float32(after, 2, "after", dims)
+    if x.shape != y.shape:
+        raise ValueError(f"before has shape {tuple(x.shape)} but after has shape {tuple(y.shape)}")
+    check_tokens(tokens, x.shape[0], "before", tuple(x.shape))
+    if 0 in x.shape:
+        raise ValueError(f"before has shape {tuple(x.shape)}: at least one token and one {unit} are needed")
+    return x, y
+
+
+def check_highlight(highlight: int | None, n: int) -> None:
+    """Raise unless ``highlight`` is None or a position of the ``n`` tokens."""
+    if highlight is not None and not 0 <= highlight < n:
+        raise ValueError(f"highlight={highlight} is not a position of the {n} tokens")

@@ -7,6 +7,7 @@ spread, and its d_model values before and after the LayerNorm as box plots (five
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -14,10 +15,10 @@ import numpy.typing as npt
 import plotly.graph_objects as go
 
 from ..i18n import tr
-from .checks import Float32Array, as_float32, check_tokens
+from .checks import Float32Array, as_float32, before_after, check_highlight
 from .colors import MUTED_INK, NOTE_INK, PART_LINE, RULE, SPREAD
 from .labels import AXIS_TITLE_PX, axis_title, numeric_axis_margin, safe_label, text_px, token_labels
-from .layout import FULL_WIDTH, TOP_PANEL_TITLE_PX, TOP_TITLE_PX, figure_title, panel_title, px_domain
+from .layout import FULL_WIDTH, TOP_PANEL_TITLE_PX, TOP_TITLE_PX, base_layout, panel_title, px_domain
 from .token_panels import CORNER_LEGEND_PX, corner_legend, fitted_token_x_axis
 
 # Blue and orange for before and after the LayerNorm, gray and purple for its mean and spread.
@@ -26,6 +27,7 @@ AFTER_COLOR = PART_LINE["attn"]
 MEAN_COLOR = NOTE_INK
 SIGMA_COLOR = SPREAD
 MAX_LN_TOKENS = 64  # box plots per token: the caller shows a window of a long text
+_TOP_H, _BOTTOM_H = 170, 300  # px of the μ and σ panel and of the box plots
 
 
 # Box whiskers: these percentiles of a token's values. Min and max would let one outlier
@@ -46,6 +48,19 @@ def _box_stats(m: Float32Array) -> dict[str, Float32Array]:
     }
 
 
+@dataclass(frozen=True)
+class _LnGrid:
+    """Where the two panels sit: the token x axis they share, the margins, their domains."""
+
+    x_props: dict[str, Any]  # the token x axis (labelled under the bottom panel only)
+    x_labels_px: int  # px the token labels and the axis title take under the plot
+    margin: dict[str, int]  # l, r, t, b
+    plot_h: int
+    paper_w: int
+    top_d: tuple[list[float], list[float]]  # (x domain, y domain) of the μ and σ panel
+    bot_d: tuple[list[float], list[float]]  # ... of the box plots
+
+
 def layernorm_figure(
     before: npt.ArrayLike,
     after: npt.ArrayLike,
@@ -60,26 +75,50 @@ def layernorm_figure(
 ) -> go.Figure:
     r"""What a LayerNorm does to each token, for up to 64 tokens (slice a window of a long text).
 
-    Top: μ and σ per token (grouped bars) of the values entering the LayerNorm. Bottom: each
+    Top: μ and σ per token (a marker and a bar) of the values entering the LayerNorm. Bottom: each
     token's d_model values before (``before`` [pos, d_model], blue) and after (``after``
     [pos, d_model], orange: the normalised values, or the output with γ and β; ``after_name``
     says which) as box plots on one axis: the box spans the quartiles, the line is the median,
-    the whiskers reach the smallest and largest value. Only these five numbers per box are sent.
-    ``mean`` and ``sigma`` are [pos] or [pos, 1] (``tformer.analysis.layer_stats.layernorm_stats`` or
-    the ``ln*_scale`` hook). ``highlight``: a token position, shaded in both panels.
+    the whiskers reach the 5th and 95th percentile (:data:`WHISKERS`, so one outlier dimension
+    does not squash every box). Only these five numbers per box are sent. ``mean`` and
+    ``sigma`` are [pos] or [pos, 1] (``tformer.analysis.layer_stats.layernorm_stats`` or the
+    ``ln*_scale`` hook); ``labels`` are the tokens (escaped here). ``highlight``: a token
+    position, shaded in both panels.
 
     .. math::
         \mu = \frac{1}{d}\sum_i x_i,\qquad \sigma = \sqrt{\tfrac{1}{d}\textstyle\sum_i (x_i-\mu)^2
         + \varepsilon},\qquad \hat x_i = \frac{x_i - \mu}{\sigma}
     """
-    x = as_float32(before, 2, "before", "[pos, d_model]")
-    y = as_float32(after, 2, "after", "[pos, d_model]")
-    if x.shape != y.shape:
-        raise ValueError(f"before has shape {tuple(x.shape)} but after has shape {tuple(y.shape)}")
+    x, y, stats = _checked_ln_inputs(before, after, mean, sigma, labels)
     n, d_model = x.shape
-    check_tokens(labels, n, "before", tuple(x.shape))
-    if n == 0 or d_model == 0:
-        raise ValueError(f"before has shape {tuple(x.shape)}: at least one token and one value are needed")
+    check_highlight(highlight, n)
+    grid = _ln_grid(labels, width, title)
+    whiskers = f"{WHISKERS[0]}th and {WHISKERS[1]}th percentile"
+    m = grid.margin
+    layout = base_layout(
+        grid.plot_h, width=width, left=m["l"], right=m["r"], top=m["t"], bottom=m["b"], title=title,
+        meta={"n_pos": n, "d_model": d_model, "highlight": highlight, "whiskers": whiskers},
+        barmode="group", boxmode="group", bargap=0.25, boxgap=0.25, legend=corner_legend(),
+        shapes=[] if highlight is None else _highlight_bands(highlight),
+    )  # fmt: skip
+    layout |= _ln_axes(grid)
+    layout["annotations"] = _ln_annotations(grid, d_model)
+    names = token_labels(labels)
+    data = [*_stat_traces(names, stats), *_box_traces(names, x, y, after_name)]
+    return go.Figure({"data": data, "layout": layout})
+
+
+def _checked_ln_inputs(
+    before: npt.ArrayLike,
+    after: npt.ArrayLike,
+    mean: npt.ArrayLike,
+    sigma: npt.ArrayLike,
+    labels: Sequence[object],
+) -> tuple[Float32Array, Float32Array, tuple[Float32Array, Float32Array]]:
+    """(before, after, (μ, σ)) as float32, once their shapes agree with the labels and there are
+    at most :data:`MAX_LN_TOKENS` tokens; μ and σ may come as [pos] or [pos, 1]."""
+    x, y = before_after(before, after, labels, "[pos, d_model]", "value")
+    n = x.shape[0]
     if n > MAX_LN_TOKENS:
         raise ValueError(
             f"before has shape {tuple(x.shape)}: at most {MAX_LN_TOKENS} tokens fit this figure; "
@@ -96,33 +135,33 @@ def layernorm_figure(
                 f"{name} has shape {tuple(np.shape(v))} but {n} tokens were given (expected ({n},))"
             )
         stats.append(s)
-    if highlight is not None and not 0 <= highlight < n:
-        raise ValueError(f"highlight={highlight} is not a position of the {n} tokens")
+    return x, y, (stats[0], stats[1])
 
+
+def _ln_grid(labels: Sequence[object], width: int, title: str | None) -> _LnGrid:
+    """The token x axis, the margins (the legend, the first panel's title and ``title`` on top)
+    and the two panels' domains: μ and σ on top, the box plots below."""
     margin_l = numeric_axis_margin("\u22120.00")
     x_props, x_labels_px, margin_r = fitted_token_x_axis(labels, width, margin_l)
-    top_h, bottom_h = 170, 300
     gap = TOP_PANEL_TITLE_PX + 10  # the top panel's token labels are not drawn
-    plot_h = top_h + gap + bottom_h
+    plot_h = _TOP_H + gap + _BOTTOM_H
     top_px = CORNER_LEGEND_PX + TOP_PANEL_TITLE_PX + (TOP_TITLE_PX if title else 0)
     margin = {"l": margin_l, "r": margin_r, "t": top_px, "b": x_labels_px}
     paper_w = width - margin["l"] - margin["r"]
-    top_d = px_domain(0, paper_w, 0, top_h, paper_w, plot_h)
-    bot_d = px_domain(0, paper_w, top_h + gap, plot_h, paper_w, plot_h)
-    names = token_labels(labels)
-    after_label = safe_label(tr("after: (x \u2212 \u03bc) / \u03c3") if after_name is None else after_name)
-    lo, hi = WHISKERS
-    note = tr("box: middle half \u00b7 whiskers: {lo}th\u2013{hi}th pct", lo=lo, hi=hi)
-    if text_px(note, 12) > paper_w / 2 - 30:  # keep clear of the centred axis title
-        note = tr("whiskers: {lo}th\u2013{hi}th pct", lo=lo, hi=hi)
-    data: list[dict[str, Any]] = [
+    top_d = px_domain(0, paper_w, 0, _TOP_H, paper_w, plot_h)
+    bot_d = px_domain(0, paper_w, _TOP_H + gap, plot_h, paper_w, plot_h)
+    return _LnGrid(x_props, x_labels_px, margin, plot_h, paper_w, top_d, bot_d)
+
+
+def _stat_traces(names: list[str], stats: tuple[Float32Array, Float32Array]) -> list[dict[str, Any]]:
+    """μ per token as markers (μ is often near 0, where a bar would be invisible), σ as bars."""
+    return [
         {
             "type": "scatter",
             "mode": "markers",
             "name": tr("\u03bc (mean)"),
             "x": names,
             "y": stats[0],
-            # markers, not bars: mu is often near 0, where a bar would be invisible
             "marker": {
                 "color": MEAN_COLOR,
                 "symbol": "diamond",
@@ -149,89 +188,93 @@ def layernorm_figure(
             "hovertemplate": tr("token") + " %{x}<br>\u03c3 %{y:.4g}<extra></extra>",
         },
     ]
-    for name, m, color in ((tr("before: x"), x, BEFORE_COLOR), (after_label, y, AFTER_COLOR)):
-        data.append(
-            {
-                "type": "box",
-                "name": name,
-                "x": names,
-                **_box_stats(m),
-                "xaxis": "x2",
-                "yaxis": "y2",
-                "offsetgroup": name,
-                "alignmentgroup": "bottom",
-                "marker": {"color": color},
-                "line": {"color": color, "width": 1.5},
-                "whiskerwidth": 0.6,
-            }
-        )
-    shapes: list[dict[str, Any]] = []
-    if highlight is not None:
-        shapes = [
-            {
-                "type": "rect",
-                "name": f"highlight.{yd.split()[0]}",
-                "xref": "x" if yd.startswith("y ") else "x2",
-                "yref": yd,
-                "x0": highlight - 0.5,
-                "x1": highlight + 0.5,
-                "y0": 0,
-                "y1": 1,
-                "fillcolor": "rgba(255,75,75,0.13)",
-                "line": {"width": 0},
-                "layer": "below",
-            }
-            for yd in ("y domain", "y2 domain")
-        ]
+
+
+def _box_traces(
+    names: list[str], x: Float32Array, y: Float32Array, after_name: str | None
+) -> list[dict[str, Any]]:
+    """One box plot per token of the values before (``x``) and after (``y``), side by side."""
+    after_label = safe_label(tr("after: (x \u2212 \u03bc) / \u03c3") if after_name is None else after_name)
+    return [
+        {
+            "type": "box",
+            "name": name,
+            "x": names,
+            **_box_stats(m),
+            "xaxis": "x2",
+            "yaxis": "y2",
+            "offsetgroup": name,
+            "alignmentgroup": "bottom",
+            "marker": {"color": color},
+            "line": {"color": color, "width": 1.5},
+            "whiskerwidth": 0.6,
+        }
+        for name, m, color in ((tr("before: x"), x, BEFORE_COLOR), (after_label, y, AFTER_COLOR))
+    ]
+
+
+def _highlight_bands(highlight: int) -> list[dict[str, Any]]:
+    """The highlighted token's column, shaded in both panels."""
+    return [
+        {
+            "type": "rect",
+            "name": f"highlight.{yd.split()[0]}",
+            "xref": "x" if yd.startswith("y ") else "x2",
+            "yref": yd,
+            "x0": highlight - 0.5,
+            "x1": highlight + 0.5,
+            "y0": 0,
+            "y1": 1,
+            "fillcolor": "rgba(255,75,75,0.13)",
+            "line": {"width": 0},
+            "layer": "below",
+        }
+        for yd in ("y domain", "y2 domain")
+    ]
+
+
+def _ln_axes(grid: _LnGrid) -> dict[str, Any]:
+    """The two panels' axes: one token x axis (labelled under the box plots), μ and σ on top,
+    the values below."""
     numeric = {"tickfont": {"size": 12}, "ticks": "", "zeroline": True, "zerolinecolor": RULE}
-    layout: dict[str, Any] = {
-        "height": plot_h + margin["t"] + margin["b"],
-        "margin": {**margin, "pad": 0},
-        "barmode": "group",
-        "boxmode": "group",
-        "bargap": 0.25,
-        "boxgap": 0.25,
+    return {
         "xaxis": {
-            **x_props,
-            "domain": top_d[0],
+            **grid.x_props,
+            "domain": grid.top_d[0],
             "anchor": "y",
             "matches": "x2",
             "showticklabels": False,
             "title": None,
         },
-        "yaxis": {**numeric, "domain": top_d[1], "anchor": "x", "title": axis_title("\u03bc, \u03c3")},
-        "xaxis2": {**x_props, "domain": bot_d[0], "anchor": "y2"},
-        "yaxis2": {**numeric, "domain": bot_d[1], "anchor": "x2", "title": axis_title(tr("value"))},
-        "legend": corner_legend(),
-        "annotations": [
-            panel_title(tr("mean \u03bc and spread \u03c3 of each token's values"), *top_d),
-            panel_title(
-                tr("each token's {d_model} values before and after the LayerNorm", d_model=d_model), *bot_d
-            ),
-            # under the plot, right-aligned on the line of the x axis title ("token", centred)
-            {
-                "name": "box.note",
-                "text": note,
-                "x": 1,
-                "y": 0,
-                "xref": "paper",
-                "yref": "paper",
-                "xanchor": "right",
-                "yanchor": "middle",
-                "yshift": -(x_labels_px - AXIS_TITLE_PX / 2),
-                "showarrow": False,
-                "font": {"size": 12, "color": MUTED_INK},
-            },
-        ],
-        "shapes": shapes,
-        "meta": {
-            "n_pos": n,
-            "d_model": d_model,
-            "highlight": highlight,
-            "whiskers": f"{WHISKERS[0]}th and {WHISKERS[1]}th percentile",
-            "width": width,
-        },
+        "yaxis": {**numeric, "domain": grid.top_d[1], "anchor": "x", "title": axis_title("\u03bc, \u03c3")},
+        "xaxis2": {**grid.x_props, "domain": grid.bot_d[0], "anchor": "y2"},
+        "yaxis2": {**numeric, "domain": grid.bot_d[1], "anchor": "x2", "title": axis_title(tr("value"))},
     }
-    if title:
-        layout["title"] = figure_title(title)
-    return go.Figure({"data": data, "layout": layout})
+
+
+def _ln_annotations(grid: _LnGrid, d_model: int) -> list[dict[str, Any]]:
+    """The panels' titles, and what the boxes and whiskers span, under the plot on the right."""
+    lo, hi = WHISKERS
+    note = tr("box: middle half \u00b7 whiskers: {lo}th\u2013{hi}th pct", lo=lo, hi=hi)
+    if text_px(note, 12) > grid.paper_w / 2 - 30:  # keep clear of the centred axis title
+        note = tr("whiskers: {lo}th\u2013{hi}th pct", lo=lo, hi=hi)
+    return [
+        panel_title(tr("mean \u03bc and spread \u03c3 of each token's values"), *grid.top_d),
+        panel_title(
+            tr("each token's {d_model} values before and after the LayerNorm", d_model=d_model), *grid.bot_d
+        ),
+        # under the plot, right-aligned on the line of the x axis title ("token", centred)
+        {
+            "name": "box.note",
+            "text": note,
+            "x": 1,
+            "y": 0,
+            "xref": "paper",
+            "yref": "paper",
+            "xanchor": "right",
+            "yanchor": "middle",
+            "yshift": -(grid.x_labels_px - AXIS_TITLE_PX / 2),
+            "showarrow": False,
+            "font": {"size": 12, "color": MUTED_INK},
+        },
+    ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -19,10 +20,10 @@ import numpy.typing as npt
 import plotly.graph_objects as go
 
 from ..i18n import tr
-from .checks import as_float32, check_tokens
+from .checks import Float32Array, as_float32, check_tokens
 from .colors import INK, PART_LINE
 from .labels import axis_title, numeric_axis_margin, text_px, token_labels, x_numeric_margin
-from .layout import FULL_WIDTH, TOP_PANEL_TITLE_PX, panel_title, px_domain
+from .layout import FULL_WIDTH, TOP_PANEL_TITLE_PX, base_layout, panel_title, px_domain
 from .token_panels import CORNER_LEGEND_PX, corner_legend, fitted_token_x_axis
 
 # Gray for the residual stream, orange for attention and blue for the FFN.
@@ -49,7 +50,23 @@ class SublayerNormsLike(Protocol):
 # Trace names (English; shown through `tr`).
 NORM_NAMES = ("\u2016x\u2016 block input", "\u2016attention out\u2016", "\u2016FFN out\u2016")
 RATIO_NAMES = ("\u2016attention out\u2016 / \u2016x\u2016", "\u2016FFN out\u2016 / \u2016x\u2016")
+RATIO_LABELS = ("attention", "FFN")  # English: the annotations' names; their text is translated
 BARS_UP_TO = 64  # grouped bars up to this many tokens, lines beyond
+_COLORS = (RESID_COLOR, ATTN_COLOR, MLP_COLOR)  # x, attention, FFN
+_BARGAP = 0.2
+_TOP_H, _BOTTOM_H = 250, 190  # px of the per-token and the per-layer panel
+
+
+@dataclass(frozen=True)
+class _NormsGrid:
+    """Where the two panels sit: the shared token axis, the margins, the panels' domains."""
+
+    x_props: dict[str, Any]  # the top panel's token x axis
+    margin: dict[str, int]  # l, r, t, b
+    plot_h: int
+    paper_w: int
+    top_d: tuple[list[float], list[float]]  # (x domain, y domain) of the per-token panel
+    bot_d: tuple[list[float], list[float]]  # ... of the per-layer panel
 
 
 def sublayer_norms_figure(
@@ -68,6 +85,38 @@ def sublayer_norms_figure(
         r^{\text{attn}} = \frac{\|\mathrm{MultiHead}(x)\|}{\|x\|},\qquad
         r^{\text{FFN}} = \frac{\|\mathrm{FFN}\|}{\|x\|}
     """
+    per_token, ratios = _checked_norms(norms, labels, layer)  # [3, pos], 2 x [layer]
+    n, n_layers = len(labels), len(ratios[0])
+    grid = _norms_grid(labels, width)
+    limit, clipped = _clip_limit(per_token)
+    bars = n <= BARS_UP_TO
+    meta = {"n_pos": n, "n_layers": n_layers, "layer": layer, "bars": bars, "clipped": clipped}
+    m = grid.margin
+    layout = base_layout(
+        grid.plot_h, width=width, left=m["l"], right=m["r"], top=m["t"], bottom=m["b"],
+        meta={**meta, "y_limit": limit if clipped else None},
+        barmode="group", bargap=_BARGAP, legend=corner_legend(), shapes=[_layer_band(layer)],
+    )  # fmt: skip
+    names = token_labels(labels)
+    data = _norm_traces(per_token, names, bars)
+    annotations = _cut_labels(per_token, names, limit, grid.paper_w) if bars and clipped else []
+    ratio_traces, ratio_labels, x2_range, y2_max = _ratio_traces(ratios, grid.paper_w)
+    data += ratio_traces
+    layout["annotations"] = [
+        *annotations,
+        *ratio_labels,
+        panel_title(tr("layer {layer}: size of each token's vectors", layer=layer), *grid.top_d),
+        panel_title(tr("every layer: mean size relative to the block input \u2016x\u2016"), *grid.bot_d),
+    ]
+    layout |= _norms_axes(grid, limit if clipped else None, n_layers, x2_range, y2_max)
+    return go.Figure({"data": data, "layout": layout})
+
+
+def _checked_norms(
+    norms: SublayerNormsLike, labels: Sequence[object], layer: int
+) -> tuple[Float32Array, list[Float32Array]]:
+    """The three norms of ``layer`` per token, [3, pos] (x, attention, FFN), and the two mean
+    ratios per layer, once every shape is checked against each other and the labels."""
     arrays = [
         as_float32(getattr(norms, f), 2, f"norms.{f}", "[layer, pos]")
         for f in ("resid_pre", "attn_out", "mlp_out")
@@ -90,12 +139,16 @@ def sublayer_norms_figure(
             raise ValueError(f"norms.{f} has shape {tuple(r.shape)}, expected ({n_layers},) [layer]")
     if not 0 <= layer < n_layers:
         raise ValueError(f"layer={layer} is not one of the {n_layers} layers (0..{n_layers - 1})")
+    return np.stack([a[layer] for a in arrays]), ratios
 
+
+def _norms_grid(labels: Sequence[object], width: int) -> _NormsGrid:
+    """The token x axis under the top panel, the margins it and the legend need, and the two
+    panels' domains: the per-token panel on top, its token labels and the second title below."""
     margin_l = numeric_axis_margin("0.000")
     x_props, x_labels_px, margin_r = fitted_token_x_axis(labels, width, margin_l)
-    top_h, bottom_h = 250, 190
     gap = x_labels_px + TOP_PANEL_TITLE_PX + 8
-    plot_h = top_h + gap + bottom_h
+    plot_h = _TOP_H + gap + _BOTTOM_H
     margin = {
         "l": margin_l,
         "r": margin_r,
@@ -103,16 +156,15 @@ def sublayer_norms_figure(
         "b": x_numeric_margin(),
     }
     paper_w = width - margin["l"] - margin["r"]
-    top_d = px_domain(0, paper_w, 0, top_h, paper_w, plot_h)
-    bot_d = px_domain(0, paper_w, top_h + gap, plot_h, paper_w, plot_h)
-    names = token_labels(labels)
-    bars = n <= BARS_UP_TO
-    colors = (RESID_COLOR, ATTN_COLOR, MLP_COLOR)
-    per_token = np.stack([a[layer] for a in arrays])  # [3, pos]
-    limit, clipped = _clip_limit(per_token)
+    top_d = px_domain(0, paper_w, 0, _TOP_H, paper_w, plot_h)
+    bot_d = px_domain(0, paper_w, _TOP_H + gap, plot_h, paper_w, plot_h)
+    return _NormsGrid(x_props, margin, plot_h, paper_w, top_d, bot_d)
+
+
+def _norm_traces(per_token: Float32Array, names: list[str], bars: bool) -> list[dict[str, Any]]:
+    """‖x‖, ‖attention out‖ and ‖FFN out‖ per token on the top panel: grouped bars, or lines."""
     data: list[dict[str, Any]] = []
-    annotations: list[dict[str, Any]] = []
-    for i, (english, color) in enumerate(zip(NORM_NAMES, colors, strict=True)):
+    for i, (english, color) in enumerate(zip(NORM_NAMES, _COLORS, strict=True)):
         name = tr(english)
         trace: dict[str, Any] = {
             "name": name,
@@ -127,34 +179,50 @@ def sublayer_norms_figure(
         else:
             trace.update(type="scatter", mode="lines", line={"color": color, "width": 1.6})
         data.append(trace)
-        if bars and clipped:  # a cut bar says how tall it is
-            bar_px = paper_w / n * (1 - _BARGAP) / len(NORM_NAMES)
-            annotations.extend(
-                {
-                    "name": "cut",
-                    "text": f"{format_norm(float(per_token[i, j]))}\u2191",
-                    "x": names[j],
-                    "y": limit,
-                    "xref": "x",
-                    "yref": "y",
-                    "xshift": (i - 1) * bar_px,
-                    "yanchor": "top",
-                    "showarrow": False,
-                    "bgcolor": "rgba(255,255,255,0.85)",
-                    "font": {"size": 12, "color": INK},
-                }
-                for j in np.flatnonzero(per_token[i] > limit)
-            )
+    return data
 
-    # the per-layer ratios, labelled at their last point (no second legend to look up)
-    top_ratio = max(float(np.nanmax(np.stack(ratios))) if np.isfinite(np.stack(ratios)).any() else 1.0, 1e-6)
+
+def _cut_labels(
+    per_token: Float32Array, names: list[str], limit: float, paper_w: int
+) -> list[dict[str, Any]]:
+    """The value of each bar cut at the axis's top ``limit``, written at the top of its bar."""
+    bar_px = paper_w / per_token.shape[1] * (1 - _BARGAP) / len(NORM_NAMES)
+    return [
+        {
+            "name": "cut",
+            "text": f"{format_norm(float(per_token[i, j]))}\u2191",
+            "x": names[j],
+            "y": limit,
+            "xref": "x",
+            "yref": "y",
+            "xshift": (i - 1) * bar_px,
+            "yanchor": "top",
+            "showarrow": False,
+            "bgcolor": "rgba(255,255,255,0.85)",
+            "font": {"size": 12, "color": INK},
+        }
+        for i in range(len(NORM_NAMES))
+        for j in np.flatnonzero(per_token[i] > limit)
+    ]
+
+
+def _ratio_traces(
+    ratios: list[Float32Array], paper_w: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], float, float]:
+    """The per-layer mean ratios on the bottom panel, each labelled at its last point (no second
+    legend to look up): (traces, labels, room on the right in layers, the y axis's top)."""
+    n_layers = len(ratios[0])
+    stacked = np.stack(ratios)
+    top_ratio = max(float(np.nanmax(stacked)) if np.isfinite(stacked).any() else 1.0, 1e-6)
     y2_max = top_ratio * 1.12
     label_px = max(text_px(tr(t), 13) for t in RATIO_LABELS) + 14
     extra = label_px * n_layers / max(paper_w - label_px, 1.0)  # layers' worth of room for labels
     ends = [float(r[-1]) if np.isfinite(r[-1]) else 0.0 for r in ratios]
-    shifts = _label_shifts([e / y2_max * bottom_h for e in ends], 16)
+    shifts = _label_shifts([e / y2_max * _BOTTOM_H for e in ends], 16)
+    data: list[dict[str, Any]] = []
+    labels: list[dict[str, Any]] = []
     for english, label, arr, color, end, shift in zip(
-        RATIO_NAMES, RATIO_LABELS, ratios, colors[1:], ends, shifts, strict=True
+        RATIO_NAMES, RATIO_LABELS, ratios, _COLORS[1:], ends, shifts, strict=True
     ):
         name = tr(english)
         data.append(
@@ -172,7 +240,7 @@ def sublayer_norms_figure(
                 "hovertemplate": tr("layer") + " %{x}<br>" + name + " %{y:.3g}<extra></extra>",
             }
         )
-        annotations.append(
+        labels.append(
             {
                 "name": f"ratio.{label}",
                 "text": tr(label),
@@ -187,25 +255,25 @@ def sublayer_norms_figure(
                 "font": {"size": 13, "color": color},
             }
         )
+    return data, labels, extra, y2_max
+
+
+def _norms_axes(
+    grid: _NormsGrid, limit: float | None, n_layers: int, extra: float, y2_max: float
+) -> dict[str, Any]:
+    """The four axes: tokens and L2 norms on top (cut at ``limit`` when given), layers and mean
+    ratios below (``extra`` layers of room on the right for the line labels)."""
     numeric = {"tickfont": {"size": 12}, "ticks": "", "zeroline": True}
-    y_top = {**numeric, "domain": top_d[1], "anchor": "x", "title": axis_title(tr("L2 norm"))}
-    if clipped:
+    y_top = {**numeric, "domain": grid.top_d[1], "anchor": "x", "title": axis_title(tr("L2 norm"))}
+    if limit is not None:
         y_top["range"] = [0, limit]
     else:
         y_top["rangemode"] = "tozero"
-    annotations += [
-        panel_title(tr("layer {layer}: size of each token's vectors", layer=layer), *top_d),
-        panel_title(tr("every layer: mean size relative to the block input \u2016x\u2016"), *bot_d),
-    ]
-    layout: dict[str, Any] = {
-        "height": plot_h + margin["t"] + margin["b"],
-        "margin": {**margin, "pad": 0},
-        "barmode": "group",
-        "bargap": _BARGAP,
-        "xaxis": {**x_props, "domain": top_d[0], "anchor": "y"},
+    return {
+        "xaxis": {**grid.x_props, "domain": grid.top_d[0], "anchor": "y"},
         "yaxis": y_top,
         "xaxis2": {
-            "domain": bot_d[0],
+            "domain": grid.bot_d[0],
             "anchor": "y2",
             "title": axis_title(tr("layer")),
             "tickmode": "array",
@@ -218,43 +286,29 @@ def sublayer_norms_figure(
         },
         "yaxis2": {
             **numeric,
-            "domain": bot_d[1],
+            "domain": grid.bot_d[1],
             "anchor": "x2",
             "title": axis_title(tr("mean ratio")),
             "range": [0, y2_max],
         },
-        "legend": corner_legend(),
-        "annotations": annotations,
-        "shapes": [
-            {
-                "type": "rect",
-                "name": "layer",
-                "xref": "x2",
-                "yref": "y2 domain",
-                "x0": layer - 0.4,
-                "x1": layer + 0.4,
-                "y0": 0,
-                "y1": 1,
-                "fillcolor": "rgba(0,0,0,0.07)",
-                "line": {"width": 0},
-                "layer": "below",
-            }
-        ],
-        "meta": {
-            "n_pos": n,
-            "n_layers": n_layers,
-            "layer": layer,
-            "bars": bars,
-            "clipped": clipped,
-            "y_limit": limit if clipped else None,
-            "width": width,
-        },
     }
-    return go.Figure({"data": data, "layout": layout})
 
 
-RATIO_LABELS = ("attention", "FFN")  # English: the annotations' names; their text is translated
-_BARGAP = 0.2
+def _layer_band(layer: int) -> dict[str, Any]:
+    """The gray band that marks ``layer`` on the per-layer panel."""
+    return {
+        "type": "rect",
+        "name": "layer",
+        "xref": "x2",
+        "yref": "y2 domain",
+        "x0": layer - 0.4,
+        "x1": layer + 0.4,
+        "y0": 0,
+        "y1": 1,
+        "fillcolor": "rgba(0,0,0,0.07)",
+        "line": {"width": 0},
+        "layer": "below",
+    }
 
 
 def format_norm(v: float) -> str:
