@@ -22,11 +22,30 @@ def layer_of(path: Path) -> str:
     return rel[0] if rel[0] in ("figures", "ui") else "core"
 
 
-def imports(path: Path) -> list[tuple[str, list[str]]]:
-    """(absolute module, imported names) for every import in ``path``."""
+def type_checking_imports(tree: ast.AST) -> set[ast.AST]:
+    """The imports under ``if TYPE_CHECKING:``: read by type checkers, never run."""
+    out: set[ast.AST] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in (
+            getattr(node.test, "id", None),
+            getattr(node.test, "attr", None),
+        ):
+            out |= {
+                n for stmt in node.body for n in ast.walk(stmt) if isinstance(n, (ast.Import, ast.ImportFrom))
+            }
+    return out
+
+
+def imports(path: Path, *, runtime: bool = False) -> list[tuple[str, list[str]]]:
+    """(absolute module, imported names) for every import in ``path``; with ``runtime``, only
+    the imports that run (not those under ``if TYPE_CHECKING:``)."""
     out = []
     package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip = type_checking_imports(tree) if runtime else set()
+    for node in ast.walk(tree):
+        if node in skip:
+            continue
         if isinstance(node, ast.Import):
             out += [(a.name, []) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -56,6 +75,9 @@ def test_each_module_imports_only_from_the_layers_below_it(path):
         full = [module] + [f"{module}.{n}" for n in names]
         hit = [m for m in full for b in banned if m == b or m.startswith(b + ".")]
         assert not hit, f"{path.relative_to(ROOT)} imports {hit}"
+    # A figure module may name a core type for the type checker (``if TYPE_CHECKING:``), which
+    # loads nothing at run time; what it runs is numpy, plotly and tformer.i18n.
+    for module, _ in imports(path, runtime=True):
         if (
             layer_of(path) == "figures"
             and module.startswith("tformer")
@@ -64,6 +86,7 @@ def test_each_module_imports_only_from_the_layers_below_it(path):
         ):
             pytest.fail(
                 f"{path.name}: figure builders import numpy, plotly and tformer.i18n only, not {module}"
+                " (a core type for annotations goes under `if TYPE_CHECKING:`)"
             )
 
 
@@ -78,6 +101,18 @@ def test_no_module_imports_another_modules_private_names(path):
 
 def test_import_tformer_loads_neither_streamlit_nor_plotly():
     code = "import sys, tformer; print(sorted(m for m in ('streamlit', 'plotly') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]"
+
+
+def test_figure_modules_load_no_core_module():
+    """The types figures name under ``if TYPE_CHECKING:`` stay out of a run."""
+    names = sorted(p.stem for p in (PKG / "figures").glob("*.py") if p.stem != "__init__")
+    code = (
+        f"import sys\nimport {', '.join('tformer.figures.' + n for n in names)}\n"
+        "print(sorted(m for m in sys.modules if m.startswith('tformer.')"
+        " and not m.startswith('tformer.figures') and m != 'tformer.i18n'))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]"
 

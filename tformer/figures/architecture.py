@@ -10,28 +10,30 @@ before it:
     x' = \mathrm{LayerNorm}(x + \mathrm{SubLayer}(x))\ \text{(post-norm)},\qquad
     x' = x + \mathrm{SubLayer}(\mathrm{LayerNorm}(x))\ \text{(pre-norm)}
 
-The diagram reads the fields of ``tformer.analysis.architecture.ArchitectureSpec`` by name
-(:class:`ArchitectureLike`), so this module does not import it. The per-layer figures of
-:mod:`.ffn`, :mod:`.sublayers` and :mod:`.layernorm` share its text colors (:data:`INK`, :data:`MUTED`).
+The diagram reads a ``tformer.analysis.architecture.ArchitectureSpec``, named for the type
+checker only, so drawing it loads no core module. The per-layer figures of :mod:`.ffn`,
+:mod:`.sublayers` and :mod:`.layernorm` draw the same parts in the same hues (the palette's
+``PART_FILL`` here, ``PART_LINE`` there).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import plotly.graph_objects as go
 
 from ..i18n import tr
 from .colors import FAINT, INK, MUTED_INK, NOTE_INK, PART_FILL
 from .labels import text_px
-from .layout import FULL_WIDTH, TOP_TITLE_PX, figure_title
+from .layout import FULL_WIDTH, TOP_TITLE_PX, base_layout
 
-# The parts' colours (the palette's PART_FILL; the per-layer figures (.sublayers, .layernorm) draw the same
-# parts in PART_LINE); text in INK and MUTED_INK, box edges in NOTE_INK.
+if TYPE_CHECKING:
+    from ..analysis.architecture import ArchitectureSpec
+
+# The parts' colours (the palette's PART_FILL); text in INK and MUTED_INK, box edges in NOTE_INK.
 FILL = PART_FILL
 EDGE = NOTE_INK
 MUTED = MUTED_INK
@@ -48,45 +50,6 @@ def compact(n: int) -> str:
     return f"{n / 1e9:.3g} B"
 
 
-class ArchitectureLike(Protocol):
-    """The fields of ``tformer.analysis.architecture.ArchitectureSpec`` the diagram reads."""
-
-    @property
-    def n_layers(self) -> int: ...
-    @property
-    def n_heads(self) -> int: ...
-    @property
-    def d_model(self) -> int: ...
-    @property
-    def d_head(self) -> int: ...
-    @property
-    def d_ff(self) -> int: ...
-    @property
-    def n_pos(self) -> int: ...
-    @property
-    def vocab_size(self) -> int: ...
-    @property
-    def max_len(self) -> int: ...
-    @property
-    def type_vocab_size(self) -> int: ...
-    @property
-    def norm(self) -> str: ...
-    @property
-    def pos_encoding(self) -> str: ...
-    @property
-    def activation(self) -> str: ...
-    @property
-    def embed_norm(self) -> bool: ...
-    @property
-    def n_outputs(self) -> int: ...
-    @property
-    def counts(self) -> Mapping[str, int]: ...
-    @property
-    def per_layer(self) -> Sequence[Mapping[str, int]]: ...
-    @property
-    def total(self) -> int: ...
-
-
 @dataclass(frozen=True)
 class _Row:
     """One box of the diagram and the text beside it."""
@@ -95,9 +58,9 @@ class _Row:
     name: str
     detail: str
     shape: str  # the tensor it outputs for the current text, e.g. "[16 × 384]"
-    shape_note: str
     fill: str
-    in_block: bool
+    shape_note: str = ""
+    in_block: bool = False
     count: int | None = None  # parameters in all layers; None: the part has none
     per_layer: int | None = None  # block parts: parameters in one layer
 
@@ -121,77 +84,52 @@ _SIDE = 8
 _N_FONT = 17  # the "N x" label
 
 
-def _architecture_rows(spec: ArchitectureLike) -> list[_Row]:
+def _count(spec: ArchitectureSpec, key: str) -> int | None:
+    """Parameters of part ``key`` in all layers; None when the part has none."""
+    return int(spec.counts[key]) if key in spec.counts else None
+
+
+def _resid(spec: ArchitectureSpec) -> str:
+    """The residual stream's shape for the current text: "[pos × d_model]"."""
+    return f"[{spec.n_pos} \u00d7 {spec.d_model}]"
+
+
+def _architecture_rows(spec: ArchitectureSpec) -> list[_Row]:
     """The boxes, bottom to top, in the order the model runs them."""
-    n, d, f = spec.n_pos, spec.d_model, spec.d_ff
-    resid = f"[{n} \u00d7 {d}]"
-    counts = spec.counts
-    layer0 = spec.per_layer[0] if spec.per_layer else {}
+    return [*_embedding_rows(spec), *_block_rows(spec), *_output_rows(spec)]
 
-    def part(key: str) -> int | None:
-        return int(counts[key]) if key in counts else None
 
-    def block(key: str, name: str, detail: str, fill: str, note: str = "") -> _Row:
-        per = int(layer0[key]) if key in layer0 else None
-        return _Row(key, name, detail, resid, note, fill, True, part(key), per)
-
+def _embedding_rows(spec: ArchitectureSpec) -> list[_Row]:
+    """The tokens and what turns them into vectors: the token embedding, the positions (when
+    the model adds any), the segment embedding and the embeddings' LayerNorm (when it has them)."""
+    n, d, resid, embed = spec.n_pos, spec.d_model, _resid(spec), FILL["embed"]
     rows = [
-        _Row(
-            "tokens",
-            tr("tokens"),
-            tr("this text, tokenized"),
-            tr("[{n}] token ids", n=n),
-            "",
-            FILL["io"],
-            False,
-        ),
+        _Row("tokens", tr("tokens"), tr("this text, tokenized"), tr("[{n}] token ids", n=n), FILL["io"]),
         _Row(
             "embed",
             tr("token embedding"),
             tr("a {vocab} \u00d7 {d_model} table", vocab=f"{spec.vocab_size:,}", d_model=d),
             resid,
-            "",
-            FILL["embed"],
-            False,
-            part("embed"),
+            embed,
+            count=_count(spec, "embed"),
         ),
     ]
+    positions = tr("+ positional encoding")
     if spec.pos_encoding == "sinusoidal":
-        rows.append(
-            _Row(
-                "pos_embed",
-                tr("+ positional encoding"),
-                tr("sin / cos, fixed"),
-                resid,
-                "",
-                FILL["embed"],
-                False,
-            )
-        )
+        rows.append(_Row("pos_embed", positions, tr("sin / cos, fixed"), resid, embed))
     elif spec.pos_encoding == "learned":
-        rows.append(
-            _Row(
-                "pos_embed",
-                tr("+ positional encoding"),
-                tr("learned, {max_len} \u00d7 {d_model}", max_len=spec.max_len, d_model=d),
-                resid,
-                "",
-                FILL["embed"],
-                False,
-                part("pos_embed"),
-            )
-        )
+        learned = tr("learned, {max_len} \u00d7 {d_model}", max_len=spec.max_len, d_model=d)
+        rows.append(_Row("pos_embed", positions, learned, resid, embed, count=_count(spec, "pos_embed")))
     if spec.type_vocab_size > 0:
+        segments = tr("{n} segment types", n=spec.type_vocab_size)
         rows.append(
             _Row(
                 "token_type_embed",
                 tr("+ segment embedding"),
-                tr("{n} segment types", n=spec.type_vocab_size),
+                segments,
                 resid,
-                "",
-                FILL["embed"],
-                False,
-                part("token_type_embed"),
+                embed,
+                count=_count(spec, "token_type_embed"),
             )
         )
     if spec.embed_norm:
@@ -201,13 +139,26 @@ def _architecture_rows(spec: ArchitectureLike) -> list[_Row]:
                 "LayerNorm",
                 tr("of the embeddings"),
                 resid,
-                "",
                 FILL["norm"],
-                False,
-                part("embed_ln"),
+                count=_count(spec, "embed_ln"),
             )
         )
-    attn = block(
+    return rows
+
+
+def _block_part(spec: ArchitectureSpec, key: str, name: str, detail: str, fill: str, note: str = "") -> _Row:
+    """A box inside the N × frame: its parameters in all layers and in one."""
+    layer0 = spec.per_layer[0] if spec.per_layer else {}
+    per = int(layer0[key]) if key in layer0 else None
+    return _Row(key, name, detail, _resid(spec), fill, note, True, _count(spec, key), per)
+
+
+def _block_rows(spec: ArchitectureSpec) -> list[_Row]:
+    """The repeated block: attention and the FFN with their residual adds and LayerNorms, in
+    the order the block's ``norm`` ("pre" or "post") runs them; pre-norm adds a final LayerNorm."""
+    n, d, f, resid, norm = spec.n_pos, spec.d_model, spec.d_ff, _resid(spec), FILL["norm"]
+    attn = _block_part(
+        spec,
         "attn",
         tr("multi-head attention"),
         tr("{heads} heads \u00d7 d_head {d_head}", heads=spec.n_heads, d_head=spec.d_head),
@@ -215,7 +166,8 @@ def _architecture_rows(spec: ArchitectureLike) -> list[_Row]:
         tr("weights: {heads} \u00d7 [{n} \u00d7 {n}]", heads=spec.n_heads, n=n),
     )
     act = {"relu": "ReLU", "gelu": "GELU"}.get(spec.activation, spec.activation)
-    mlp = block(
+    mlp = _block_part(
+        spec,
         "mlp",
         tr("feed-forward"),
         f"{d} \u2192 {f} \u2192 {d}, {act}",
@@ -223,26 +175,30 @@ def _architecture_rows(spec: ArchitectureLike) -> list[_Row]:
         tr("inside: [{n} \u00d7 {d_ff}]", n=n, d_ff=f),
     )
     if spec.norm == "pre":
-        rows += [
-            block("ln1", "LayerNorm", tr("before attention"), FILL["norm"]),
+        return [
+            _block_part(spec, "ln1", "LayerNorm", tr("before attention"), norm),
             attn,
-            _Row("add1", tr("add"), tr("x + attention"), resid, "", FILL["norm"], True),
-            block("ln2", "LayerNorm", tr("before the FFN"), FILL["norm"]),
+            _Row("add1", tr("add"), tr("x + attention"), resid, norm, in_block=True),
+            _block_part(spec, "ln2", "LayerNorm", tr("before the FFN"), norm),
             mlp,
-            _Row("add2", tr("add"), "x + FFN", resid, "", FILL["norm"], True),
+            _Row("add2", tr("add"), "x + FFN", resid, norm, in_block=True),
+            _Row("ln_final", tr("final LayerNorm"), "", resid, norm, count=_count(spec, "ln_final")),
         ]
-        rows.append(
-            _Row("ln_final", tr("final LayerNorm"), "", resid, "", FILL["norm"], False, part("ln_final"))
-        )
-    else:
-        rows += [
-            attn,
-            block("ln1", tr("add & norm"), tr("LayerNorm(x + attention)"), FILL["norm"]),
-            mlp,
-            block("ln2", tr("add & norm"), "LayerNorm(x + FFN)", FILL["norm"]),
-        ]
-    if "other" in counts:
-        rows.append(_Row("other", tr("other parameters"), "", "", "", FILL["io"], False, part("other")))
+    return [
+        attn,
+        _block_part(spec, "ln1", tr("add & norm"), tr("LayerNorm(x + attention)"), norm),
+        mlp,
+        _block_part(spec, "ln2", tr("add & norm"), "LayerNorm(x + FFN)", norm),
+    ]
+
+
+def _output_rows(spec: ArchitectureSpec) -> list[_Row]:
+    """Parameters no part names (none in a tformer Encoder), the output head when the model has
+    one, and the encoder's output."""
+    n, d, io = spec.n_pos, spec.d_model, FILL["io"]
+    rows = []
+    if "other" in spec.counts:
+        rows.append(_Row("other", tr("other parameters"), "", "", io, count=_count(spec, "other")))
     if spec.n_outputs > 0:
         rows.append(
             _Row(
@@ -250,15 +206,13 @@ def _architecture_rows(spec: ArchitectureLike) -> list[_Row]:
                 tr("output Linear + softmax"),
                 f"{d} \u2192 {spec.n_outputs}",
                 f"[{n} \u00d7 {spec.n_outputs}]",
-                "",
                 FILL["head"],
-                False,
-                part("head"),
+                count=_count(spec, "head"),
             )
         )
     out_shape = f"[{n} \u00d7 {spec.n_outputs or d}]"
     detail = tr("probabilities per token") if spec.n_outputs else tr("one vector per token")
-    rows.append(_Row("output", tr("encoder output"), detail, out_shape, "", FILL["io"], False))
+    rows.append(_Row("output", tr("encoder output"), detail, out_shape, io))
     return rows
 
 
@@ -295,17 +249,31 @@ def _hover(row: _Row, n_layers: int) -> str:
 
 @dataclass(frozen=True)
 class _Geometry:
-    fonts: tuple[int, int, int, int]
+    """The diagram's columns for one choice of fonts, left to right: the "N ×" label, the
+    boxes, the residual lane, the shape column and the parameter column (or shape over
+    parameters in one column when ``narrow``)."""
+
+    fonts: tuple[int, int, int, int]  # name, detail, column, column note (px)
     narrow: bool
     label_w: float
     box_x0: float
     box_w: float
     shape_x: float  # left edge of the shape column
     params_x1: float  # right edge of the parameter column
-    need: float
+    need: float  # px wide the diagram needs
+
+    @property
+    def cx(self) -> float:
+        """The boxes' centre line, where the flow arrows run."""
+        return self.box_x0 + self.box_w / 2
+
+    @property
+    def lane_x(self) -> float:
+        """The residual connections' vertical line, right of the boxes."""
+        return self.box_x0 + self.box_w + _LANE
 
 
-def _plan_geometry(rows: list[_Row], spec: ArchitectureLike, width: int) -> _Geometry:
+def _plan_geometry(rows: list[_Row], spec: ArchitectureSpec, width: int) -> _Geometry:
     """Column positions for the largest fonts that fit ``width``: three columns (boxes, shapes,
     parameters) first, then shape over parameters in one column."""
     plans = []
@@ -351,6 +319,7 @@ _HEADER_FONT = 13
 
 
 def _header_px(narrow: bool) -> int:
+    """Height of the header band over the boxes: two lines over the one narrow column."""
     return 42 if narrow else 28
 
 
@@ -360,6 +329,7 @@ def _headers(narrow: bool) -> tuple[str, ...]:
 
 
 def _total_lines(total: int) -> tuple[str, str]:
+    """(the total in 3 significant digits, the exact total: "" when the first says it all)."""
     if total >= 1000:
         return tr("total {count}", count=compact(total)), f"= {total:,}"
     return tr("total {count}", count=total), ""
@@ -368,6 +338,7 @@ def _total_lines(total: int) -> tuple[str, str]:
 def _text(
     text: str, x: float, y: float, size: int, *, anchor: str = "center", color: str = INK, **extra: Any
 ) -> dict[str, Any]:
+    """A text annotation at (x, y) in the diagram's px coordinates, vertically centred."""
     return {
         "text": text,
         "x": x,
@@ -415,8 +386,25 @@ def _rounded(x0: float, y0: float, x1: float, y1: float, r: float) -> str:
     )
 
 
+@dataclass
+class _Marks:
+    """The diagram's plotly shapes and annotations, appended in drawing order."""
+
+    shapes: list[dict[str, Any]] = field(default_factory=list)
+    annotations: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Stack:
+    """The boxes stacked bottom up: each box's px rectangle, the N × frame's bottom and top."""
+
+    boxes: dict[str, tuple[float, float, float, float]]  # key -> (x0, y0, x1, y1)
+    frame: tuple[float, float]
+    plot_h: float  # from the total's rule at the bottom to the column headers at the top
+
+
 def architecture_figure(
-    spec: ArchitectureLike, *, title: str | None = None, width: int = FULL_WIDTH
+    spec: ArchitectureSpec, *, title: str | None = None, width: int = FULL_WIDTH
 ) -> go.Figure:
     """The encoder drawn bottom to top, as in the paper: tokens, embeddings, N × block, output.
 
@@ -436,25 +424,61 @@ def architecture_figure(
     ``fits`` and each box's px rectangle (``boxes``). ``title`` is shown as given (escape user
     text with ``safe_label``).
     """
+    _check_spec(spec)
+    rows = _architecture_rows(spec)
+    geo = _plan_geometry(rows, spec, width - _SIDE)
+    stack = _stack_boxes(rows, geo)
+    marks = _Marks()
+    _draw_frame(marks, spec, geo, stack.frame)
+    for row in rows:
+        _draw_box(marks, row, spec.n_layers, geo, stack.boxes[row.key])
+    _draw_arrows(marks, rows, spec.norm, geo, stack.boxes)
+    _draw_headers_and_total(marks, spec.total, geo, stack.plot_h)
+    meta = {
+        "n_pos": spec.n_pos,
+        "norm": spec.norm,
+        "order": [r.key for r in rows],
+        "counts": {k: int(v) for k, v in spec.counts.items()},
+        "total": int(spec.total),
+        "fonts": list(geo.fonts),
+        "narrow": geo.narrow,
+        "fits": geo.need <= width - _SIDE,
+        "boxes": {k: [round(v, 1) for v in b] for k, b in stack.boxes.items()},
+    }
+    hidden = {"visible": False, "fixedrange": True, "showgrid": False, "zeroline": False}
+    # a small left margin lines the title up with the diagram's edge
+    layout = base_layout(
+        math.ceil(stack.plot_h), width=width, left=_SIDE, right=0, top=TOP_TITLE_PX if title else 8,
+        bottom=8, title=title, meta=meta,
+        xaxis={**hidden, "range": [0, width - _SIDE]}, yaxis={**hidden, "range": [0, stack.plot_h]},
+        shapes=marks.shapes, annotations=marks.annotations, plot_bgcolor="rgba(0,0,0,0)",
+        showlegend=False, hovermode=False, dragmode=False,
+    )  # fmt: skip
+    return go.Figure({"data": [], "layout": layout})
+
+
+def _check_spec(spec: ArchitectureSpec) -> None:
+    """Raise unless there is a layer and a token, and the parts' counts add up to the total."""
     if spec.n_layers < 1 or spec.n_pos < 1:
         raise ValueError(f"n_layers={spec.n_layers} and n_pos={spec.n_pos} must be positive")
     shown = sum(int(v) for v in spec.counts.values())
     if shown != spec.total:
         raise ValueError(f"counts add up to {shown:,}, not to total={spec.total:,}")
-    rows = _architecture_rows(spec)
-    geo = _plan_geometry(rows, spec, width - _SIDE)
-    name_px, detail_px, info_px, note_px = geo.fonts
+
+
+def _stack_boxes(rows: list[_Row], geo: _Geometry) -> _Stack:
+    """The boxes from the total's rule up (y grows upwards), an arrow's gap apart, with the
+    N × frame around the block's boxes: it starts below the first residual branch, clear of
+    the box below it, and ends above the last block box."""
+    name_px, detail_px, _, _ = geo.fonts
     box_h = math.ceil((name_px + detail_px) * _LINE + 2 * _BOX_PAD_Y)
     one_line_h = math.ceil(name_px * _LINE + 2 * _BOX_PAD_Y)
-
-    # Vertical layout, bottom up (y grows upwards).
     y = float(_TOTAL_PX)
     boxes: dict[str, tuple[float, float, float, float]] = {}
     frame: list[float] = []  # y of the frame's bottom and top
     prev_in_block = False
     for row in rows:
         if row.in_block and not prev_in_block:
-            # the frame starts below the first residual branch, clear of the box below it
             y += _FRAME_PAD
             frame.append(y - _BRANCH - _FRAME_PAD)
         elif prev_in_block and not row.in_block:
@@ -465,16 +489,14 @@ def architecture_figure(
         boxes[row.key] = (geo.box_x0, y, geo.box_x0 + geo.box_w, y + h)
         y += h + _GAP
         prev_in_block = row.in_block
-    plot_h = y - _GAP + _header_px(geo.narrow)
-    cx = geo.box_x0 + geo.box_w / 2
-    lane_x = geo.box_x0 + geo.box_w + _LANE
+    return _Stack(boxes, (frame[0], frame[1]), y - _GAP + _header_px(geo.narrow))
 
-    shapes: list[dict[str, Any]] = []
-    annotations: list[dict[str, Any]] = []
-    # the N x frame and its label
-    f0, f1 = frame[0], frame[1]
-    fx0, fx1 = geo.box_x0 - 12, lane_x + _FRAME_RIGHT
-    shapes.append(
+
+def _draw_frame(marks: _Marks, spec: ArchitectureSpec, geo: _Geometry, frame: tuple[float, float]) -> None:
+    """The rounded frame around the repeated block and its "N × layers" label on the left."""
+    f0, f1 = frame
+    fx0, fx1 = geo.box_x0 - 12, geo.lane_x + _FRAME_RIGHT
+    marks.shapes.append(
         {
             "type": "path",
             "name": "block",
@@ -488,81 +510,91 @@ def architecture_figure(
     )
     label_x = fx0 - 8
     mid = (f0 + f1) / 2
-    annotations.append(
+    marks.annotations.append(
         _text(f"<b>{spec.n_layers} \u00d7</b>", label_x, mid + 9, _N_FONT, anchor="right", name="n_layers")
     )
-    annotations.append(
+    marks.annotations.append(
         _text(tr("layers"), label_x, mid - 11, 13, anchor="right", color=MUTED, name="n_layers.note")
     )
 
-    # boxes and their text
-    for row in rows:
-        x0, y0, x1, y1 = boxes[row.key]
-        c = (y0 + y1) / 2
-        shapes.append(
-            {
-                "type": "path",
-                "name": row.key,
-                "path": _rounded(x0, y0, x1, y1, 6),
-                "xref": "x",
-                "yref": "y",
-                "fillcolor": row.fill,
-                "line": {"color": EDGE, "width": 1.2},
-                "layer": "above",
-            }
-        )
-        hover = _hover(row, spec.n_layers)
-        if row.detail:
-            annotations.append(
-                _text(
-                    f"<b>{row.name}</b>",
-                    cx,
-                    c + detail_px * _LINE / 2,
-                    name_px,
-                    name=f"{row.key}.name",
-                    hovertext=hover,
-                )
-            )
-            annotations.append(
-                _text(
-                    row.detail,
-                    cx,
-                    c - name_px * _LINE / 2,
-                    detail_px,
-                    color=MUTED,
-                    name=f"{row.key}.detail",
-                    hovertext=hover,
-                )
-            )
-        else:
-            annotations.append(
-                _text(f"<b>{row.name}</b>", cx, c, name_px, name=f"{row.key}.name", hovertext=hover)
-            )
-        main, small = _params_lines(row, spec.n_layers, geo.narrow)
-        if geo.narrow:  # shape over parameters, one column
-            lines = [
-                (row.shape, info_px, INK, "shape"),
-                (main, info_px, MUTED if row.count is None else INK, "params"),
-            ]
-        else:
-            lines = [(row.shape, info_px, INK, "shape")] + (
-                [(row.shape_note, note_px, MUTED, "shape_note")] if row.shape_note else []
-            )
-        _column(annotations, row.key, lines, geo.shape_x, c, "left", hover)
-        if not geo.narrow:
-            plines = [(main, info_px, MUTED if row.count is None else INK, "params")]
-            if small:
-                plines.append((small, note_px, MUTED, "params_note"))
-            _column(annotations, row.key, plines, geo.params_x1, c, "right", hover)
 
-    # arrows between consecutive boxes, and the residual connections
+def _draw_box(
+    marks: _Marks, row: _Row, n_layers: int, geo: _Geometry, box: tuple[float, float, float, float]
+) -> None:
+    """One part's box with its name (and detail line), and its shape and parameters beside it;
+    the box's text and columns share its hover."""
+    x0, y0, x1, y1 = box
+    c = (y0 + y1) / 2
+    name_px, detail_px, info_px, note_px = geo.fonts
+    marks.shapes.append(
+        {
+            "type": "path",
+            "name": row.key,
+            "path": _rounded(x0, y0, x1, y1, 6),
+            "xref": "x",
+            "yref": "y",
+            "fillcolor": row.fill,
+            "line": {"color": EDGE, "width": 1.2},
+            "layer": "above",
+        }
+    )
+    hover = _hover(row, n_layers)
+    name = f"<b>{row.name}</b>"
+    if row.detail:
+        marks.annotations += [
+            _text(name, geo.cx, c + detail_px * _LINE / 2, name_px, name=f"{row.key}.name", hovertext=hover),
+            _text(
+                row.detail,
+                geo.cx,
+                c - name_px * _LINE / 2,
+                detail_px,
+                color=MUTED,
+                name=f"{row.key}.detail",
+                hovertext=hover,
+            ),
+        ]
+    else:
+        marks.annotations.append(_text(name, geo.cx, c, name_px, name=f"{row.key}.name", hovertext=hover))
+    main, small = _params_lines(row, n_layers, geo.narrow)
+    params = (main, info_px, MUTED if row.count is None else INK, "params")
+    if geo.narrow:  # shape over parameters, one column
+        _column(
+            marks.annotations,
+            row.key,
+            [(row.shape, info_px, INK, "shape"), params],
+            geo.shape_x,
+            c,
+            "left",
+            hover,
+        )
+        return
+    shape = [(row.shape, info_px, INK, "shape")]
+    if row.shape_note:
+        shape.append((row.shape_note, note_px, MUTED, "shape_note"))
+    _column(marks.annotations, row.key, shape, geo.shape_x, c, "left", hover)
+    plines = [params] + ([(small, note_px, MUTED, "params_note")] if small else [])
+    _column(marks.annotations, row.key, plines, geo.params_x1, c, "right", hover)
+
+
+def _draw_arrows(
+    marks: _Marks,
+    rows: list[_Row],
+    norm: str,
+    geo: _Geometry,
+    boxes: dict[str, tuple[float, float, float, float]],
+) -> None:
+    """An arrow between each two consecutive boxes, then each sublayer's residual connection:
+    from a branch point below it, up the lane on the right, into the box that adds it."""
+    cx, lane_x = geo.cx, geo.lane_x
     for below, above in itertools.pairwise(rows):
-        annotations.append(_arrow(cx, boxes[below.key][3], cx, boxes[above.key][1], f"flow.{below.key}"))
-    pairs = (("ln1", "add1"), ("ln2", "add2")) if spec.norm == "pre" else (("attn", "ln1"), ("mlp", "ln2"))
+        marks.annotations.append(
+            _arrow(cx, boxes[below.key][3], cx, boxes[above.key][1], f"flow.{below.key}")
+        )
+    pairs = (("ln1", "add1"), ("ln2", "add2")) if norm == "pre" else (("attn", "ln1"), ("mlp", "ln2"))
     for start, end in pairs:
         yb = boxes[start][1] - _BRANCH
         ya = (boxes[end][1] + boxes[end][3]) / 2
-        shapes.append(
+        marks.shapes.append(
             {
                 "type": "path",
                 "name": f"residual.{end}",
@@ -572,7 +604,7 @@ def architecture_figure(
                 "line": {"color": EDGE, "width": 1.6},
             }
         )
-        shapes.append(
+        marks.shapes.append(
             {
                 "type": "circle",
                 "name": f"branch.{end}",
@@ -586,51 +618,42 @@ def architecture_figure(
                 "line": {"width": 0},
             }
         )
-        annotations.append(_arrow(lane_x, ya, geo.box_x0 + geo.box_w, ya, f"residual.{end}"))
+        marks.annotations.append(_arrow(lane_x, ya, geo.box_x0 + geo.box_w, ya, f"residual.{end}"))
 
-    # column headers and the total
-    header_h = _header_px(geo.narrow)
-    top = plot_h - header_h / 2
-    annotations.append(
-        _text(f"<b>{tr('reads bottom to top')}</b>", cx, top, _HEADER_FONT, color=MUTED, name="header.flow")
+
+def _draw_headers_and_total(marks: _Marks, total_count: int, geo: _Geometry, plot_h: float) -> None:
+    """The line over the boxes ("reads bottom to top"), the column headers beside it, and the
+    total under the parameter column (under the one column when narrow) with a rule above it."""
+    _, _, info_px, note_px = geo.fonts
+    top = plot_h - _header_px(geo.narrow) / 2
+    marks.annotations.append(
+        _text(
+            f"<b>{tr('reads bottom to top')}</b>", geo.cx, top, _HEADER_FONT, color=MUTED, name="header.flow"
+        )
     )
     shape_head, params_head = _headers(geo.narrow)
-    total, exact = _total_lines(spec.total)
+    total, exact = _total_lines(total_count)
     total_col = [(f"<b>{total}</b>", info_px, INK, "total"), (exact, note_px, INK, "exact")]
+    total_y = (_TOTAL_PX - 8) / 2
     if geo.narrow:
         heads = [
             (f"<b>{shape_head}</b>", _HEADER_FONT, MUTED, "shape"),
             (f"<b>{params_head}</b>", _HEADER_FONT, MUTED, "params"),
         ]
-        _column(annotations, "header", heads, geo.shape_x, top, "left", "")
-        _column(annotations, "total", total_col, geo.shape_x, (_TOTAL_PX - 8) / 2, "left", "")
+        _column(marks.annotations, "header", heads, geo.shape_x, top, "left", "")
+        _column(marks.annotations, "total", total_col, geo.shape_x, total_y, "left", "")
         rule_x0 = geo.shape_x
     else:
-        annotations.append(
-            _text(
-                f"<b>{shape_head}</b>",
-                geo.shape_x,
-                top,
-                _HEADER_FONT,
-                anchor="left",
-                color=MUTED,
-                name="header.shape",
+        for text, x, anchor, key in (
+            (shape_head, geo.shape_x, "left", "header.shape"),
+            (params_head, geo.params_x1, "right", "header.params"),
+        ):
+            marks.annotations.append(
+                _text(f"<b>{text}</b>", x, top, _HEADER_FONT, anchor=anchor, color=MUTED, name=key)
             )
-        )
-        annotations.append(
-            _text(
-                f"<b>{params_head}</b>",
-                geo.params_x1,
-                top,
-                _HEADER_FONT,
-                anchor="right",
-                color=MUTED,
-                name="header.params",
-            )
-        )
-        _column(annotations, "total", total_col, geo.params_x1, (_TOTAL_PX - 8) / 2, "right", "")
+        _column(marks.annotations, "total", total_col, geo.params_x1, total_y, "right", "")
         rule_x0 = geo.params_x1 - max(text_px(total, info_px) * _BOLD, text_px(exact, note_px))
-    shapes.append(
+    marks.shapes.append(
         {
             "type": "line",
             "name": "total.rule",
@@ -643,37 +666,6 @@ def architecture_figure(
             "line": {"color": MUTED, "width": 1},
         }
     )
-
-    top_px = TOP_TITLE_PX if title else 8
-    hidden = {"visible": False, "fixedrange": True, "showgrid": False, "zeroline": False}
-    layout: dict[str, Any] = {
-        "height": math.ceil(plot_h) + top_px + 8,
-        # a small left margin lines the title up with the diagram's edge
-        "margin": {"l": _SIDE, "r": 0, "t": top_px, "b": 8, "pad": 0},
-        "xaxis": {**hidden, "range": [0, width - _SIDE]},
-        "yaxis": {**hidden, "range": [0, plot_h]},
-        "shapes": shapes,
-        "annotations": annotations,
-        "plot_bgcolor": "rgba(0,0,0,0)",
-        "showlegend": False,
-        "hovermode": False,
-        "dragmode": False,
-        "meta": {
-            "width": width,
-            "n_pos": spec.n_pos,
-            "norm": spec.norm,
-            "order": [r.key for r in rows],
-            "counts": {k: int(v) for k, v in spec.counts.items()},
-            "total": int(spec.total),
-            "fonts": list(geo.fonts),
-            "narrow": geo.narrow,
-            "fits": geo.need <= width - _SIDE,
-            "boxes": {k: [round(v, 1) for v in b] for k, b in boxes.items()},
-        },
-    }
-    if title:
-        layout["title"] = figure_title(title)
-    return go.Figure({"data": [], "layout": layout})
 
 
 def _column(
@@ -689,10 +681,8 @@ def _column(
     lines = [ln for ln in lines if ln[0]]
     heights = [size * _LINE for _, size, _, _ in lines]
     y = c + sum(heights) / 2
-    for (text, size, color, field), h in zip(lines, heights, strict=True):
+    for (text, size, color, part), h in zip(lines, heights, strict=True):
         y -= h / 2
         extra = {"hovertext": hover} if hover else {}
-        annotations.append(
-            _text(text, x, y, size, anchor=anchor, color=color, name=f"{key}.{field}", **extra)
-        )
+        annotations.append(_text(text, x, y, size, anchor=anchor, color=color, name=f"{key}.{part}", **extra))
         y -= h / 2
