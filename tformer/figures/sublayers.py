@@ -4,8 +4,8 @@ r"""How large each sublayer's output is next to the residual stream it adds to.
 their ratios per layer. Attention and the FFN are drawn in the hues of their boxes in the
 architecture diagram (:mod:`.architecture`), the residual stream in gray.
 
-The builder reads the fields of ``tformer.analysis.layer_stats.SublayerNorms`` by name
-(:class:`SublayerNormsLike`), so this module does not import it.
+The builder reads a ``tformer.analysis.layer_stats.SublayerNorms``, named for the type checker
+only, so drawing it loads no core module.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -26,25 +26,13 @@ from .labels import axis_title, numeric_axis_margin, text_px, token_labels, x_nu
 from .layout import FULL_WIDTH, TOP_PANEL_TITLE_PX, base_layout, panel_title, px_domain
 from .token_panels import CORNER_LEGEND_PX, corner_legend, fitted_token_x_axis
 
+if TYPE_CHECKING:
+    from ..analysis.layer_stats import SublayerNorms
+
 # Gray for the residual stream, orange for attention and blue for the FFN.
 RESID_COLOR = PART_LINE["resid"]
 ATTN_COLOR = PART_LINE["attn"]
 MLP_COLOR = PART_LINE["mlp"]
-
-
-class SublayerNormsLike(Protocol):
-    """The fields of ``tformer.analysis.layer_stats.SublayerNorms`` the figure reads."""
-
-    @property
-    def resid_pre(self) -> npt.NDArray[np.floating]: ...  # [layer, pos]
-    @property
-    def attn_out(self) -> npt.NDArray[np.floating]: ...  # [layer, pos]
-    @property
-    def mlp_out(self) -> npt.NDArray[np.floating]: ...  # [layer, pos]
-    @property
-    def attn_ratio_mean(self) -> npt.NDArray[np.floating]: ...  # [layer]
-    @property
-    def mlp_ratio_mean(self) -> npt.NDArray[np.floating]: ...  # [layer]
 
 
 # Trace names (English; shown through `tr`).
@@ -70,7 +58,7 @@ class _NormsGrid:
 
 
 def sublayer_norms_figure(
-    norms: SublayerNormsLike, labels: Sequence[object], *, layer: int, width: int = FULL_WIDTH
+    norms: SublayerNorms, labels: Sequence[object], *, layer: int, width: int = FULL_WIDTH
 ) -> go.Figure:
     r"""How large each sublayer's output is next to the residual stream, in two panels.
 
@@ -113,7 +101,7 @@ def sublayer_norms_figure(
 
 
 def _checked_norms(
-    norms: SublayerNormsLike, labels: Sequence[object], layer: int
+    norms: SublayerNorms, labels: Sequence[object], layer: int
 ) -> tuple[Float32Array, list[Float32Array]]:
     """The three norms of ``layer`` per token, [3, pos] (x, attention, FFN), and the two mean
     ratios per layer, once every shape is checked against each other and the labels."""
