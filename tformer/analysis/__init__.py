@@ -34,7 +34,15 @@ from .metrics import (
     sample_rows,
 )
 from .rollout import HOW, Projection, attention_rollout, combine_heads, project_2d, top_pairs
-from .scaling import ScalingSweep, jacobian_norm, row_entropy, row_max, scaling_sweep, temperature_pattern
+from .scaling import (
+    ScalingSweep,
+    jacobian_norm,
+    normalised_entropy,
+    row_entropy,
+    row_max,
+    scaling_sweep,
+    temperature_pattern,
+)
 from .walkthrough import (
     NeuronView,
     Step,
@@ -79,6 +87,7 @@ __all__ = [
     "layernorm_stats",
     "metrics_table",
     "neuron_view",
+    "normalised_entropy",
     "offset_similarity",
     "output_change",
     "output_shift",

@@ -11,8 +11,9 @@ Dividing by √d_k keeps the variance at 1 whatever d_k is:
 
 :func:`temperature_pattern` recomputes one head's pattern from its unscaled scores q·kᵀ with
 or without the scale and at any softmax temperature τ; :func:`row_entropy` and
-:func:`row_max` say how spread out each row is; :func:`scaling_sweep` measures all of it on
-random vectors over a range of d_k. numpy only; nothing here runs the model.
+:func:`row_max` say how spread out each row is, :func:`normalised_entropy` as a share of the
+most its keys allow; :func:`scaling_sweep` measures all of it on random vectors over a range
+of d_k. numpy only; nothing here runs the model.
 """
 
 from __future__ import annotations
@@ -108,6 +109,30 @@ def row_entropy(pattern: npt.ArrayLike) -> Float64Array:
     p = _check_pattern(pattern)
     logs = np.log2(p, out=np.zeros_like(p), where=p > 0)
     return np.asarray(-(p * logs).sum(-1) + 0.0)  # + 0.0 turns -0.0 into 0.0
+
+
+def normalised_entropy(entropy: npt.ArrayLike, pattern: npt.ArrayLike) -> Float64Array:
+    r"""Each row's entropy as a share of the most its keys allow: 0 when one key takes
+    everything, 1 when every visible key gets the same weight, whatever the row's length.
+
+    .. math::
+        \tilde H_i = \frac{H_i}{\log_2 n_i},\qquad n_i = \left|\{j : p_{ij} > 0\}\right|
+
+    ``entropy``: :func:`row_entropy` of ``pattern``, [query_pos]; ``pattern``:
+    [query_pos, key_pos] (leading axes such as head_index are kept in both). The visible keys
+    are counted from the pattern itself, so a masked key and a weight that underflowed to
+    exactly 0 both leave the count; a row with one visible key (or none, n_i ≤ 1) has
+    nothing to spread over and gets 0. Returns float64 [query_pos].
+    """
+    h = np.asarray(entropy, dtype=np.float64)
+    p = np.asarray(pattern)
+    if p.ndim < 1 or h.shape != p.shape[:-1]:
+        raise ValueError(
+            f"entropy has shape {h.shape} but pattern has shape {p.shape}: entropy must be the "
+            "pattern's shape without its last axis (key_pos)"
+        )
+    log_n = np.log2(np.maximum((p > 0).sum(-1), 1))  # 0 for a row with at most one visible key
+    return np.divide(h, log_n, out=np.zeros_like(h), where=log_n > 0)
 
 
 def row_max(pattern: npt.ArrayLike) -> Float64Array:
