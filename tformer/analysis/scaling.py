@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from .walkthrough import softmax_rows
+from .reference import apply_mask, scale_scores, softmax_rows
 
 Float32Array = npt.NDArray[np.float32]
 Float64Array = npt.NDArray[np.float64]
@@ -78,13 +78,12 @@ def temperature_pattern(
     if bad.any():
         raise ValueError(f"raw has {int(bad.sum())} NaN or +inf entries where attention is allowed")
     # 1. scale (or not), 2. temperature, 3. mask, 4. softmax over the keys
-    logits = s / ((math.sqrt(d_k) if scaled else 1.0) * tau)
-    logits = np.where(keep, logits, -np.inf)
+    logits = apply_mask(s / ((math.sqrt(d_k) if scaled else 1.0) * tau), keep)
     # Shifted by each row's largest logit in float64 first, so float32 loses nothing that
     # matters at a low temperature (the weights that count have logits near the top).
     top = logits.max(-1, keepdims=True)
     shifted = (logits - np.where(np.isfinite(top), top, 0.0)).astype(np.float32)
-    return softmax_rows(shifted)  # [query_pos, key_pos]
+    return softmax_rows(shifted)  # [query_pos, key_pos], the numpy reference's softmax
 
 
 def _check_pattern(pattern: npt.ArrayLike) -> Float64Array:
@@ -244,7 +243,7 @@ def scaling_sweep(
     for i, d in enumerate(widths):
         s = logits[i]  # [sample, key]
         var_raw[i] = s.var()
-        var_scaled[i] = (s / math.sqrt(d)).var()
+        var_scaled[i] = scale_scores(s, d).var()
         p_raw = temperature_pattern(s, d, scaled=False)
         p_scaled = temperature_pattern(s, d, scaled=True)
         max_raw[i], max_scaled[i] = row_max(p_raw).mean(), row_max(p_scaled).mean()

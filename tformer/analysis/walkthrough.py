@@ -1,9 +1,11 @@
 r"""One encoder layer, step by step, recomputed in numpy from the previous step's captured tensor.
 
-Each function is one step of the lesson, with its formula in its docstring; `walk_layer` chains
-them for one layer and head in the order the model runs them (post-norm, as the paper and
-MiniLM, or pre-norm) and says, for each step, which hook holds the model's own value, so a page
-can show the numbers and a test can check that they are the model's (they agree to ~1e-6).
+Each function is one step of the lesson, with its formula in its docstring; the attention
+steps themselves (score, scale, mask, softmax, weighted values) are the numpy reference's, in
+`tformer.analysis.reference`. `walk_layer` chains them for one layer and head in the order the
+model runs them (post-norm, as the paper and MiniLM, or pre-norm) and says, for each step,
+which hook holds the model's own value, so a page can show the numbers and a test can check
+that they are the model's (they agree to ~1e-6).
 Inputs are the arrays of a `TextCapture` (batch dropped) and the layer's weights
 (`layer_weights`); nothing here runs the model again.
 """
@@ -17,6 +19,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from .reference import apply_mask, raw_scores, scale_scores, softmax_rows, weighted_values
 
 Array = npt.NDArray[np.float32]
 
@@ -38,57 +42,6 @@ def project(x: Array, w: Array, b: Array) -> Array:
         Q = XW_Q + b_Q,\quad K = XW_K + b_K,\quad V = XW_V + b_V
     """
     return x @ w.T + b  # [pos, d_head]
-
-
-def raw_scores(q: Array, k: Array) -> Array:
-    r"""Every query against every key: the dot products q_i·k_j.
-
-    .. math::
-        s_{ij} = q_i \cdot k_j = \sum_d q_{id}\,k_{jd}
-    """
-    return q @ k.T  # [query_pos, key_pos]
-
-
-def scale(scores: Array, d_k: int) -> Array:
-    r"""Divide by √d_k, so the scores' spread does not grow with d_k.
-
-    .. math::
-        \frac{QK^\top}{\sqrt{d_k}}
-    """
-    return scores / np.float32(math.sqrt(d_k))
-
-
-def apply_mask(scaled: Array, allowed: npt.NDArray[np.bool_] | None) -> Array:
-    r"""Masked positions get −∞, so the softmax gives them weight exactly 0.
-
-    .. math::
-        s_{ij} = -\infty \ \text{for every masked pair } (i, j)
-    """
-    if allowed is None:
-        return scaled
-    return np.where(allowed, scaled, np.float32(-np.inf)).astype(np.float32)
-
-
-def softmax_rows(masked: Array) -> Array:
-    r"""Softmax over each row (the keys): weights ≥ 0 that sum to 1; a fully masked row is 0.
-
-    .. math::
-        p_{ij} = \frac{e^{s_{ij}}}{\sum_{j'} e^{s_{ij'}}}
-    """
-    top = np.max(masked, axis=-1, keepdims=True)
-    top = np.where(np.isfinite(top), top, 0.0)
-    e = np.exp(masked - top)
-    total = e.sum(-1, keepdims=True)
-    return np.divide(e, total, out=np.zeros_like(e), where=total > 0).astype(np.float32)
-
-
-def weighted_values(pattern: Array, v: Array) -> Array:
-    r"""Each query's output: the values, weighted by its row of the pattern.
-
-    .. math::
-        z_i = \sum_j p_{ij}\, v_j
-    """
-    return pattern @ v  # [query_pos, d_head]
 
 
 def concat_heads(z: Array) -> Array:
@@ -313,8 +266,8 @@ def walk_layer(
     ]
     s = raw_scores(q, k)
     steps.append(Step("raw", "scores q·k", s, raw_scores, axes=("query_pos", "key_pos")))
-    s = scale(s, dh)
-    steps.append(Step("scale", "÷ √d_k", s, scale, axes=("query_pos", "key_pos")))
+    s = scale_scores(s, dh)
+    steps.append(Step("scale", "÷ √d_k", s, scale_scores, axes=("query_pos", "key_pos")))
     if allowed is None and causal:
         allowed = np.tril(np.ones((n, n), dtype=bool))
     s = apply_mask(s, allowed)
@@ -379,7 +332,7 @@ def neuron_view(q: Array, k: Array, query: int, key: int, *, causal: bool) -> Ne
     products = (q[query] * k[key]).astype(np.float32)
     allowed = np.tril(np.ones((n, n), dtype=bool))[query] if causal else None
     row = apply_mask(
-        scale(raw_scores(q[query : query + 1], k), dh), None if allowed is None else allowed[None]
+        scale_scores(raw_scores(q[query : query + 1], k), dh), None if allowed is None else allowed[None]
     )
     share = softmax_rows(row)[0, key]
     return NeuronView(q[query], k[key], products, float(products.sum()), float(row[0, key]), float(share))
