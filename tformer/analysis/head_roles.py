@@ -73,7 +73,8 @@ def _skip_mask(skip_special: Positions | None, n_pos: int) -> npt.NDArray[np.boo
     if arr.dtype == bool:
         if arr.shape != (n_pos,):
             raise ValueError(f"skip_special mask has shape {arr.shape}, expected ({n_pos},) [pos]")
-        return arr.copy()
+        given: npt.NDArray[np.bool_] = arr.copy()
+        return given
     if arr.size and (arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer)):
         raise ValueError(f"skip_special must be positions or a bool mask [pos], got {skip_special!r}")
     bad = arr[(arr < 0) | (arr >= n_pos)]

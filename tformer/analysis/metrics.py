@@ -89,7 +89,8 @@ def _row_sum_and_plogp(rows: npt.NDArray[np.floating]) -> tuple[FloatArray, Floa
 
 def _masked_mean(values: FloatArray, mask: npt.NDArray[np.bool_]) -> FloatArray:
     """Mean over the last axis of ``values`` where ``mask``; 0 where the mask is empty."""
-    return np.where(mask, values, 0.0).sum(-1) / np.maximum(mask.sum(-1), 1)
+    mean: FloatArray = np.where(mask, values, 0.0).sum(-1) / np.maximum(mask.sum(-1), 1)
+    return mean
 
 
 def head_metrics(

@@ -131,7 +131,8 @@ def normalised_entropy(entropy: npt.ArrayLike, pattern: npt.ArrayLike) -> Float6
             "pattern's shape without its last axis (key_pos)"
         )
     log_n = np.log2(np.maximum((p > 0).sum(-1), 1))  # 0 for a row with at most one visible key
-    return np.divide(h, log_n, out=np.zeros_like(h), where=log_n > 0)
+    share: Float64Array = np.divide(h, log_n, out=np.zeros_like(h), where=log_n > 0)
+    return share
 
 
 def row_max(pattern: npt.ArrayLike) -> Float64Array:

@@ -41,7 +41,8 @@ def project(x: Array, w: Array, b: Array) -> Array:
     .. math::
         Q = XW_Q + b_Q,\quad K = XW_K + b_K,\quad V = XW_V + b_V
     """
-    return x @ w.T + b  # [pos, d_head]
+    out: Array = x @ w.T + b  # [pos, d_head]
+    return out
 
 
 def concat_heads(z: Array) -> Array:
@@ -59,7 +60,8 @@ def output_projection(concat: Array, w_o: Array, b_o: Array) -> Array:
     .. math::
         \mathrm{MultiHead}(X) = \mathrm{Concat}(\mathrm{head}_1,\dots,\mathrm{head}_h)\,W_O + b_O
     """
-    return concat @ w_o.T + b_o
+    out: Array = concat @ w_o.T + b_o  # [pos, d_model]
+    return out
 
 
 def add_residual(x: Array, sublayer_out: Array) -> Array:
@@ -98,7 +100,8 @@ def ffn_in(x: Array, w1: Array, b1: Array) -> Array:
     .. math::
         h = xW_1 + b_1
     """
-    return x @ w1.T + b1
+    h: Array = x @ w1.T + b1  # [pos, d_mlp]
+    return h
 
 
 def activation(h: Array, kind: str) -> Array:
@@ -108,7 +111,8 @@ def activation(h: Array, kind: str) -> Array:
         \mathrm{ReLU}(h) = \max(0, h),\qquad \mathrm{GELU}(h) = h\,\Phi(h)
     """
     if kind == "relu":
-        return np.maximum(h, np.float32(0.0))
+        relu: Array = np.maximum(h, np.float32(0.0))
+        return relu
     return (0.5 * h * (1.0 + _erf(h.astype(np.float64) / math.sqrt(2.0)))).astype(np.float32)
 
 
@@ -137,7 +141,8 @@ def ffn_out(a: Array, w2: Array, b2: Array) -> Array:
     .. math::
         \mathrm{FFN}(x) = \max(0, xW_1 + b_1)W_2 + b_2
     """
-    return a @ w2.T + b2
+    out: Array = a @ w2.T + b2  # [pos, d_model]
+    return out
 
 
 @dataclass(frozen=True)
@@ -210,7 +215,8 @@ def layer_weights(model: Any, layer: int) -> dict[str, Array]:
     block = model.blocks[layer]
 
     def np32(t: Any) -> Array:
-        return t.detach().to("cpu").float().numpy()
+        arr: Array = t.detach().to("cpu").float().numpy()
+        return arr
 
     return {
         "qkv_w": np32(block.attn.qkv.weight),  # [3 * d_model, d_model], rows Q;K;V
@@ -226,6 +232,61 @@ def layer_weights(model: Any, layer: int) -> dict[str, Array]:
         "fc2_w": np32(block.mlp.fc2.weight),
         "fc2_b": np32(block.mlp.fc2.bias),
     }
+
+
+def _walk_attention(
+    attn_in: Array,
+    acts: Mapping[str, Array],
+    weights: Mapping[str, Array],
+    *,
+    n_heads: int,
+    head: int,
+    allowed: npt.NDArray[np.bool_] | None,
+) -> list[Step]:
+    """The attention sublayer's steps for one head, from its input [pos, d_model] (X, or X
+    after the pre-norm LayerNorm) to W_O: project, score, scale, mask, softmax, weight the
+    values, concat every head's captured z, output projection. The last step's value is the
+    sublayer's output."""
+    d_model = attn_in.shape[1]
+    dh = d_model // n_heads
+    rows = slice(head * dh, (head + 1) * dh)
+    w, b = weights["qkv_w"], weights["qkv_b"]
+    q = project(attn_in, w[rows], b[rows])
+    k = project(attn_in, w[d_model:][rows], b[d_model:][rows])
+    v = project(attn_in, w[2 * d_model :][rows], b[2 * d_model :][rows])
+    steps = [
+        Step(name, f"{name.upper()} = XW_{name.upper()}", t, project, {name: t}, axes=("pos", "d_head"))
+        for name, t in (("q", q), ("k", k), ("v", v))
+    ]
+    scores = ("query_pos", "key_pos")
+    s = raw_scores(q, k)
+    steps.append(Step("raw", "scores q·k", s, raw_scores, axes=scores))
+    s = scale_scores(s, dh)
+    steps.append(Step("scale", "÷ √d_k", s, scale_scores, axes=scores))
+    s = apply_mask(s, allowed)
+    steps.append(Step("mask", "mask", s, apply_mask, {"attn_scores": s}, axes=scores))
+    p = softmax_rows(s)
+    steps.append(Step("softmax", "softmax", p, softmax_rows, {"pattern": p}, axes=scores))
+    z = weighted_values(p, v)
+    steps.append(Step("z", "Σ p v", z, weighted_values, {"z": z}, axes=("pos", "d_head")))
+    concat = concat_heads(acts["z"])  # every head's z, as the model concatenates them
+    steps.append(Step("concat", "concat the heads", concat, concat_heads))
+    attn_out = output_projection(concat, weights["o_w"], weights["o_b"])
+    steps.append(Step("attn_out", "W_O", attn_out, output_projection, {"attn_out": attn_out}))
+    return steps
+
+
+def _walk_ffn(ffn_input: Array, weights: Mapping[str, Array], *, act: str) -> list[Step]:
+    """The FFN sublayer's steps, from its input [pos, d_model] to W_2: the last step's value is
+    the sublayer's output."""
+    h = ffn_in(ffn_input, weights["fc1_w"], weights["fc1_b"])
+    a = activation(h, act)
+    f = ffn_out(a, weights["fc2_w"], weights["fc2_b"])
+    return [
+        Step("ffn_in", "W_1", h, ffn_in, {"mlp_pre": h}, axes=("pos", "d_mlp")),
+        Step("act", act, a, activation, {"mlp_post": a}, axes=("pos", "d_mlp")),
+        Step("ffn_out", "W_2", f, ffn_out, {"mlp_out": f}),
+    ]
 
 
 def walk_layer(
@@ -246,58 +307,32 @@ def walk_layer(
     ``allowed`` [query_pos, key_pos] (True = may attend) replaces the mask that ``causal``
     implies, e.g. with a fully masked row."""
     x = acts["resid_pre"]
-    n, d_model = x.shape
-    dh = d_model // n_heads
-    rows = slice(head * dh, (head + 1) * dh)
-    w, b = weights["qkv_w"], weights["qkv_b"]
+    n = x.shape[0]
+    if allowed is None and causal:
+        allowed = np.tril(np.ones((n, n), dtype=bool))
     steps: list[Step] = [Step("input", "the layer's input X", x, input_sum, {"resid_pre": x})]
 
+    # 1. attention, with its LayerNorm before it (pre-norm) or after the residual (post-norm)
     attn_in = x
     if norm == "pre":
         ln = layer_norm(x, weights["ln1_g"], weights["ln1_b"], eps)
         steps.append(_ln_step("ln1", "LayerNorm before attention", ln, {}))
         attn_in = ln.out
-    q = project(attn_in, w[rows], b[rows])
-    k = project(attn_in, w[d_model:][rows], b[d_model:][rows])
-    v = project(attn_in, w[2 * d_model :][rows], b[2 * d_model :][rows])
-    steps += [
-        Step(name, f"{name.upper()} = XW_{name.upper()}", t, project, {name: t}, axes=("pos", "d_head"))
-        for name, t in (("q", q), ("k", k), ("v", v))
-    ]
-    s = raw_scores(q, k)
-    steps.append(Step("raw", "scores q·k", s, raw_scores, axes=("query_pos", "key_pos")))
-    s = scale_scores(s, dh)
-    steps.append(Step("scale", "÷ √d_k", s, scale_scores, axes=("query_pos", "key_pos")))
-    if allowed is None and causal:
-        allowed = np.tril(np.ones((n, n), dtype=bool))
-    s = apply_mask(s, allowed)
-    steps.append(Step("mask", "mask", s, apply_mask, {"attn_scores": s}, axes=("query_pos", "key_pos")))
-    p = softmax_rows(s)
-    steps.append(Step("softmax", "softmax", p, softmax_rows, {"pattern": p}, axes=("query_pos", "key_pos")))
-    z = weighted_values(p, v)
-    steps.append(Step("z", "Σ p v", z, weighted_values, {"z": z}, axes=("pos", "d_head")))
-    concat = concat_heads(acts["z"])  # every head's z, as the model concatenates them
-    steps.append(Step("concat", "concat the heads", concat, concat_heads))
-    attn_out = output_projection(concat, weights["o_w"], weights["o_b"])
-    steps.append(Step("attn_out", "W_O", attn_out, output_projection, {"attn_out": attn_out}))
-    mid = add_residual(x, attn_out)
+    steps += _walk_attention(attn_in, acts, weights, n_heads=n_heads, head=head, allowed=allowed)
+    mid = add_residual(x, steps[-1].value)
     steps.append(Step("add1", "+ residual", mid, add_residual, {} if norm == "post" else {"resid_mid": mid}))
     if norm == "post":
         ln = layer_norm(mid, weights["ln1_g"], weights["ln1_b"], eps)
         steps.append(_ln_step("ln1", "LayerNorm", ln, {"resid_mid": ln.out}))
-        mid = ln.out
-        ffn_input = mid
+        mid = ffn_input = ln.out
     else:
         ln = layer_norm(mid, weights["ln2_g"], weights["ln2_b"], eps)
         steps.append(_ln_step("ln2", "LayerNorm before the FFN", ln, {}))
         ffn_input = ln.out
-    h = ffn_in(ffn_input, weights["fc1_w"], weights["fc1_b"])
-    steps.append(Step("ffn_in", "W_1", h, ffn_in, {"mlp_pre": h}, axes=("pos", "d_mlp")))
-    a = activation(h, act)
-    steps.append(Step("act", act, a, activation, {"mlp_post": a}, axes=("pos", "d_mlp")))
-    f = ffn_out(a, weights["fc2_w"], weights["fc2_b"])
-    steps.append(Step("ffn_out", "W_2", f, ffn_out, {"mlp_out": f}))
-    out = add_residual(mid, f)
+
+    # 2. the FFN, the same way round
+    steps += _walk_ffn(ffn_input, weights, act=act)
+    out = add_residual(mid, steps[-1].value)
     steps.append(Step("add2", "+ residual", out, add_residual, {} if norm == "post" else {"resid_post": out}))
     if norm == "post":
         ln = layer_norm(out, weights["ln2_g"], weights["ln2_b"], eps)
