@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import tformer.formulas
-from tformer.analysis import walkthrough
+from tformer.analysis import reference, walkthrough
 from tformer.formulas import latex_of, localized
 from tformer.i18n import use_language
 
@@ -38,11 +38,14 @@ def formulas_shown(path: Path) -> list[object]:
 
 
 SHOWN = [(p.name, fn) for p in PAGES for fn in formulas_shown(p)]
-# The step-by-step page shows the formula of each step's function.
+# The step-by-step page shows the formula of each step's function (the attention steps are the
+# numpy reference's, imported by the walk-through).
 STEP_FNS = [
     ("steps.py", fn)
     for fn in vars(walkthrough).values()
-    if inspect.isfunction(fn) and fn.__module__ == walkthrough.__name__ and ".. math::" in (fn.__doc__ or "")
+    if inspect.isfunction(fn)
+    and fn.__module__ in (walkthrough.__name__, reference.__name__)
+    and ".. math::" in (fn.__doc__ or "")
 ]
 
 

@@ -14,6 +14,7 @@ from tformer import Encoder, capture_text, scratch_tokenizer
 from tformer.analysis.scaling import (
     ScalingSweep,
     jacobian_norm,
+    normalised_entropy,
     row_entropy,
     row_max,
     scaling_sweep,
@@ -172,6 +173,64 @@ def test_row_stats_reject_bad_patterns(pattern, needle):
     for fn in (row_entropy, row_max, jacobian_norm):
         with pytest.raises(ValueError, match=needle):
             fn(pattern)
+
+
+# --------------------------------------------------------------------------------------------
+# normalised_entropy: the one H / log2(visible keys) of head_metrics and role_scores
+# --------------------------------------------------------------------------------------------
+def causal_pattern(shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
+    """Causal softmax rows [..., query_pos, key_pos] in float32, as a causal encoder captures
+    them: row i has keys 0..i, row 0 a single key."""
+    n = shape[-1]
+    logits = np.random.default_rng(seed).normal(scale=3.0, size=shape)
+    logits = np.where(np.tril(np.ones((n, n), dtype=bool)), logits, -np.inf)
+    return softmax(logits).astype(np.float32)
+
+
+def test_normalised_entropy_by_hand_on_masked_and_one_key_rows():
+    p = np.array(
+        [
+            [0.25, 0.25, 0.25, 0.25],  # uniform over 4 keys: 1
+            [0.5, 0.5, 0.0, 0.0],  # causal row 1: uniform over its 2 visible keys: 1
+            [0.5, 0.25, 0.25, 0.0],  # 1.5 bits of at most log2 3
+            [1.0, 0.0, 0.0, 0.0],  # causal row 0: one visible key: 0, not 0/0
+            [0.0, 0.0, 0.0, 0.0],  # fully masked row: 0
+        ]
+    )
+    h = normalised_entropy(row_entropy(p), p)
+    np.testing.assert_allclose(h, [1.0, 1.0, 1.5 / math.log2(3), 0.0, 0.0], atol=1e-15)
+    assert h.dtype == np.float64
+    assert not np.signbit(h).any()
+
+
+def test_normalised_entropy_keeps_leading_axes_and_counts_keys_per_row():
+    p = causal_pattern((2, 3, 6, 6))  # [layer, head_index, query_pos, key_pos]
+    h = normalised_entropy(row_entropy(p), p)
+    assert h.shape == (2, 3, 6)
+    np.testing.assert_array_equal(h[..., 0], 0.0)  # the first query sees one key
+    n = np.arange(2, 7)  # causal: query i >= 1 sees i + 1 keys
+    np.testing.assert_allclose(h[..., 1:], row_entropy(p)[..., 1:] / np.log2(n), rtol=1e-12)
+    assert ((h >= 0) & (h <= 1 + 1e-12)).all()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_head_metrics_and_role_scores_use_the_one_normalised_entropy(seed):
+    from tformer.analysis.head_roles import role_scores
+    from tformer.analysis.metrics import head_metrics
+
+    p = causal_pattern((2, 4, 9, 9), seed)  # every row has a key, so every row counts
+    per_row = normalised_entropy(row_entropy(p), p)  # [layer, head_index, query_pos]
+    np.testing.assert_allclose(head_metrics(p)["entropy_norm"], per_row.mean(-1), rtol=1e-12)
+    np.testing.assert_allclose(role_scores(p, np.arange(9))["broad"], per_row.mean(-1), rtol=1e-12)
+    np.testing.assert_allclose(head_metrics(p)["entropy"], row_entropy(p).mean(-1), rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("entropy", "pattern"), [(np.zeros(3), np.ones((4, 2))), (np.zeros((2, 3)), np.ones(3))]
+)
+def test_normalised_entropy_rejects_shapes_that_do_not_fit_naming_them(entropy, pattern):
+    with pytest.raises(ValueError, match=r"entropy has shape \(.*\) but pattern has shape \("):
+        normalised_entropy(entropy, pattern)
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
 """Analysis: what the lessons compute from a capture, the chapter on reading the heads. Per-head
 metrics (``metrics``: entropy, distance, divergence between heads), the roles a head plays
 (``head_roles``), heads combined and attention rollout (``rollout``), what each layer's FFN and
-LayerNorm do (``layer_stats``), the √d_k scale and temperature (``scaling``), one layer
-recomputed step by step in numpy (``walkthrough``), the mask builders (``masks``) and the model
-drawn as its parts (``architecture``). All numpy, no torch; ``layouts`` (the two ways to write
+LayerNorm do (``layer_stats``), the √d_k scale and temperature (``scaling``), the numpy
+reference of scaled, masked attention (``reference``), one layer recomputed step by step in
+numpy on it (``walkthrough``), the mask builders (``masks``) and the model drawn as its parts
+(``architecture``). All numpy, no torch; ``layouts`` (the two ways to write
 attention's projections, in torch) and ``why`` (a recurrent layer against attention on a text:
 its steps and its gradients by distance, in torch) are imported from their modules and are not
 re-exported here.
@@ -33,8 +34,17 @@ from .metrics import (
     output_change,
     sample_rows,
 )
+from .reference import attention_np
 from .rollout import HOW, Projection, attention_rollout, combine_heads, project_2d, top_pairs
-from .scaling import ScalingSweep, jacobian_norm, row_entropy, row_max, scaling_sweep, temperature_pattern
+from .scaling import (
+    ScalingSweep,
+    jacobian_norm,
+    normalised_entropy,
+    row_entropy,
+    row_max,
+    scaling_sweep,
+    temperature_pattern,
+)
 from .walkthrough import (
     NeuronView,
     Step,
@@ -61,6 +71,7 @@ __all__ = [
     "Step",
     "SublayerNorms",
     "architecture_spec",
+    "attention_np",
     "attention_rollout",
     "average_scores",
     "causal_mask",
@@ -79,6 +90,7 @@ __all__ = [
     "layernorm_stats",
     "metrics_table",
     "neuron_view",
+    "normalised_entropy",
     "offset_similarity",
     "output_change",
     "output_shift",

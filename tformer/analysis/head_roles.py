@@ -33,6 +33,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .scaling import normalised_entropy, row_entropy
+
 __all__ = ["ROLES", "TELLING_ROLES", "average_scores", "rank_heads", "role_scores", "telling_heads"]
 
 FloatArray = npt.NDArray[np.float64]
@@ -71,7 +73,8 @@ def _skip_mask(skip_special: Positions | None, n_pos: int) -> npt.NDArray[np.boo
     if arr.dtype == bool:
         if arr.shape != (n_pos,):
             raise ValueError(f"skip_special mask has shape {arr.shape}, expected ({n_pos},) [pos]")
-        return arr.copy()
+        given: npt.NDArray[np.bool_] = arr.copy()
+        return given
     if arr.size and (arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer)):
         raise ValueError(f"skip_special must be positions or a bool mask [pos], got {skip_special!r}")
     bad = arr[(arr < 0) | (arr >= n_pos)]
@@ -111,7 +114,8 @@ def role_scores(
 
     with :math:`c` = ``cls_pos``, :math:`t` = ``ids`` and :math:`n_q` the number of keys with
     :math:`p_{qk} > 0` (weights that underflowed to 0 count as masked, and
-    :math:`s_q^{\text{broad}} = 0` when :math:`n_q = 1`, as ``entropy_norm`` in
+    :math:`s_q^{\text{broad}} = 0` when :math:`n_q = 1`: it is
+    :func:`tformer.analysis.scaling.normalised_entropy`, the ``entropy_norm`` of
     :func:`tformer.analysis.metrics.head_metrics`).
 
     ``pattern``: [layer, head_index, query_pos, key_pos]. ``ids``: [pos] token ids of the same
@@ -162,10 +166,7 @@ def role_scores(
         values["self"] = pl[:, q, q]
         values["first"] = pl[:, :, c]
         values["duplicate"] = np.einsum("hqk,qk->hq", pl, earlier_f)
-        positive = pl > 0
-        entropy = -(pl * np.log2(np.where(positive, pl, 1.0))).sum(-1)
-        log_n = np.log2(np.maximum(positive.sum(-1), 1))  # [head_index, query_pos]
-        values["broad"] = np.divide(entropy, log_n, out=np.zeros_like(entropy), where=log_n > 0)
+        values["broad"] = normalised_entropy(row_entropy(pl), pl)  # entropy_norm of metrics
         # 3. The mean over the rows that count.
         for role, v in values.items():
             mask = valid & rows[role][None, :]

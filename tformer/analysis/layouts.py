@@ -66,7 +66,8 @@ class SeparateQKV(nn.Module):
         z = attend(q, k, v, mask)  # [batch, head_index, query_pos, d_head]
         # 7. concat heads, 8. output projection
         z = z.transpose(1, 2).reshape(B, T, D)  # [batch, pos, d_model]
-        return self.W_o(z)  # [batch, pos, d_model]
+        out: torch.Tensor = self.W_o(z)  # [batch, pos, d_model]
+        return out
 
 
 class FusedQKV(nn.Module):
@@ -93,7 +94,8 @@ class FusedQKV(nn.Module):
         z = attend(q, k, v, mask)  # [batch, head_index, query_pos, d_head]
         # 7. concat heads, 8. output projection
         z = z.transpose(1, 2).reshape(B, T, D)  # [batch, pos, d_model]
-        return self.out_proj(z)  # [batch, pos, d_model]
+        out: torch.Tensor = self.out_proj(z)  # [batch, pos, d_model]
+        return out
 
 
 def _like(module: nn.Module, like: nn.Linear) -> nn.Module:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import numpy.typing as npt
 
 from ..i18n import tr
 
@@ -57,7 +58,8 @@ def window_mask(n: int, w: int) -> np.ndarray:
     if isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 0:
         raise ValueError(tr("window w={w!r} must be an integer >= 0", w=w))
     pos = np.arange(n)
-    return np.abs(pos[:, None] - pos[None, :]) <= w
+    allowed: npt.NDArray[np.bool_] = np.abs(pos[:, None] - pos[None, :]) <= w
+    return allowed
 
 
 def _shown(item: str) -> str:
@@ -168,4 +170,5 @@ def output_shift(base: np.ndarray, masked: np.ndarray) -> np.ndarray:
             f"base {base.shape} and masked {masked.shape} must both be [pos, d_model] of one shape"
         )
     moved = np.linalg.norm(masked - base, axis=-1)  # [pos]
-    return moved / np.maximum(np.linalg.norm(base, axis=-1), 1e-12)  # [pos]
+    shift: npt.NDArray[np.float64] = moved / np.maximum(np.linalg.norm(base, axis=-1), 1e-12)
+    return shift  # [pos]

@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .scaling import normalised_entropy, row_entropy
+
 __all__ = [
     "METRICS",
     "cluster_order",
@@ -87,7 +89,8 @@ def _row_sum_and_plogp(rows: npt.NDArray[np.floating]) -> tuple[FloatArray, Floa
 
 def _masked_mean(values: FloatArray, mask: npt.NDArray[np.bool_]) -> FloatArray:
     """Mean over the last axis of ``values`` where ``mask``; 0 where the mask is empty."""
-    return np.where(mask, values, 0.0).sum(-1) / np.maximum(mask.sum(-1), 1)
+    mean: FloatArray = np.where(mask, values, 0.0).sum(-1) / np.maximum(mask.sum(-1), 1)
+    return mean
 
 
 def head_metrics(
@@ -110,10 +113,12 @@ def head_metrics(
     order, each a mean over the valid query rows q (NaN for a head with no valid row); "cls"
     and "sep" are left out when their positions are not given (None or none at all):
 
-    - entropy:       :math:`H_q` above (bits, 0·log 0 = 0)
+    - entropy:       :math:`H_q` above (bits, 0·log 0 = 0;
+      :func:`tformer.analysis.scaling.row_entropy`)
     - entropy_norm:  :math:`H_q / \log_2 n_q`, :math:`n_q` = keys with :math:`p_{qk} > 0`
-      (0 when :math:`n_q = 1`). Keys are counted from the pattern: a weight that underflowed
-      to exactly 0 in float32 counts as masked.
+      (0 when :math:`n_q = 1`; :func:`tformer.analysis.scaling.normalised_entropy`). Keys are
+      counted from the pattern: a weight that underflowed to exactly 0 in float32 counts as
+      masked.
     - mean_distance: :math:`\bar d_q` above (positions)
     - self:          :math:`p_{qq}`
     - prev:          :math:`p_{q,q-1}`, over :math:`q \ge 1` only (NaN with one position)
@@ -140,10 +145,8 @@ def head_metrics(
         valid = pl.sum(-1) > 0  # [head_index, query_pos]
         has_rows = valid.any(-1)  # [head_index]
 
-        positive = pl > 0
-        entropy = -(pl * np.log2(np.where(positive, pl, 1.0))).sum(-1)  # [head_index, query_pos]
-        log_n = np.log2(np.maximum(positive.sum(-1), 1))
-        entropy_norm = np.divide(entropy, log_n, out=np.zeros_like(entropy), where=log_n > 0)
+        entropy = row_entropy(pl)  # [head_index, query_pos]
+        entropy_norm = normalised_entropy(entropy, pl)
 
         rows: dict[str, FloatArray] = {  # each [head_index, query_pos], averaged over valid rows
             "entropy": entropy,

@@ -67,13 +67,15 @@ def combine_heads(pattern: npt.ArrayLike, how: str = "mean") -> FloatArray:
     if how not in HOW:
         raise ValueError(f"how must be 'mean' or 'max', got {how!r}")
     p = _check_pattern(pattern)
-    return p.mean(axis=1) if how == "mean" else p.max(axis=1)  # [layer, query_pos, key_pos]
+    combined: FloatArray = p.mean(axis=1) if how == "mean" else p.max(axis=1)
+    return combined  # [layer, query_pos, key_pos]
 
 
 def _normalize_rows(a: FloatArray) -> FloatArray:
     """Rows [..., key_pos] divided by their sums; an all-zero row stays all zero."""
     total = a.sum(-1, keepdims=True)
-    return np.divide(a, total, out=np.zeros_like(a), where=total > 0)
+    rows: FloatArray = np.divide(a, total, out=np.zeros_like(a), where=total > 0)
+    return rows
 
 
 def attention_rollout(pattern: npt.ArrayLike, *, residual: float = 0.5, how: str = "mean") -> FloatArray:

@@ -11,8 +11,9 @@ Dividing by √d_k keeps the variance at 1 whatever d_k is:
 
 :func:`temperature_pattern` recomputes one head's pattern from its unscaled scores q·kᵀ with
 or without the scale and at any softmax temperature τ; :func:`row_entropy` and
-:func:`row_max` say how spread out each row is; :func:`scaling_sweep` measures all of it on
-random vectors over a range of d_k. numpy only; nothing here runs the model.
+:func:`row_max` say how spread out each row is, :func:`normalised_entropy` as a share of the
+most its keys allow; :func:`scaling_sweep` measures all of it on random vectors over a range
+of d_k. numpy only; nothing here runs the model.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from .walkthrough import softmax_rows
+from .reference import apply_mask, scale_scores, softmax_rows
 
 Float32Array = npt.NDArray[np.float32]
 Float64Array = npt.NDArray[np.float64]
@@ -77,13 +78,12 @@ def temperature_pattern(
     if bad.any():
         raise ValueError(f"raw has {int(bad.sum())} NaN or +inf entries where attention is allowed")
     # 1. scale (or not), 2. temperature, 3. mask, 4. softmax over the keys
-    logits = s / ((math.sqrt(d_k) if scaled else 1.0) * tau)
-    logits = np.where(keep, logits, -np.inf)
+    logits = apply_mask(s / ((math.sqrt(d_k) if scaled else 1.0) * tau), keep)
     # Shifted by each row's largest logit in float64 first, so float32 loses nothing that
     # matters at a low temperature (the weights that count have logits near the top).
     top = logits.max(-1, keepdims=True)
     shifted = (logits - np.where(np.isfinite(top), top, 0.0)).astype(np.float32)
-    return softmax_rows(shifted)  # [query_pos, key_pos]
+    return softmax_rows(shifted)  # [query_pos, key_pos], the numpy reference's softmax
 
 
 def _check_pattern(pattern: npt.ArrayLike) -> Float64Array:
@@ -108,6 +108,31 @@ def row_entropy(pattern: npt.ArrayLike) -> Float64Array:
     p = _check_pattern(pattern)
     logs = np.log2(p, out=np.zeros_like(p), where=p > 0)
     return np.asarray(-(p * logs).sum(-1) + 0.0)  # + 0.0 turns -0.0 into 0.0
+
+
+def normalised_entropy(entropy: npt.ArrayLike, pattern: npt.ArrayLike) -> Float64Array:
+    r"""Each row's entropy as a share of the most its keys allow: 0 when one key takes
+    everything, 1 when every visible key gets the same weight, whatever the row's length.
+
+    .. math::
+        \tilde H_i = \frac{H_i}{\log_2 n_i},\qquad n_i = \left|\{j : p_{ij} > 0\}\right|
+
+    ``entropy``: :func:`row_entropy` of ``pattern``, [query_pos]; ``pattern``:
+    [query_pos, key_pos] (leading axes such as head_index are kept in both). The visible keys
+    are counted from the pattern itself, so a masked key and a weight that underflowed to
+    exactly 0 both leave the count; a row with one visible key (or none, n_i ≤ 1) has
+    nothing to spread over and gets 0. Returns float64 [query_pos].
+    """
+    h = np.asarray(entropy, dtype=np.float64)
+    p = np.asarray(pattern)
+    if p.ndim < 1 or h.shape != p.shape[:-1]:
+        raise ValueError(
+            f"entropy has shape {h.shape} but pattern has shape {p.shape}: entropy must be the "
+            "pattern's shape without its last axis (key_pos)"
+        )
+    log_n = np.log2(np.maximum((p > 0).sum(-1), 1))  # 0 for a row with at most one visible key
+    share: Float64Array = np.divide(h, log_n, out=np.zeros_like(h), where=log_n > 0)
+    return share
 
 
 def row_max(pattern: npt.ArrayLike) -> Float64Array:
@@ -219,7 +244,7 @@ def scaling_sweep(
     for i, d in enumerate(widths):
         s = logits[i]  # [sample, key]
         var_raw[i] = s.var()
-        var_scaled[i] = (s / math.sqrt(d)).var()
+        var_scaled[i] = scale_scores(s, d).var()
         p_raw = temperature_pattern(s, d, scaled=False)
         p_scaled = temperature_pattern(s, d, scaled=True)
         max_raw[i], max_scaled[i] = row_max(p_raw).mean(), row_max(p_scaled).mean()

@@ -1,9 +1,11 @@
 r"""One encoder layer, step by step, recomputed in numpy from the previous step's captured tensor.
 
-Each function is one step of the lesson, with its formula in its docstring; `walk_layer` chains
-them for one layer and head in the order the model runs them (post-norm, as the paper and
-MiniLM, or pre-norm) and says, for each step, which hook holds the model's own value, so a page
-can show the numbers and a test can check that they are the model's (they agree to ~1e-6).
+Each function is one step of the lesson, with its formula in its docstring; the attention
+steps themselves (score, scale, mask, softmax, weighted values) are the numpy reference's, in
+`tformer.analysis.reference`. `walk_layer` chains them for one layer and head in the order the
+model runs them (post-norm, as the paper and MiniLM, or pre-norm) and says, for each step,
+which hook holds the model's own value, so a page can show the numbers and a test can check
+that they are the model's (they agree to ~1e-6).
 Inputs are the arrays of a `TextCapture` (batch dropped) and the layer's weights
 (`layer_weights`); nothing here runs the model again.
 """
@@ -17,6 +19,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from .reference import apply_mask, raw_scores, scale_scores, softmax_rows, weighted_values
 
 Array = npt.NDArray[np.float32]
 
@@ -37,58 +41,8 @@ def project(x: Array, w: Array, b: Array) -> Array:
     .. math::
         Q = XW_Q + b_Q,\quad K = XW_K + b_K,\quad V = XW_V + b_V
     """
-    return x @ w.T + b  # [pos, d_head]
-
-
-def raw_scores(q: Array, k: Array) -> Array:
-    r"""Every query against every key: the dot products q_i·k_j.
-
-    .. math::
-        s_{ij} = q_i \cdot k_j = \sum_d q_{id}\,k_{jd}
-    """
-    return q @ k.T  # [query_pos, key_pos]
-
-
-def scale(scores: Array, d_k: int) -> Array:
-    r"""Divide by √d_k, so the scores' spread does not grow with d_k.
-
-    .. math::
-        \frac{QK^\top}{\sqrt{d_k}}
-    """
-    return scores / np.float32(math.sqrt(d_k))
-
-
-def apply_mask(scaled: Array, allowed: npt.NDArray[np.bool_] | None) -> Array:
-    r"""Masked positions get −∞, so the softmax gives them weight exactly 0.
-
-    .. math::
-        s_{ij} = -\infty \ \text{for every masked pair } (i, j)
-    """
-    if allowed is None:
-        return scaled
-    return np.where(allowed, scaled, np.float32(-np.inf)).astype(np.float32)
-
-
-def softmax_rows(masked: Array) -> Array:
-    r"""Softmax over each row (the keys): weights ≥ 0 that sum to 1; a fully masked row is 0.
-
-    .. math::
-        p_{ij} = \frac{e^{s_{ij}}}{\sum_{j'} e^{s_{ij'}}}
-    """
-    top = np.max(masked, axis=-1, keepdims=True)
-    top = np.where(np.isfinite(top), top, 0.0)
-    e = np.exp(masked - top)
-    total = e.sum(-1, keepdims=True)
-    return np.divide(e, total, out=np.zeros_like(e), where=total > 0).astype(np.float32)
-
-
-def weighted_values(pattern: Array, v: Array) -> Array:
-    r"""Each query's output: the values, weighted by its row of the pattern.
-
-    .. math::
-        z_i = \sum_j p_{ij}\, v_j
-    """
-    return pattern @ v  # [query_pos, d_head]
+    out: Array = x @ w.T + b  # [pos, d_head]
+    return out
 
 
 def concat_heads(z: Array) -> Array:
@@ -106,7 +60,8 @@ def output_projection(concat: Array, w_o: Array, b_o: Array) -> Array:
     .. math::
         \mathrm{MultiHead}(X) = \mathrm{Concat}(\mathrm{head}_1,\dots,\mathrm{head}_h)\,W_O + b_O
     """
-    return concat @ w_o.T + b_o
+    out: Array = concat @ w_o.T + b_o  # [pos, d_model]
+    return out
 
 
 def add_residual(x: Array, sublayer_out: Array) -> Array:
@@ -145,7 +100,8 @@ def ffn_in(x: Array, w1: Array, b1: Array) -> Array:
     .. math::
         h = xW_1 + b_1
     """
-    return x @ w1.T + b1
+    h: Array = x @ w1.T + b1  # [pos, d_mlp]
+    return h
 
 
 def activation(h: Array, kind: str) -> Array:
@@ -155,7 +111,8 @@ def activation(h: Array, kind: str) -> Array:
         \mathrm{ReLU}(h) = \max(0, h),\qquad \mathrm{GELU}(h) = h\,\Phi(h)
     """
     if kind == "relu":
-        return np.maximum(h, np.float32(0.0))
+        relu: Array = np.maximum(h, np.float32(0.0))
+        return relu
     return (0.5 * h * (1.0 + _erf(h.astype(np.float64) / math.sqrt(2.0)))).astype(np.float32)
 
 
@@ -184,7 +141,8 @@ def ffn_out(a: Array, w2: Array, b2: Array) -> Array:
     .. math::
         \mathrm{FFN}(x) = \max(0, xW_1 + b_1)W_2 + b_2
     """
-    return a @ w2.T + b2
+    out: Array = a @ w2.T + b2  # [pos, d_model]
+    return out
 
 
 @dataclass(frozen=True)
@@ -257,7 +215,8 @@ def layer_weights(model: Any, layer: int) -> dict[str, Array]:
     block = model.blocks[layer]
 
     def np32(t: Any) -> Array:
-        return t.detach().to("cpu").float().numpy()
+        arr: Array = t.detach().to("cpu").float().numpy()
+        return arr
 
     return {
         "qkv_w": np32(block.attn.qkv.weight),  # [3 * d_model, d_model], rows Q;K;V
@@ -273,6 +232,61 @@ def layer_weights(model: Any, layer: int) -> dict[str, Array]:
         "fc2_w": np32(block.mlp.fc2.weight),
         "fc2_b": np32(block.mlp.fc2.bias),
     }
+
+
+def _walk_attention(
+    attn_in: Array,
+    acts: Mapping[str, Array],
+    weights: Mapping[str, Array],
+    *,
+    n_heads: int,
+    head: int,
+    allowed: npt.NDArray[np.bool_] | None,
+) -> list[Step]:
+    """The attention sublayer's steps for one head, from its input [pos, d_model] (X, or X
+    after the pre-norm LayerNorm) to W_O: project, score, scale, mask, softmax, weight the
+    values, concat every head's captured z, output projection. The last step's value is the
+    sublayer's output."""
+    d_model = attn_in.shape[1]
+    dh = d_model // n_heads
+    rows = slice(head * dh, (head + 1) * dh)
+    w, b = weights["qkv_w"], weights["qkv_b"]
+    q = project(attn_in, w[rows], b[rows])
+    k = project(attn_in, w[d_model:][rows], b[d_model:][rows])
+    v = project(attn_in, w[2 * d_model :][rows], b[2 * d_model :][rows])
+    steps = [
+        Step(name, f"{name.upper()} = XW_{name.upper()}", t, project, {name: t}, axes=("pos", "d_head"))
+        for name, t in (("q", q), ("k", k), ("v", v))
+    ]
+    scores = ("query_pos", "key_pos")
+    s = raw_scores(q, k)
+    steps.append(Step("raw", "scores q·k", s, raw_scores, axes=scores))
+    s = scale_scores(s, dh)
+    steps.append(Step("scale", "÷ √d_k", s, scale_scores, axes=scores))
+    s = apply_mask(s, allowed)
+    steps.append(Step("mask", "mask", s, apply_mask, {"attn_scores": s}, axes=scores))
+    p = softmax_rows(s)
+    steps.append(Step("softmax", "softmax", p, softmax_rows, {"pattern": p}, axes=scores))
+    z = weighted_values(p, v)
+    steps.append(Step("z", "Σ p v", z, weighted_values, {"z": z}, axes=("pos", "d_head")))
+    concat = concat_heads(acts["z"])  # every head's z, as the model concatenates them
+    steps.append(Step("concat", "concat the heads", concat, concat_heads))
+    attn_out = output_projection(concat, weights["o_w"], weights["o_b"])
+    steps.append(Step("attn_out", "W_O", attn_out, output_projection, {"attn_out": attn_out}))
+    return steps
+
+
+def _walk_ffn(ffn_input: Array, weights: Mapping[str, Array], *, act: str) -> list[Step]:
+    """The FFN sublayer's steps, from its input [pos, d_model] to W_2: the last step's value is
+    the sublayer's output."""
+    h = ffn_in(ffn_input, weights["fc1_w"], weights["fc1_b"])
+    a = activation(h, act)
+    f = ffn_out(a, weights["fc2_w"], weights["fc2_b"])
+    return [
+        Step("ffn_in", "W_1", h, ffn_in, {"mlp_pre": h}, axes=("pos", "d_mlp")),
+        Step("act", act, a, activation, {"mlp_post": a}, axes=("pos", "d_mlp")),
+        Step("ffn_out", "W_2", f, ffn_out, {"mlp_out": f}),
+    ]
 
 
 def walk_layer(
@@ -293,58 +307,32 @@ def walk_layer(
     ``allowed`` [query_pos, key_pos] (True = may attend) replaces the mask that ``causal``
     implies, e.g. with a fully masked row."""
     x = acts["resid_pre"]
-    n, d_model = x.shape
-    dh = d_model // n_heads
-    rows = slice(head * dh, (head + 1) * dh)
-    w, b = weights["qkv_w"], weights["qkv_b"]
+    n = x.shape[0]
+    if allowed is None and causal:
+        allowed = np.tril(np.ones((n, n), dtype=bool))
     steps: list[Step] = [Step("input", "the layer's input X", x, input_sum, {"resid_pre": x})]
 
+    # 1. attention, with its LayerNorm before it (pre-norm) or after the residual (post-norm)
     attn_in = x
     if norm == "pre":
         ln = layer_norm(x, weights["ln1_g"], weights["ln1_b"], eps)
         steps.append(_ln_step("ln1", "LayerNorm before attention", ln, {}))
         attn_in = ln.out
-    q = project(attn_in, w[rows], b[rows])
-    k = project(attn_in, w[d_model:][rows], b[d_model:][rows])
-    v = project(attn_in, w[2 * d_model :][rows], b[2 * d_model :][rows])
-    steps += [
-        Step(name, f"{name.upper()} = XW_{name.upper()}", t, project, {name: t}, axes=("pos", "d_head"))
-        for name, t in (("q", q), ("k", k), ("v", v))
-    ]
-    s = raw_scores(q, k)
-    steps.append(Step("raw", "scores q·k", s, raw_scores, axes=("query_pos", "key_pos")))
-    s = scale(s, dh)
-    steps.append(Step("scale", "÷ √d_k", s, scale, axes=("query_pos", "key_pos")))
-    if allowed is None and causal:
-        allowed = np.tril(np.ones((n, n), dtype=bool))
-    s = apply_mask(s, allowed)
-    steps.append(Step("mask", "mask", s, apply_mask, {"attn_scores": s}, axes=("query_pos", "key_pos")))
-    p = softmax_rows(s)
-    steps.append(Step("softmax", "softmax", p, softmax_rows, {"pattern": p}, axes=("query_pos", "key_pos")))
-    z = weighted_values(p, v)
-    steps.append(Step("z", "Σ p v", z, weighted_values, {"z": z}, axes=("pos", "d_head")))
-    concat = concat_heads(acts["z"])  # every head's z, as the model concatenates them
-    steps.append(Step("concat", "concat the heads", concat, concat_heads))
-    attn_out = output_projection(concat, weights["o_w"], weights["o_b"])
-    steps.append(Step("attn_out", "W_O", attn_out, output_projection, {"attn_out": attn_out}))
-    mid = add_residual(x, attn_out)
+    steps += _walk_attention(attn_in, acts, weights, n_heads=n_heads, head=head, allowed=allowed)
+    mid = add_residual(x, steps[-1].value)
     steps.append(Step("add1", "+ residual", mid, add_residual, {} if norm == "post" else {"resid_mid": mid}))
     if norm == "post":
         ln = layer_norm(mid, weights["ln1_g"], weights["ln1_b"], eps)
         steps.append(_ln_step("ln1", "LayerNorm", ln, {"resid_mid": ln.out}))
-        mid = ln.out
-        ffn_input = mid
+        mid = ffn_input = ln.out
     else:
         ln = layer_norm(mid, weights["ln2_g"], weights["ln2_b"], eps)
         steps.append(_ln_step("ln2", "LayerNorm before the FFN", ln, {}))
         ffn_input = ln.out
-    h = ffn_in(ffn_input, weights["fc1_w"], weights["fc1_b"])
-    steps.append(Step("ffn_in", "W_1", h, ffn_in, {"mlp_pre": h}, axes=("pos", "d_mlp")))
-    a = activation(h, act)
-    steps.append(Step("act", act, a, activation, {"mlp_post": a}, axes=("pos", "d_mlp")))
-    f = ffn_out(a, weights["fc2_w"], weights["fc2_b"])
-    steps.append(Step("ffn_out", "W_2", f, ffn_out, {"mlp_out": f}))
-    out = add_residual(mid, f)
+
+    # 2. the FFN, the same way round
+    steps += _walk_ffn(ffn_input, weights, act=act)
+    out = add_residual(mid, steps[-1].value)
     steps.append(Step("add2", "+ residual", out, add_residual, {} if norm == "post" else {"resid_post": out}))
     if norm == "post":
         ln = layer_norm(out, weights["ln2_g"], weights["ln2_b"], eps)
@@ -379,7 +367,7 @@ def neuron_view(q: Array, k: Array, query: int, key: int, *, causal: bool) -> Ne
     products = (q[query] * k[key]).astype(np.float32)
     allowed = np.tril(np.ones((n, n), dtype=bool))[query] if causal else None
     row = apply_mask(
-        scale(raw_scores(q[query : query + 1], k), dh), None if allowed is None else allowed[None]
+        scale_scores(raw_scores(q[query : query + 1], k), dh), None if allowed is None else allowed[None]
     )
     share = softmax_rows(row)[0, key]
     return NeuronView(q[query], k[key], products, float(products.sum()), float(row[0, key]), float(share))

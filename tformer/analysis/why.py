@@ -144,7 +144,8 @@ def standardize(x: npt.ArrayLike) -> FloatArray:
         raise ValueError("x holds values that are not finite (NaN or inf)")
     centred = a - a.mean(axis=1, keepdims=True)
     std = centred.std(axis=1, keepdims=True)
-    return centred / np.where(std > 0, std, 1.0)
+    standardized: FloatArray = centred / np.where(std > 0, std, 1.0)
+    return standardized
 
 
 @dataclass(frozen=True, eq=False)
@@ -167,7 +168,8 @@ class LayerWeights:
 def _orthogonal(d: int, gen: torch.Generator) -> torch.Tensor:
     """A random orthogonal [d, d]: QR of a Gaussian, the signs fixed so it is uniformly drawn."""
     q, r = torch.linalg.qr(torch.randn(d, d, generator=gen, dtype=torch.float64))
-    return q * torch.sign(torch.diagonal(r))
+    orthogonal: torch.Tensor = q * torch.sign(torch.diagonal(r))
+    return orthogonal
 
 
 def layer_weights(spec: LayerSpec, d_in: int) -> LayerWeights:
@@ -266,7 +268,8 @@ def hidden_states(x: npt.ArrayLike, spec: LayerSpec) -> FloatArray:
     w = layer_weights(spec, int(xt.shape[1]))
     with torch.inference_mode():
         out = _outputs(_projected(xt, w)[None], w)[0]
-    return out.numpy().copy()
+    states: FloatArray = out.numpy().copy()
+    return states
 
 
 def attention_pattern(x: npt.ArrayLike, spec: LayerSpec) -> FloatArray:
@@ -277,7 +280,8 @@ def attention_pattern(x: npt.ArrayLike, spec: LayerSpec) -> FloatArray:
     w = layer_weights(spec, int(xt.shape[1]))
     with torch.inference_mode():
         _, pattern = _attention(_projected(xt, w)[None], w)
-    return pattern[0].numpy().copy()
+    weights: FloatArray = pattern[0].numpy().copy()
+    return weights
 
 
 def sequential_steps(kind: str, n: int) -> int:
@@ -316,7 +320,8 @@ def input_jacobians(x: npt.ArrayLike, spec: LayerSpec) -> FloatArray:
     with torch.enable_grad():
         last = _outputs(_projected(batch, w), w)[:, -1]  # [d_hidden (copies), d_hidden]
         (grad,) = torch.autograd.grad(last.diagonal().sum(), batch)  # grad[c, i] = ∂h_n[c] / ∂x_i
-    return grad.permute(1, 0, 2).numpy().copy()  # [pos, d_hidden, d_in]
+    jacobians: FloatArray = grad.permute(1, 0, 2).numpy().copy()  # [pos, d_hidden, d_in]
+    return jacobians
 
 
 @dataclass(frozen=True, eq=False)

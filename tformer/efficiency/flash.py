@@ -11,8 +11,9 @@ exactly softmax(S)V, up to float rounding.
 
 `flash_steps` is the loop itself (it yields one `FlashStep` record per (query tile, key tile)
 it visits, so a page can show each step); `flash_attention` runs it to the end and assembles the
-output; `explicit_attention` is the n × n reference; `Footprint` says how large the loop's
-largest array is next to the n × n matrix. Numpy only.
+output; `explicit_attention` is the n × n reference, the numpy reference
+`tformer.analysis.reference.attention_np`; `Footprint` says how large the loop's largest array
+is next to the n × n matrix. Numpy only.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+
+from ..analysis.reference import attention_np
 
 __all__ = [
     "TILE_SIDES",
@@ -349,12 +352,9 @@ def explicit_attention(q: Array, k: Array, v: Array, allowed: Mask | None = None
 
     .. math::
         \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V
+
+    This is the numpy reference `tformer.analysis.reference.attention_np`, in the inputs'
+    dtype: the loop above must equal it (float64 inputs make it the exact answer to compare a
+    float32 loop against).
     """
-    s = (q @ k.T) / math.sqrt(q.shape[1])  # [query_pos, key_pos]
-    if allowed is not None:
-        s = np.where(allowed, s, -np.inf)
-    top = s.max(axis=1, keepdims=True)
-    e = np.exp(s - np.where(np.isneginf(top), 0, top))
-    total = e.sum(axis=1, keepdims=True)
-    p = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
-    return np.asarray(p @ v)
+    return attention_np(q, k, v, allowed)[0]  # [query_pos, d_head]

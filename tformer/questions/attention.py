@@ -9,8 +9,8 @@ import numpy as np
 
 from ..analysis.head_roles import ROLES, rank_heads, role_scores
 from ..analysis.masks import causal_mask, describe, full_mask, window_mask
+from ..analysis.reference import raw_scores, scale_scores
 from ..analysis.scaling import row_entropy, row_max, temperature_pattern
-from ..analysis.walkthrough import raw_scores, scale
 from ..i18n import tr
 from .answers import (
     ChoiceAnswer,
@@ -283,7 +283,7 @@ def argmax_key(
 @template(concept="scaling", kind="number", page="scaling", summary="the scale factor 1/√d_k of this model")
 def scale_factor(ctx: QuestionContext) -> Question:
     d = ctx.cfg.d_head
-    factor = float(scale(np.ones(1, dtype=np.float32), d)[0])  # what the walk-through multiplies by
+    factor = float(scale_scores(np.ones(1, dtype=np.float32), d)[0])  # what the walk-through multiplies by
     return Question(
         template="scale_factor",
         concept="scaling",
