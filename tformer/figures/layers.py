@@ -29,10 +29,10 @@ import numpy.typing as npt
 import plotly.graph_objects as go
 
 from ..i18n import tr
-from .checks import as_float32, check_tokens
+from .checks import Float32Array, as_float32, check_tokens
 from .colors import EMPTY, HIGHLIGHT, INK, KEY_TEXT, NOTE_INK, QUERY_TEXT, WHITE
 from .labels import MAX_TICK_CHARS, axis_title, numeric_axis_margin, safe_label, text_px, x_numeric_margin
-from .layout import DETAIL_WIDTH, TOP_BARE_PX, TOP_TITLE_PX, figure_title
+from .layout import DETAIL_WIDTH, TOP_BARE_PX, TOP_TITLE_PX, base_layout
 from .walkthrough import K_COLOR, MINUS, Q_COLOR
 
 # Above this many tokens only the tokens of the drawn pairs and the selected query carry a
@@ -260,6 +260,154 @@ def _place_labels(
     return out
 
 
+def _qk_inputs(
+    proj: QKProjection, labels: Sequence[object], pairs: Sequence[Sequence[float]] | None, query: int | None
+) -> tuple[Float32Array, Float32Array, npt.NDArray[np.float64], list[tuple[int, int, float]], int | None]:
+    """``q2``, ``k2`` [pos, 2] (finite, one shape, one label a position), ``explained`` [2],
+    the pairs to draw and the selected query position (``None``: none)."""
+    q2 = as_float32(proj.q2, 2, "q2", "[pos, 2]")
+    k2 = as_float32(proj.k2, 2, "k2", "[pos, 2]")
+    if q2.shape != k2.shape or q2.shape[1:] != (2,):
+        raise ValueError(f"q2 and k2 must be [pos, 2] of one shape, got {q2.shape} and {k2.shape}")
+    n = int(q2.shape[0])
+    if n == 0:
+        raise ValueError("q2 has shape (0, 2): at least one token is needed")
+    check_tokens(labels, n, "q2", tuple(q2.shape))
+    explained = np.asarray(proj.explained, dtype=np.float64)
+    if explained.shape != (2,):
+        raise ValueError(f"explained must be [2] (PC1, PC2), got shape {explained.shape}")
+    if not (np.isfinite(q2).all() and np.isfinite(k2).all()):
+        raise ValueError("q2 and k2 must be finite")
+    drawn = _check_pairs(pairs or [], n)
+    if query is not None and not 0 <= int(query) < n:
+        raise ValueError(f"query={query} is not a position in 0..{n - 1} ({n} tokens)")
+    return q2, k2, explained, drawn, None if query is None else int(query)
+
+
+def _legend_names(sel: int | None, drawn: Sequence[tuple[int, int, float]]) -> list[str]:
+    """The legend's entries, translated: queries, keys, the selected query and the lines
+    where there are any."""
+    names = (
+        [QUERY_NAME, KEY_NAME]
+        + ([SELECTED_NAME] if sel is not None else [])
+        + ([PAIRS_NAME] if drawn else [])
+    )
+    return [tr(name) for name in names]
+
+
+def _qk_labels(
+    px: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]],
+    cut: Sequence[str],
+    drawn: Sequence[tuple[int, int, float]],
+    sel: int | None,
+) -> tuple[list[str], list[str], npt.NDArray[np.bool_], npt.NDArray[np.bool_], str]:
+    """Which queries and keys are drawn in front and what each is labelled (``px``: their
+    positions in px; ``cut``: the escaped, cut tokens): up to :data:`LABEL_ALL_POINTS` tokens
+    all of them, beyond only the pairs' ends. Labels go by priority: the selected query, the
+    pairs' ends (heaviest first), then by position. Returns the query and key labels, the
+    query and key front masks, and the selected query's label, which moves onto its ring's
+    trace, clear of the ring."""
+    n = len(cut)
+    q_front = np.full(n, n <= LABEL_ALL_POINTS)
+    k_front = q_front.copy()
+    for i, j, _ in drawn:
+        q_front[i], k_front[j] = True, True
+    q_text = _place_labels(px[0], cut, q_front, [i for i, _, _ in drawn] + list(range(n)), sel)
+    k_text = _place_labels(px[1], cut, k_front, [j for _, j, _ in drawn] + list(range(n)))
+    ring_text = ""
+    if sel is not None:
+        ring_text, q_text[sel] = q_text[sel], ""
+    return q_text, k_text, q_front, k_front, ring_text
+
+
+def _pair_lines(
+    q2: Float32Array, k2: Float32Array, labels: Sequence[object], drawn: Sequence[tuple[int, int, float]]
+) -> list[dict[str, Any]]:
+    """One line a pair from its query to its key, darker for more weight; one legend entry."""
+    data: list[dict[str, Any]] = []
+    for n_line, ((i, j, w), opacity) in enumerate(zip(drawn, _opacities([p[2] for p in drawn]), strict=True)):
+        a, b = q2[i], k2[j]
+        hover = tr(
+            "query {i}: {query} \u2192 key {j}: {key}<br>weight {w:.3g}",
+            i=i,
+            query=safe_label(labels[i]),
+            j=j,
+            key=safe_label(labels[j]),
+            w=w,
+        )
+        data.append(
+            {
+                "type": "scatter",
+                "name": tr(PAIRS_NAME),
+                "legendgroup": "pairs",
+                "legendrank": 4,
+                "showlegend": n_line == 0,
+                # the midpoint gives the line a hover of its own, away from the markers
+                "x": np.array([a[0], (a[0] + b[0]) / 2, b[0]], dtype=np.float32),
+                "y": np.array([a[1], (a[1] + b[1]) / 2, b[1]], dtype=np.float32),
+                "mode": "lines",
+                "line": {"color": LINE_COLOR, "width": LINE_PX},
+                "opacity": round(opacity, 3),
+                "hovertext": [hover] * 3,
+                "hovertemplate": "%{hovertext}<extra></extra>",
+            }
+        )
+    return data
+
+
+def _selected_trace(xy: Float32Array, sel: int, token: object, cut: str, ring_text: str) -> dict[str, Any]:
+    """The selected query ``sel`` (at ``xy`` [2]): a query dot in a red ring over its own
+    marker, its token in bold and any tokens that coincide with it after it (``ring_text``)."""
+    return {
+        "type": "scatter",
+        "name": tr(SELECTED_NAME),
+        "legendrank": 3,
+        "x": np.array([xy[0]], dtype=np.float32),
+        "y": np.array([xy[1]], dtype=np.float32),
+        "mode": "markers+text",
+        "text": [f"<b>{cut}</b>{ring_text[len(cut) :]}"],
+        "textposition": "top center",
+        "textfont": {"size": LABEL_FONT_PX, "color": Q_TEXT, "shadow": HALO},
+        "marker": {
+            "size": SELECTED_PX,
+            "symbol": "circle",
+            "color": Q_COLOR,
+            "line": {"width": 3.5, "color": HIGHLIGHT},
+        },
+        "cliponaxis": False,
+        "hovertext": [tr("selected query {i}: {token}", i=sel, token=safe_label(token))],
+        "hovertemplate": "%{hovertext}<extra></extra>",
+    }
+
+
+def _pc_axis(title_text: str, rng: list[float]) -> dict[str, Any]:
+    """A principal-component axis over ``rng`` with a light grid."""
+    return {
+        "title": axis_title(title_text),
+        "range": rng,
+        "tickfont": {"size": TICK_FONT_PX, "color": NOTE_INK},
+        "ticks": "",
+        "showgrid": True,
+        "gridcolor": EMPTY,
+        "zeroline": False,
+        "nticks": 7,
+    }
+
+
+def _bottom_legend() -> dict[str, Any]:
+    """A horizontal legend at the bottom of the figure, below the x axis's title."""
+    return {
+        "orientation": "h",
+        "x": 0,
+        "xanchor": "left",
+        "y": 0,
+        "yanchor": "bottom",
+        "yref": "container",
+        "font": {"size": LEGEND_FONT_PX},
+        "itemsizing": "constant",
+    }
+
+
 def qk_space_figure(
     proj: QKProjection,
     labels: Sequence[object],
@@ -288,159 +436,47 @@ def qk_space_figure(
     ``layout.meta``: ``n_pos``, ``pairs`` (lines drawn), ``labelled`` (points with a label on
     the plot), ``query``, ``explained``, ``width``, ``plot_px`` ([w, h]).
     """
-    q2 = as_float32(proj.q2, 2, "q2", "[pos, 2]")
-    k2 = as_float32(proj.k2, 2, "k2", "[pos, 2]")
-    if q2.shape != k2.shape or q2.shape[1:] != (2,):
-        raise ValueError(f"q2 and k2 must be [pos, 2] of one shape, got {q2.shape} and {k2.shape}")
-    n = int(q2.shape[0])
-    if n == 0:
-        raise ValueError("q2 has shape (0, 2): at least one token is needed")
-    check_tokens(labels, n, "q2", tuple(q2.shape))
-    explained = np.asarray(proj.explained, dtype=np.float64)
-    if explained.shape != (2,):
-        raise ValueError(f"explained must be [2] (PC1, PC2), got shape {explained.shape}")
-    if not (np.isfinite(q2).all() and np.isfinite(k2).all()):
-        raise ValueError("q2 and k2 must be finite")
-    drawn = _check_pairs(pairs or [], n)
-    if query is not None and not 0 <= int(query) < n:
-        raise ValueError(f"query={query} is not a position in 0..{n - 1} ({n} tokens)")
-    sel = None if query is None else int(query)
-
-    # Which points are drawn in front (beyond LABEL_ALL_POINTS tokens: the pairs' ends) and
-    # which carry a label (the selected query's label sits on its ring's trace).
-    q_front = np.full(n, n <= LABEL_ALL_POINTS)
-    k_front = q_front.copy()
-    for i, j, _ in drawn:
-        q_front[i], k_front[j] = True, True
+    q2, k2, explained, drawn, sel = _qk_inputs(proj, labels, pairs, query)
 
     # Geometry: margins first, then a plot as wide as the column and as tall as equal scales need.
-    names = [
-        tr(name)
-        for name in [QUERY_NAME, KEY_NAME]
-        + ([SELECTED_NAME] if sel is not None else [])
-        + ([PAIRS_NAME] if drawn else [])
-    ]
     left = numeric_axis_margin(Y_TICK_SAMPLE, font=TICK_FONT_PX)
     plot_w = width - left - RIGHT_PX
-    legend_px = _legend_rows(names, plot_w) * LEGEND_ROW_PX
-    margin = {
-        "l": left,
-        "r": RIGHT_PX,
-        "t": TOP_TITLE_PX if title else TOP_BARE_PX,
-        "b": x_numeric_margin(font=TICK_FONT_PX) + legend_px + 6,
-    }
+    legend_px = _legend_rows(_legend_names(sel, drawn), plot_w) * LEGEND_ROW_PX
     x_range, y_range, plot_h = _ranges(np.concatenate([q2, k2]), plot_w)
     units_px = (x_range[1] - x_range[0]) / plot_w
     origin = np.array([x_range[0], y_range[0]])
     cut = [safe_label(t, MAX_TICK_CHARS) for t in labels]
-    # Labels by priority: the selected query, the pairs' ends (heaviest first), then by position.
-    q_text = _place_labels(
-        (q2 - origin) / units_px, cut, q_front, [i for i, _, _ in drawn] + list(range(n)), sel
+    q_text, k_text, q_front, k_front, ring_text = _qk_labels(
+        ((q2 - origin) / units_px, (k2 - origin) / units_px), cut, drawn, sel
     )
-    k_text = _place_labels((k2 - origin) / units_px, cut, k_front, [j for _, j, _ in drawn] + list(range(n)))
-    ring_text = ""
-    if sel is not None:  # the selected query's label sits on its ring's trace, clear of the ring
-        ring_text, q_text[sel] = q_text[sel], ""
-
-    # Pale background points, then the lines, then the labelled points and the selected query.
-    k_back, k_fore = _role_traces(k2, labels, k_front, k_text, role=KEY_NAME, rank=2)
-    q_back, q_fore = _role_traces(q2, labels, q_front, q_text, role=QUERY_NAME, rank=1)
-    data: list[dict[str, Any]] = [*k_back, *q_back]
-    for n_line, ((i, j, w), opacity) in enumerate(zip(drawn, _opacities([p[2] for p in drawn]), strict=True)):
-        a, b = q2[i], k2[j]
-        hover = tr(
-            "query {i}: {query} \u2192 key {j}: {key}<br>weight {w:.3g}",
-            i=i,
-            query=safe_label(labels[i]),
-            j=j,
-            key=safe_label(labels[j]),
-            w=w,
-        )
-        data.append(
-            {
-                "type": "scatter",
-                "name": tr(PAIRS_NAME),
-                "legendgroup": "pairs",
-                "legendrank": 4,
-                "showlegend": n_line == 0,
-                # the midpoint gives the line a hover of its own, away from the markers
-                "x": np.array([a[0], (a[0] + b[0]) / 2, b[0]], dtype=np.float32),
-                "y": np.array([a[1], (a[1] + b[1]) / 2, b[1]], dtype=np.float32),
-                "mode": "lines",
-                "line": {"color": LINE_COLOR, "width": LINE_PX},
-                "opacity": round(opacity, 3),
-                "hovertext": [hover] * 3,
-                "hovertemplate": "%{hovertext}<extra></extra>",
-            }
-        )
-    data += [*k_fore, *q_fore]
-    if sel is not None:
-        data.append(
-            {
-                "type": "scatter",
-                "name": tr(SELECTED_NAME),
-                "legendrank": 3,
-                "x": np.array([q2[sel, 0]], dtype=np.float32),
-                "y": np.array([q2[sel, 1]], dtype=np.float32),
-                "mode": "markers+text",
-                # the selected token in bold, any tokens that coincide with it after it
-                "text": [f"<b>{cut[sel]}</b>{ring_text[len(cut[sel]) :]}"],
-                "textposition": "top center",
-                "textfont": {"size": LABEL_FONT_PX, "color": Q_TEXT, "shadow": HALO},
-                # a query dot in a red ring, drawn over the query's own marker
-                "marker": {
-                    "size": SELECTED_PX,
-                    "symbol": "circle",
-                    "color": Q_COLOR,
-                    "line": {"width": 3.5, "color": HIGHLIGHT},
-                },
-                "cliponaxis": False,
-                "hovertext": [tr("selected query {i}: {token}", i=sel, token=safe_label(labels[sel]))],
-                "hovertemplate": "%{hovertext}<extra></extra>",
-            }
-        )
-
-    def axis(title_text: str, rng: list[float]) -> dict[str, Any]:
-        return {
-            "title": axis_title(title_text),
-            "range": rng,
-            "tickfont": {"size": TICK_FONT_PX, "color": NOTE_INK},
-            "ticks": "",
-            "showgrid": True,
-            "gridcolor": EMPTY,
-            "zeroline": False,
-            "nticks": 7,
-        }
-
-    layout: dict[str, Any] = {
-        "height": math.ceil(plot_h) + margin["t"] + margin["b"],
-        "margin": {**margin, "pad": 0},
-        "xaxis": {**axis(pc_title(1, float(explained[0])), x_range), "constrain": "range"},
-        # one data unit is as many px up as across, also after a zoom
-        "yaxis": {**axis(pc_title(2, float(explained[1])), y_range), "scaleanchor": "x", "scaleratio": 1},
-        "showlegend": True,
-        "legend": {
-            "orientation": "h",
-            "x": 0,
-            "xanchor": "left",
-            "y": 0,
-            "yanchor": "bottom",
-            "yref": "container",
-            "font": {"size": LEGEND_FONT_PX},
-            "itemsizing": "constant",
-        },
-        "hovermode": "closest",
-        "plot_bgcolor": WHITE,
-        "meta": {
-            "n_pos": n,
+    layout = base_layout(
+        math.ceil(plot_h),
+        width=width,
+        left=left,
+        right=RIGHT_PX,
+        top=TOP_TITLE_PX if title else TOP_BARE_PX,
+        bottom=x_numeric_margin(font=TICK_FONT_PX) + legend_px + 6,
+        title=title,
+        meta={
+            "n_pos": len(labels),
             "pairs": len(drawn),
             "labelled": sum(map(bool, q_text)) + sum(map(bool, k_text)) + bool(ring_text),
             "query": sel,
             "explained": [float(x) for x in explained],
-            "width": width,
             "plot_px": [plot_w, math.ceil(plot_h)],
         },
-    }
-    if title:
-        layout["title"] = figure_title(title)
+        xaxis={**_pc_axis(pc_title(1, float(explained[0])), x_range), "constrain": "range"},
+        # one data unit is as many px up as across, also after a zoom
+        yaxis={**_pc_axis(pc_title(2, float(explained[1])), y_range), "scaleanchor": "x", "scaleratio": 1},
+        showlegend=True,
+        legend=_bottom_legend(),
+        hovermode="closest",
+        plot_bgcolor=WHITE,
+    )
+
+    # Pale background points, then the lines, then the labelled points and the selected query.
+    k_back, k_fore = _role_traces(k2, labels, k_front, k_text, role=KEY_NAME, rank=2)
+    q_back, q_fore = _role_traces(q2, labels, q_front, q_text, role=QUERY_NAME, rank=1)
+    ring = [] if sel is None else [_selected_trace(q2[sel], sel, labels[sel], cut[sel], ring_text)]
+    data = [*k_back, *q_back, *_pair_lines(q2, k2, labels, drawn), *k_fore, *q_fore, *ring]
     return go.Figure({"data": data, "layout": layout})

@@ -53,6 +53,8 @@ from .layout import (
     LEGEND_PX,
     TOP_PANEL_TITLE_PX,
     TOP_TITLE_PX,
+    Domain,
+    base_layout,
     figure_title,
     panel_title,
     px_domain,
@@ -111,6 +113,8 @@ class SweepLike(Protocol):
     def n_keys(self) -> int: ...
 
 
+Box = tuple[float, float, float, float]  # (x0, x1, y0, y1) px from the plot area's top-left
+SWEEP_PANELS = ("var", "max", "jac")  # the sweep's quantities, one panel each
 SWEEP_FIELDS = ("d_k", "var_raw", "var_scaled", "max_raw", "max_scaled", "jac_raw", "jac_scaled")
 
 
@@ -172,6 +176,150 @@ def _log_range(values: npt.NDArray[Any], pad: float = 0.06) -> tuple[float, floa
     return lo / f, hi * f
 
 
+def _check_mark(mark_dk: int | None) -> int | None:
+    """The current head's d_k to mark, a whole number >= 1 (``None``: no mark)."""
+    if mark_dk is not None and (isinstance(mark_dk, bool) or int(mark_dk) != mark_dk or mark_dk < 1):
+        raise ValueError(f"mark_dk must be a whole number >= 1, got {mark_dk!r}")
+    return None if mark_dk is None else int(mark_dk)
+
+
+def _sweep_y_axes(a: dict[str, Float32Array]) -> list[dict[str, Any]]:
+    """The three panels' y axes: the variance on a log axis ticked at powers of two, the
+    largest weight 0..1, the Jacobian's size from 0."""
+    variances = np.concatenate([a["var_raw"], a["var_scaled"]])
+    var_lo, var_hi = _log_range(variances)
+    var_ticks = _powers_of_two(float(variances.min()), float(variances.max()), 6)
+    jac_hi = max(float(np.nanmax(np.concatenate([a["jac_raw"], a["jac_scaled"]]))), 1e-6)
+    return [
+        {"type": "log", "range": [math.log10(var_lo), math.log10(var_hi)], "tickmode": "array",
+         "tickvals": var_ticks, "ticktext": [_power_text(v) for v in var_ticks]},
+        {"range": [0.0, 1.04], "tickmode": "array", "tickvals": [0, 0.25, 0.5, 0.75, 1.0],
+         "ticktext": ["0", "0.25", "0.5", "0.75", "1"]},
+        {"range": [0.0, 1.12 * jac_hi], "nticks": 5, "tickformat": ".2~f"},
+    ]  # fmt: skip
+
+
+def _sweep_boxes(
+    lefts: Sequence[int], width: int, right: int, bottom: int
+) -> tuple[list[Box], bool, int, float]:
+    """Boxes of the three panels (side by side, or stacked at full width when a panel would
+    be narrower than :data:`MIN_PANEL_PX`), whether stacked, the left margin, a panel's width.
+    ``lefts``: the room each panel's tick labels need; ``bottom``: the x axis's margin."""
+    side_w = (width - sum(lefts) - 2 * PANEL_AIR_PX - right) / 3
+    if side_w < MIN_PANEL_PX:
+        left = max(lefts)
+        plot_w: float = width - left - right
+        vgap = bottom + TOP_PANEL_TITLE_PX + 6
+        pitch = STACKED_PLOT_PX + vgap
+        return [(0, plot_w, i * pitch, i * pitch + STACKED_PLOT_PX) for i in range(3)], True, left, plot_w
+    boxes: list[Box] = []
+    x0 = 0.0
+    for i in range(3):
+        x0 += 0 if i == 0 else lefts[i] + PANEL_AIR_PX
+        boxes.append((x0, x0 + side_w, 0, SWEEP_PLOT_PX))
+        x0 += side_w
+    return boxes, False, lefts[0], side_w
+
+
+def _sweep_traces(a: dict[str, Float32Array]) -> list[dict[str, Any]]:
+    """Without and with the scale in each panel (``x``, ``x2``, ``x3``); the first panel's
+    pair carries the legend."""
+    series = [
+        (tr(WITHOUT_NAME), WITHOUT_COLOR, "circle", "raw"),
+        (tr(WITH_NAME), WITH_COLOR, "square", "scaled"),
+    ]
+    what = (
+        tr("Var(q\u00b7k)"),
+        tr("largest weight (mean over rows)"),
+        tr("\u2016J\u2016<sub>F</sub> (mean over rows)"),
+    )
+    return [
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "name": label,
+            "legendgroup": kind,
+            "showlegend": i == 0,
+            "x": a["d_k"],
+            "y": a[f"{name}_{kind}"],
+            "xaxis": f"x{_sfx(i)}",
+            "yaxis": f"y{_sfx(i)}",
+            "line": {"color": color, "width": LINE_PX},
+            "marker": {"color": color, "size": MARKER_PX, "symbol": symbol},
+            "hovertemplate": f"{label}<br>d<sub>k</sub> = %{{x}}<br>{short} = %{{y:.3g}}<extra></extra>",
+        }
+        for i, (name, short) in enumerate(zip(SWEEP_PANELS, what, strict=True))
+        for label, color, symbol, kind in series
+    ]
+
+
+def _sfx(i: int) -> str:
+    """The axis suffix of panel ``i``: "", "2", "3"."""
+    return "" if i == 0 else str(i + 1)
+
+
+def _sweep_axes(
+    domains: Sequence[Domain], x_axis: dict[str, Any], y_axes: Sequence[dict[str, Any]]
+) -> dict[str, Any]:
+    """Each panel's d_k axis (``x_axis``: range and ticks, one for all) and y axis."""
+    axes: dict[str, Any] = {}
+    for i, (xd, yd) in enumerate(domains):
+        sfx = _sfx(i)
+        axes[f"xaxis{sfx}"] = {
+            **x_axis,
+            "type": "log",
+            "domain": xd,
+            "anchor": f"y{sfx}",
+            "tickfont": {"size": TICK_PX},
+            "title": axis_title(tr("d<sub>k</sub> (head width)")),
+            "ticks": "",
+            "zeroline": False,
+        }
+        axes[f"yaxis{sfx}"] = {
+            **y_axes[i],
+            "domain": yd,
+            "anchor": f"x{sfx}",
+            "tickfont": {"size": TICK_PX},
+            "ticks": "",
+            "zeroline": False,
+        }
+    return axes
+
+
+def _sweep_marks(
+    domains: Sequence[Domain], mark_dk: int | None, n_keys: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Annotations and shapes: each panel's title, the dotted line at the current head's d_k
+    in every panel (one legend entry), the uniform weight 1/n_keys in the largest-weight panel."""
+    annotations: list[dict[str, Any]] = []
+    shapes: list[dict[str, Any]] = []
+    for i, (xd, yd) in enumerate(domains):
+        sfx = _sfx(i)
+        annotations.append(panel_title(tr(SWEEP_TITLES[i]), xd, yd))
+        if mark_dk is not None:
+            shapes.append(
+                {
+                    "type": "line",
+                    "xref": f"x{sfx}",
+                    "yref": f"y{sfx} domain",
+                    "x0": mark_dk,
+                    "x1": mark_dk,
+                    "y0": 0,
+                    "y1": 1,
+                    "line": {"color": MARK_COLOR, "width": 2.5, "dash": "dot"},
+                    "layer": "below",
+                    "name": _mark_name(mark_dk),
+                    "legendgroup": "mark",
+                    "showlegend": i == 0,
+                }
+            )
+        if SWEEP_PANELS[i] == "max" and n_keys > 1:
+            shapes.append(_uniform_line(f"x{sfx}", f"y{sfx}", 1.0 / n_keys))
+            note = tr("uniform: 1/{n_keys}", n_keys=n_keys)
+            annotations.append(_line_note(note, f"x{sfx}", f"y{sfx}", 1.0 / n_keys))
+    return annotations, shapes
+
+
 def sweep_figure(
     sweep: SweepLike,
     *,
@@ -192,156 +340,56 @@ def sweep_figure(
     ``layout.meta``: ``width``, ``d_k``, ``mark_dk``, ``n_keys``, ``stacked``, ``panel_px``.
     """
     a = _sweep_arrays(sweep)
-    if mark_dk is not None and (isinstance(mark_dk, bool) or int(mark_dk) != mark_dk or mark_dk < 1):
-        raise ValueError(f"mark_dk must be a whole number >= 1, got {mark_dk!r}")
+    mark = _check_mark(mark_dk)
     n_keys = int(sweep.n_keys)
     d = a["d_k"]
-    x_lo, x_hi = _log_range(np.append(d, [] if mark_dk is None else [mark_dk]), pad=0.05)
-    variances = np.concatenate([a["var_raw"], a["var_scaled"]])
-    var_lo, var_hi = _log_range(variances)
-    var_ticks = _powers_of_two(float(variances.min()), float(variances.max()), 6)
-    jac_hi = max(float(np.nanmax(np.concatenate([a["jac_raw"], a["jac_scaled"]]))), 1e-6)
-    y_ticks: list[dict[str, Any]] = [
-        {"type": "log", "range": [math.log10(var_lo), math.log10(var_hi)], "tickmode": "array",
-         "tickvals": var_ticks, "ticktext": [_power_text(v) for v in var_ticks]},
-        {"range": [0.0, 1.04], "tickmode": "array", "tickvals": [0, 0.25, 0.5, 0.75, 1.0],
-         "ticktext": ["0", "0.25", "0.5", "0.75", "1"]},
-        {"range": [0.0, 1.12 * jac_hi], "nticks": 5, "tickformat": ".2~f"},
-    ]  # fmt: skip
-    longest = [max(y_ticks[0]["ticktext"], key=len), "0.75", "0.00"]
-    lefts = [numeric_axis_margin(t, title=False, font=TICK_PX) for t in longest]
-    right = EDGE_PX
-    bottom = x_numeric_margin(font=TICK_PX)
-    side_w = (width - sum(lefts) - 2 * PANEL_AIR_PX - right) / 3
-    stacked = side_w < MIN_PANEL_PX
-    boxes: list[tuple[float, float, float, float]] = []  # (x0, x1, y0, y1) px in the plot area
-    if stacked:  # a narrow column: the panels one above the other, full width
-        left = max(lefts)
-        plot_w: float = width - left - right
-        vgap = bottom + TOP_PANEL_TITLE_PX + 6
-        for i in range(3):
-            y0 = i * (STACKED_PLOT_PX + vgap)
-            boxes.append((0, plot_w, y0, y0 + STACKED_PLOT_PX))
-        paper_w, plot_h = plot_w, 3 * STACKED_PLOT_PX + 2 * vgap
-    else:
-        left, plot_w, x0 = lefts[0], side_w, 0.0
-        for i in range(3):
-            x0 += 0 if i == 0 else lefts[i] + PANEL_AIR_PX
-            boxes.append((x0, x0 + plot_w, 0, SWEEP_PLOT_PX))
-            x0 += plot_w
-        paper_w, plot_h = width - left - right, SWEEP_PLOT_PX
-    without_name, with_name = tr(WITHOUT_NAME), tr(WITH_NAME)
-    entries = [without_name, with_name] + ([] if mark_dk is None else [_mark_name(mark_dk)])
-    legend_rows = 1 if _legend_px(entries) <= width - left - right else len(entries)
-    title_px = TOP_TITLE_PX if title else 8
-    top = title_px + legend_rows * LEGEND_PX + TOP_PANEL_TITLE_PX
-    x_ticks = _x_ticks(d.tolist(), plot_w, x_lo, x_hi)
+    y_axes = _sweep_y_axes(a)
 
-    names = ("var", "max", "jac")
-    series = [(without_name, WITHOUT_COLOR, "circle", "raw"), (with_name, WITH_COLOR, "square", "scaled")]
-    what = (
-        tr("Var(q\u00b7k)"),
-        tr("largest weight (mean over rows)"),
-        tr("\u2016J\u2016<sub>F</sub> (mean over rows)"),
-    )
-    d_k_title = tr("d<sub>k</sub> (head width)")
-    data: list[dict[str, Any]] = []
-    layout: dict[str, Any] = {"annotations": [], "shapes": []}
-    for i, (name, short) in enumerate(zip(names, what, strict=True)):
-        xd, yd = px_domain(*boxes[i], paper_w, plot_h)
-        sfx = "" if i == 0 else str(i + 1)
-        for label, color, symbol, kind in series:
-            data.append(
-                {
-                    "type": "scatter",
-                    "mode": "lines+markers",
-                    "name": label,
-                    "legendgroup": kind,
-                    "showlegend": i == 0,
-                    "x": d,
-                    "y": a[f"{name}_{kind}"],
-                    "xaxis": f"x{sfx}",
-                    "yaxis": f"y{sfx}",
-                    "line": {"color": color, "width": LINE_PX},
-                    "marker": {"color": color, "size": MARKER_PX, "symbol": symbol},
-                    "hovertemplate": f"{label}<br>d<sub>k</sub> = %{{x}}<br>{short} = %{{y:.3g}}<extra></extra>",
-                }
-            )
-        layout[f"xaxis{sfx}"] = {
-            "type": "log",
-            "range": [math.log10(x_lo), math.log10(x_hi)],
-            "domain": xd,
-            "anchor": f"y{sfx}",
-            "tickmode": "array",
-            **x_ticks,
-            "tickfont": {"size": TICK_PX},
-            "title": axis_title(d_k_title),
-            "ticks": "",
-            "zeroline": False,
-        }
-        layout[f"yaxis{sfx}"] = {
-            **y_ticks[i],
-            "domain": yd,
-            "anchor": f"x{sfx}",
-            "tickfont": {"size": TICK_PX},
-            "ticks": "",
-            "zeroline": False,
-        }
-        layout["annotations"].append(panel_title(tr(SWEEP_TITLES[i]), xd, yd))
-        if mark_dk is not None:
-            layout["shapes"].append(
-                {
-                    "type": "line",
-                    "xref": f"x{sfx}",
-                    "yref": f"y{sfx} domain",
-                    "x0": mark_dk,
-                    "x1": mark_dk,
-                    "y0": 0,
-                    "y1": 1,
-                    "line": {"color": MARK_COLOR, "width": 2.5, "dash": "dot"},
-                    "layer": "below",
-                    "name": _mark_name(mark_dk),
-                    "legendgroup": "mark",
-                    "showlegend": i == 0,
-                }
-            )
-        if name == "max" and n_keys > 1:
-            layout["shapes"].append(_uniform_line(f"x{sfx}", f"y{sfx}", 1.0 / n_keys))
-            layout["annotations"].append(
-                {
-                    "text": tr("uniform: 1/{n_keys}", n_keys=n_keys),
-                    "xref": f"x{sfx} domain",
-                    "yref": f"y{sfx}",
-                    "x": 1.0,
-                    "y": 1.0 / n_keys,
-                    "xanchor": "right",
-                    "yanchor": "bottom",
-                    "showarrow": False,
-                    "font": {"size": NOTE_FONT_PX, "color": NOTE_COLOR},
-                }
-            )
-    height = plot_h + top + bottom
-    layout.update(
-        {
-            "height": height,
-            "margin": {"l": left, "r": right, "t": top, "b": bottom, "pad": 0},
-            "showlegend": True,
-            "legend": top_legend(legend_rows, plot_h),
-            "hovermode": "closest",
-            "meta": {
-                "width": width,
-                "d_k": [int(v) if float(v).is_integer() else float(v) for v in d.tolist()],
-                "mark_dk": None if mark_dk is None else int(mark_dk),
-                "n_keys": n_keys,
-                "stacked": stacked,
-                "panel_px": [round(plot_w), STACKED_PLOT_PX if stacked else SWEEP_PLOT_PX],
-            },
-        }
+    longest = [max(y_axes[0]["ticktext"], key=len), "0.75", "0.00"]
+    lefts = [numeric_axis_margin(t, title=False, font=TICK_PX) for t in longest]
+    right, bottom = EDGE_PX, x_numeric_margin(font=TICK_PX)
+    boxes, stacked, left, plot_w = _sweep_boxes(lefts, width, right, bottom)
+    paper_w, plot_h = width - left - right, boxes[-1][3]
+    entries = [tr(WITHOUT_NAME), tr(WITH_NAME)] + ([] if mark is None else [_mark_name(mark)])
+    legend_rows = 1 if _legend_px(entries) <= paper_w else len(entries)
+    x_lo, x_hi = _log_range(np.append(d, [] if mark is None else [mark]), pad=0.05)
+    x_axis = {
+        "range": [math.log10(x_lo), math.log10(x_hi)],
+        "tickmode": "array",
+        **_x_ticks(d.tolist(), plot_w, x_lo, x_hi),
+    }
+    domains = [px_domain(*b, paper_w, plot_h) for b in boxes]
+    annotations, shapes = _sweep_marks(domains, mark, n_keys)
+    layout = base_layout(
+        plot_h,
+        width=width,
+        left=left,
+        right=right,
+        top=(TOP_TITLE_PX if title else 8) + legend_rows * LEGEND_PX + TOP_PANEL_TITLE_PX,
+        bottom=bottom,
+        meta={
+            "d_k": [int(v) if float(v).is_integer() else float(v) for v in d.tolist()],
+            "mark_dk": mark,
+            "n_keys": n_keys,
+            "stacked": stacked,
+            "panel_px": [round(plot_w), STACKED_PLOT_PX if stacked else SWEEP_PLOT_PX],
+        },
+        annotations=annotations,
+        shapes=shapes,
+        showlegend=True,
+        legend=top_legend(legend_rows, plot_h),
+        hovermode="closest",
+        **_sweep_axes(domains, x_axis, y_axes),
     )
     if title:
         # at the top of the figure, above the legend (plotly would centre it in the top margin)
-        layout["title"] = {**figure_title(title), "yref": "container", "y": 1 - 10 / height, "yanchor": "top"}
-    return go.Figure({"data": data, "layout": layout})
+        layout["title"] = {
+            **figure_title(title),
+            "yref": "container",
+            "y": 1 - 10 / layout["height"],
+            "yanchor": "top",
+        }
+    return go.Figure({"data": _sweep_traces(a), "layout": layout})
 
 
 def _mark_name(mark_dk: int) -> str:
@@ -364,6 +412,21 @@ def _uniform_line(xref: str, yref: str, y: float) -> dict[str, Any]:
         "y1": y,
         "line": {"color": REFERENCE_COLOR, "width": 1.5, "dash": "dash"},
         "layer": "below",
+    }
+
+
+def _line_note(text: str, xref: str, yref: str, y: float) -> dict[str, Any]:
+    """The note of a :func:`_uniform_line`, above it at the panel's right end."""
+    return {
+        "text": text,
+        "xref": f"{xref} domain",
+        "yref": yref,
+        "x": 1.0,
+        "y": y,
+        "xanchor": "right",
+        "yanchor": "bottom",
+        "showarrow": False,
+        "font": {"size": NOTE_FONT_PX, "color": NOTE_COLOR},
     }
 
 
@@ -423,6 +486,86 @@ def _band(pos: int, pitch: float, yaxis: str) -> dict[str, Any]:
     }
 
 
+def _row_stats_inputs(
+    entropy: npt.ArrayLike, max_weight: npt.ArrayLike, labels: Sequence[object], highlight: int | None
+) -> tuple[Float32Array, Float32Array, int | None]:
+    """``entropy`` and ``max_weight`` as float32 [query_pos] of one shape, one label a query,
+    and the query to highlight (``None``: none)."""
+    h = as_float32(entropy, 1, "entropy", "[query_pos]")
+    m = as_float32(max_weight, 1, "max_weight", "[query_pos]")
+    n = int(h.shape[0])
+    if n == 0:
+        raise ValueError("entropy has shape (0,): at least one query is needed")
+    if m.shape != h.shape:
+        raise ValueError(f"entropy has shape {h.shape} but max_weight has shape {m.shape} [query_pos]")
+    if len(labels) != n:
+        raise ValueError(f"entropy has shape {h.shape} but {len(labels)} labels were given (expected {n})")
+    if highlight is not None and not 0 <= int(highlight) < n:
+        raise ValueError(f"highlight={highlight} is not a position in 0..{n - 1}")
+    return h, m, None if highlight is None else int(highlight)
+
+
+def _row_bars(
+    h: Float32Array, m: Float32Array, labels: Sequence[object], hl: int | None
+) -> list[dict[str, Any]]:
+    """The entropy bars (upper panel, ``y2``) and the largest-weight bars (lower, ``y``), the
+    highlighted query amber in both."""
+    n = int(h.shape[0])
+    names = token_labels(labels)
+    colors: str | list[str] = BAR_COLOR
+    if hl is not None:
+        colors = [BAR_HIGHLIGHT if i == hl else BAR_COLOR for i in range(n)]
+    return [
+        {
+            "type": "bar",
+            "name": what,
+            "x": names,
+            "y": values,
+            "xaxis": "x",
+            "yaxis": ya,
+            "marker": {"color": colors, "line": {"width": 0}},
+            "hovertemplate": tr("query %{x}") + "<br>" + what + " %{y:" + fmt + "}<extra></extra>",
+        }
+        for what, values, ya, fmt in (
+            (tr("entropy (bits)"), h, "y2", ".2f"),
+            (tr("largest weight"), m, "y", ".3f"),
+        )
+    ]
+
+
+def _bar_y_axis(domain: Sequence[float], **ticks: Any) -> dict[str, Any]:
+    """A bar panel's y axis from 0, its zero line dark (the bars stand on it)."""
+    return {
+        "domain": domain,
+        "anchor": "x",
+        **ticks,
+        "tickfont": {"size": TICK_PX},
+        "ticks": "",
+        "zeroline": True,
+        "zerolinecolor": MARK_INK,
+    }
+
+
+def _row_marks(
+    domains: Sequence[Domain], n: int, hl: int | None, pitch: float
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Annotations and shapes: the panel titles at the left, an amber band behind the
+    highlighted query when bars are thin (``pitch``: px a query), the dashed log₂ n line."""
+    annotations = [
+        {**panel_title(tr(STATS_TITLES[0]), *domains[0]), "x": 0.0, "xanchor": "left"},
+        {**panel_title(tr(STATS_TITLES[1]), *domains[1]), "x": 0.0, "xanchor": "left"},
+    ]
+    shapes: list[dict[str, Any]] = []
+    if hl is not None and pitch < 2 * BAND_PX:  # thin bars: a band makes the amber one findable
+        shapes += [_band(hl, pitch, ya) for ya in ("y", "y2")]
+    if n > 1:
+        uniform = math.log2(n)
+        shapes.append(_uniform_line("x", "y2", uniform))
+        note = tr("log\u2082 {n} = {bits:.3g} bits: even over all {n} keys", n=n, bits=uniform)
+        annotations.append(_line_note(note, "x", "y2", uniform))
+    return annotations, shapes
+
+
 def row_stats_figure(
     entropy: npt.ArrayLike,
     max_weight: npt.ArrayLike,
@@ -447,113 +590,46 @@ def row_stats_figure(
     every k-th beyond (the hover names each); Chinese labels stay upright. ``layout.meta``:
     ``n``, ``highlight``, ``width``, ``tick_step``.
     """
-    h = as_float32(entropy, 1, "entropy", "[query_pos]")
-    m = as_float32(max_weight, 1, "max_weight", "[query_pos]")
+    h, m, hl = _row_stats_inputs(entropy, max_weight, labels, highlight)
     n = int(h.shape[0])
-    if n == 0:
-        raise ValueError("entropy has shape (0,): at least one query is needed")
-    if m.shape != h.shape:
-        raise ValueError(f"entropy has shape {h.shape} but max_weight has shape {m.shape} [query_pos]")
-    if len(labels) != n:
-        raise ValueError(f"entropy has shape {h.shape} but {len(labels)} labels were given (expected {n})")
-    if highlight is not None and not 0 <= int(highlight) < n:
-        raise ValueError(f"highlight={highlight} is not a position in 0..{n - 1}")
-    hl = None if highlight is None else int(highlight)
 
-    uniform = math.log2(n)
     # room above the dashed log2 n line for its note
-    h_top = max(uniform, float(np.nanmax(h)) if np.isfinite(h).any() else 0.0, 1.0) / (
-        1 - NOTE_ROOM_PX / STATS_PANEL_PX
-    )
+    h_max = float(np.nanmax(h)) if np.isfinite(h).any() else 0.0
+    h_top = max(math.log2(n), h_max, 1.0) / (1 - NOTE_ROOM_PX / STATS_PANEL_PX)
     left = numeric_axis_margin("0.75", title=False, font=TICK_PX)
     x_axis, right = _token_x_axis(labels, width, left)
     plot_w = width - left - right
     plot_h = 2 * STATS_PANEL_PX + STATS_GAP_PX
-    top = (TOP_TITLE_PX if title else 0) + TOP_PANEL_TITLE_PX
-    names = token_labels(labels)
-    colors: str | list[str] = BAR_COLOR
-    if hl is not None:
-        colors = [BAR_HIGHLIGHT if i == hl else BAR_COLOR for i in range(n)]
     domains = [
         px_domain(0, plot_w, 0, STATS_PANEL_PX, plot_w, plot_h),
         px_domain(0, plot_w, STATS_PANEL_PX + STATS_GAP_PX, plot_h, plot_w, plot_h),
-    ]
-    data = [
-        {
-            "type": "bar",
-            "name": what,
-            "x": names,
-            "y": values,
-            "xaxis": "x",
-            "yaxis": ya,
-            "marker": {"color": colors, "line": {"width": 0}},
-            "hovertemplate": tr("query %{x}") + "<br>" + what + " %{y:" + fmt + "}<extra></extra>",
-        }
-        for what, values, ya, fmt in (
-            (tr("entropy (bits)"), h, "y2", ".2f"),
-            (tr("largest weight"), m, "y", ".3f"),
-        )
     ]
     x_props = dict(x_axis.props)
     if hl is not None:
         reach = x_axis.step * max(1, x_axis.rows)
         x_props = _mark_tick(x_props, hl, safe_label(labels[hl], MAX_TICK_CHARS), reach)
-    bits_note = tr("log\u2082 {n} = {bits:.3g} bits: even over all {n} keys", n=n, bits=uniform)
-    annotations = [
-        {**panel_title(tr(STATS_TITLES[0]), *domains[0]), "x": 0.0, "xanchor": "left"},
-        {**panel_title(tr(STATS_TITLES[1]), *domains[1]), "x": 0.0, "xanchor": "left"},
-    ]
-    shapes: list[dict[str, Any]] = []
-    if hl is not None and plot_w / n < 2 * BAND_PX:  # thin bars: a band makes the amber one findable
-        shapes += [_band(hl, plot_w / n, ya) for ya in ("y", "y2")]
-    if n > 1:
-        shapes.append(_uniform_line("x", "y2", uniform))
-        annotations.append(
-            {
-                "text": bits_note,
-                "xref": "x domain",
-                "yref": "y2",
-                "x": 1.0,
-                "y": uniform,
-                "xanchor": "right",
-                "yanchor": "bottom",
-                "showarrow": False,
-                "font": {"size": NOTE_FONT_PX, "color": NOTE_COLOR},
-            }
-        )
-    layout: dict[str, Any] = {
-        "height": plot_h + top + x_axis.margin,
-        "margin": {"l": left, "r": right, "t": top, "b": x_axis.margin, "pad": 0},
-        "xaxis": {**x_props, "anchor": "y"},
-        "yaxis2": {
-            "domain": domains[0][1],
-            "anchor": "x",
-            "range": [0.0, h_top],
-            "nticks": 4,
-            "tickformat": ".2~f",
-            "tickfont": {"size": TICK_PX},
-            "ticks": "",
-            "zeroline": True,
-            "zerolinecolor": MARK_INK,
-        },
-        "yaxis": {
-            "domain": domains[1][1],
-            "anchor": "x",
-            "range": [0.0, 1.0],
-            "tickmode": "array",
-            "tickvals": [0, 0.25, 0.5, 0.75, 1.0],
-            "ticktext": ["0", "0.25", "0.5", "0.75", "1"],
-            "tickfont": {"size": TICK_PX},
-            "ticks": "",
-            "zeroline": True,
-            "zerolinecolor": MARK_INK,
-        },
-        "annotations": annotations,
-        "shapes": shapes,
-        "bargap": 0.15 if n > 1 else 0.6,
-        "showlegend": False,
-        "meta": {"n": n, "highlight": hl, "width": width, "tick_step": x_axis.step},
-    }
-    if title:
-        layout["title"] = figure_title(title)
-    return go.Figure({"data": data, "layout": layout})
+    annotations, shapes = _row_marks(domains, n, hl, plot_w / n)
+    layout = base_layout(
+        plot_h,
+        width=width,
+        left=left,
+        right=right,
+        top=(TOP_TITLE_PX if title else 0) + TOP_PANEL_TITLE_PX,
+        bottom=x_axis.margin,
+        title=title,
+        meta={"n": n, "highlight": hl, "tick_step": x_axis.step},
+        xaxis={**x_props, "anchor": "y"},
+        yaxis2=_bar_y_axis(domains[0][1], range=[0.0, h_top], nticks=4, tickformat=".2~f"),
+        yaxis=_bar_y_axis(
+            domains[1][1],
+            range=[0.0, 1.0],
+            tickmode="array",
+            tickvals=[0, 0.25, 0.5, 0.75, 1.0],
+            ticktext=["0", "0.25", "0.5", "0.75", "1"],
+        ),
+        annotations=annotations,
+        shapes=shapes,
+        bargap=0.15 if n > 1 else 0.6,
+        showlegend=False,
+    )
+    return go.Figure({"data": _row_bars(h, m, labels, hl), "layout": layout})

@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -38,7 +39,7 @@ import numpy.typing as npt
 import plotly.graph_objects as go
 
 from ..i18n import tr
-from .checks import as_float32
+from .checks import Float32Array, as_float32
 from .colors import (
     BLACK,
     BLUE,
@@ -61,6 +62,8 @@ from .layout import (
     LEGEND_PX,
     TOP_PANEL_TITLE_PX,
     TOP_TITLE_PX,
+    Domain,
+    base_layout,
     figure_title,
     panel_title,
     px_domain,
@@ -129,6 +132,8 @@ _SUPERSCRIPT = str.maketrans(
 )
 
 Box = tuple[float, float, float, float]  # (x0, x1, y0, y1) px from the plot area's top-left
+Series = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]  # (step, accuracy) columns
+_NO_EVALS: Series = (np.empty(0, dtype=np.float64), np.empty(0, dtype=np.float64))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -418,6 +423,68 @@ def _legend_rows(entries: Sequence[str], room: float) -> int:
 # ---------------------------------------------------------------------------------------------
 # training_curves
 # ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Curves:
+    """One run's series as drawn: thinned to :data:`MAX_POINTS`, float32, gaps as NaN."""
+
+    x: npt.NDArray[np.float32]  # update steps of the loss, lr and gradient-norm series
+    x_e: npt.NDArray[np.float32]  # update steps of the evaluations
+    loss: npt.NDArray[np.float32]
+    acc: npt.NDArray[np.float32]
+    lr: npt.NDArray[np.float32]
+    grad: npt.NDArray[np.float32]
+    every: int  # every k-th update drawn (1: all)
+    every_e: int  # every k-th evaluation drawn
+
+
+def _check_clip(clip: float | None) -> float | None:
+    """The clipping threshold to draw: ``None`` for no line (``None`` or 0 = no clipping)."""
+    if clip is not None and (not _is_number(clip) or not math.isfinite(float(clip)) or clip < 0):
+        raise ValueError(f"clip must be a gradient norm >= 0 (0 = no clipping), got {clip!r}")
+    return float(clip) if clip is not None and clip > 0 else None
+
+
+def _curves(s: Mapping[str, npt.NDArray[np.float64]], e: Mapping[str, npt.NDArray[np.float64]]) -> _Curves:
+    """The validated columns of ``steps`` and ``evals`` thinned and typed for drawing: a loss
+    or gradient norm that is not finite or not positive leaves a gap on its log axis."""
+    keep, every = _kept(len(s["step"]))
+    keep_e, every_e = _kept(len(e["step"]))
+    lr = s["lr"][keep].astype(np.float32)
+    lr[~np.isfinite(lr)] = np.nan
+    return _Curves(
+        x=s["step"][keep].astype(np.float32),
+        x_e=e["step"][keep_e].astype(np.float32),
+        loss=_positive(s["loss"][keep]),
+        acc=e["accuracy"][keep_e].astype(np.float32),
+        lr=lr,
+        grad=_positive(s["grad_norm"][keep]),
+        every=every,
+        every_e=every_e,
+    )
+
+
+def _curve_y_axes(run: _Curves, clip_at: float | None) -> tuple[list[dict[str, Any]], list[str]]:
+    """The four panels' y axes (range and ticks) and titles: the loss and the gradient norm on
+    log axes (the latter reaching the clip line), accuracy 0..100 %, the learning rate from 0
+    with its unit (``×10⁻³``) in its title."""
+    loss_lo, loss_hi = _log_range(run.loss)
+    grad_lo, grad_hi = _log_range(run.grad, [clip_at] if clip_at else [])
+    lr_top = float(np.nanmax(run.lr)) if np.isfinite(run.lr).any() and np.nanmax(run.lr) > 0 else 1e-3
+    lr_vals, lr_text, lr_unit = _scaled_ticks(1.08 * lr_top)  # ticks up to the top of the panel
+    loss_ticks, grad_ticks = _log_ticks(loss_lo, loss_hi, 5), _log_ticks(grad_lo, grad_hi, 5)
+    y_axes: list[dict[str, Any]] = [
+        {"type": "log", "range": [math.log10(loss_lo), math.log10(loss_hi)], "tickmode": "array",
+         "tickvals": loss_ticks[0], "ticktext": loss_ticks[1]},
+        {"range": ACCURACY_RANGE, **ACCURACY_TICKS},
+        {"range": [0.0, 1.08 * lr_top], "tickmode": "array", "tickvals": lr_vals, "ticktext": lr_text},
+        {"type": "log", "range": [math.log10(grad_lo), math.log10(grad_hi)], "tickmode": "array",
+         "tickvals": grad_ticks[0], "ticktext": grad_ticks[1]},
+    ]  # fmt: skip
+    titles = [tr(t) for t in CURVE_TITLES]
+    titles[2] += lr_unit
+    return y_axes, titles
+
+
 def _curve_boxes(lefts: Sequence[int], width: int, right: int, x_gap: int) -> tuple[list[Box], bool, int]:
     """Boxes of the four panels (2 x 2, or stacked in one column when a panel would be
     narrower than :data:`MIN_PANEL_PX`), whether stacked, and the left margin."""
@@ -432,6 +499,68 @@ def _curve_boxes(lefts: Sequence[int], width: int, right: int, x_gap: int) -> tu
     plot_w = width - left - right
     pitch = STACKED_PANEL_PX + x_gap
     return [(0.0, plot_w, i * pitch, i * pitch + STACKED_PANEL_PX) for i in range(4)], True, left
+
+
+def _curve_traces(run: _Curves) -> list[dict[str, Any]]:
+    """One line a panel: loss, accuracy, learning rate, gradient norm (``x``, ``x2`` ...)."""
+    return [
+        _series(run.x, run.loss, "", name=tr("training loss"), color=LOSS_COLOR, thin=True,
+                hover=tr("step %{x:,}<br>loss %{y:.3g}")),
+        _series(run.x_e, run.acc, "2", name=tr("held-out token accuracy"), color=ACCURACY_COLOR,
+                hover=tr("step %{x:,}<br>accuracy %{y:.1%}")),
+        _series(run.x, run.lr, "3", name=tr("learning rate"), color=LR_COLOR, thin=True,
+                hover=tr("step %{x:,}<br>learning rate %{y:.3g}")),
+        _series(run.x, run.grad, "4", name=tr("gradient norm"), color=GRAD_COLOR, thin=True,
+                hover=tr("step %{x:,}<br>gradient norm %{y:.3g}")),
+    ]  # fmt: skip
+
+
+def _curve_panels(
+    boxes: Sequence[Box],
+    *,
+    paper_w: float,
+    y_axes: Sequence[dict[str, Any]],
+    titles: Sequence[str],
+    x_max: float,
+    stacked: bool,
+    waiting: tuple[bool, bool],
+) -> dict[str, Any]:
+    """The panels' axes (one zoom for all step axes, titled on the bottom row), their titles,
+    and a note in each panel still waiting for data (``waiting``: no steps, no evaluations)."""
+    plot_h = boxes[-1][3]
+    x_ticks = _step_ticks(x_max, boxes[0][1] - boxes[0][0])
+    bottom_row = {3} if stacked else {2, 3}
+    no_steps, no_evals = waiting
+    panels: dict[str, Any] = {"annotations": [], "shapes": []}
+    for i, box in enumerate(boxes):
+        xd, yd = px_domain(*box, paper_w, plot_h)
+        sfx = "" if i == 0 else str(i + 1)
+        x_axis = {**_base_axis(xd, f"y{sfx}"), "range": [0.0, x_max * 1.015], **x_ticks}
+        if i:
+            x_axis["matches"] = "x"  # zooming one panel zooms them all
+        if i in bottom_row:
+            x_axis["title"] = axis_title(tr("update step"))
+        panels[f"xaxis{sfx}"] = x_axis
+        panels[f"yaxis{sfx}"] = {**_base_axis(yd, f"x{sfx}"), **y_axes[i]}
+        panels["annotations"].append(panel_title(titles[i], xd, yd))
+        if no_evals if i == 1 else no_steps:  # the accuracy panel waits for evaluations
+            panels["annotations"].append(_note(tr(WAITING_STEP if no_steps else WAITING_EVAL), sfx))
+    return panels
+
+
+def _curve_lines(layout: dict[str, Any], target: float | None, clip_at: float | None) -> None:
+    """Add the dashed target line (accuracy panel) and clip line (gradient-norm panel), each
+    labelled where its panel's data leaves room."""
+    if target is not None:
+        layout["shapes"].append(_hline("2", target, "target"))
+        # below the line at the left end: early accuracy is low, that corner is free
+        label = tr("target {percent:g} %", percent=round(target * 100, 4))
+        layout["annotations"].append(_line_label(label, "2", target, right=False, above=False))
+    if clip_at is not None:
+        layout["shapes"].append(_hline("4", clip_at, "clip"))
+        # above the line at the right end: late in training the norm is mostly below it
+        label = tr("clip = {clip:g}", clip=clip_at)
+        layout["annotations"].append(_line_label(label, "4", clip_at, right=True, above=True, log=True))
 
 
 def training_curves(
@@ -464,112 +593,104 @@ def training_curves(
     e = _records(evals, EVAL_KEYS, "evals")
     _check_accuracy(e["accuracy"], "evals")
     target = _check_target(target)
-    if clip is not None and (not _is_number(clip) or not math.isfinite(float(clip)) or clip < 0):
-        raise ValueError(f"clip must be a gradient norm >= 0 (0 = no clipping), got {clip!r}")
-    clip_at = float(clip) if clip is not None and clip > 0 else None
+    clip_at = _check_clip(clip)
+    run = _curves(s, e)
+    y_axes, titles = _curve_y_axes(run, clip_at)
+
     n_steps, n_evals = len(s["step"]), len(e["step"])
-    keep, every = _kept(n_steps)
-    keep_e, every_e = _kept(n_evals)
-    x = s["step"][keep].astype(np.float32)
-    x_e = e["step"][keep_e].astype(np.float32)
-
-    loss = _positive(s["loss"][keep])
-    grad = _positive(s["grad_norm"][keep])
-    lr = s["lr"][keep].astype(np.float32)
-    lr[~np.isfinite(lr)] = np.nan
-    acc = e["accuracy"][keep_e].astype(np.float32)
-
-    loss_lo, loss_hi = _log_range(loss)
-    grad_lo, grad_hi = _log_range(grad, [clip_at] if clip_at else [])
-    lr_top = float(np.nanmax(lr)) if np.isfinite(lr).any() and np.nanmax(lr) > 0 else 1e-3
-    lr_vals, lr_text, lr_unit = _scaled_ticks(1.08 * lr_top)  # ticks up to the top of the panel
-    loss_ticks, grad_ticks = _log_ticks(loss_lo, loss_hi, 5), _log_ticks(grad_lo, grad_hi, 5)
-    y_axes: list[dict[str, Any]] = [
-        {"type": "log", "range": [math.log10(loss_lo), math.log10(loss_hi)], "tickmode": "array",
-         "tickvals": loss_ticks[0], "ticktext": loss_ticks[1]},
-        {"range": ACCURACY_RANGE, **ACCURACY_TICKS},
-        {"range": [0.0, 1.08 * lr_top], "tickmode": "array", "tickvals": lr_vals, "ticktext": lr_text},
-        {"type": "log", "range": [math.log10(grad_lo), math.log10(grad_hi)], "tickmode": "array",
-         "tickvals": grad_ticks[0], "ticktext": grad_ticks[1]},
-    ]  # fmt: skip
-    titles = [tr(t) for t in CURVE_TITLES]
-    titles[2] += lr_unit
-
     x_max = _x_max(s["step"], e["step"])
     right = _right_margin(x_max)
     x_gap = x_numeric_margin(title=False, font=TICK_PX) + TOP_PANEL_TITLE_PX + 6
-    lefts = [_y_margin(a["ticktext"]) for a in y_axes]
-    boxes, stacked, left = _curve_boxes(lefts, width, right, x_gap)
-    paper_w = width - left - right
-    plot_h = boxes[-1][3]
-    top = (TOP_TITLE_PX if title else 0) + TOP_PANEL_TITLE_PX
-    bottom = x_numeric_margin(font=TICK_PX)
-    x_ticks = _step_ticks(x_max, boxes[0][1] - boxes[0][0])
-    bottom_row = {3} if stacked else {2, 3}
-
-    data = [
-        _series(x, loss, "", name=tr("training loss"), color=LOSS_COLOR, thin=True,
-                hover=tr("step %{x:,}<br>loss %{y:.3g}")),
-        _series(x_e, acc, "2", name=tr("held-out token accuracy"), color=ACCURACY_COLOR,
-                hover=tr("step %{x:,}<br>accuracy %{y:.1%}")),
-        _series(x, lr, "3", name=tr("learning rate"), color=LR_COLOR, thin=True,
-                hover=tr("step %{x:,}<br>learning rate %{y:.3g}")),
-        _series(x, grad, "4", name=tr("gradient norm"), color=GRAD_COLOR, thin=True,
-                hover=tr("step %{x:,}<br>gradient norm %{y:.3g}")),
-    ]  # fmt: skip
-    layout: dict[str, Any] = {"annotations": [], "shapes": []}
-    for i, box in enumerate(boxes):
-        xd, yd = px_domain(*box, paper_w, plot_h)
-        sfx = "" if i == 0 else str(i + 1)
-        x_axis = {**_base_axis(xd, f"y{sfx}"), "range": [0.0, x_max * 1.015], **x_ticks}
-        if i:
-            x_axis["matches"] = "x"  # zooming one panel zooms them all
-        if i in bottom_row:
-            x_axis["title"] = axis_title(tr("update step"))
-        layout[f"xaxis{sfx}"] = x_axis
-        layout[f"yaxis{sfx}"] = {**_base_axis(yd, f"x{sfx}"), **y_axes[i]}
-        layout["annotations"].append(panel_title(titles[i], xd, yd))
-        waiting = n_steps == 0 if i != 1 else n_evals == 0
-        if waiting:
-            layout["annotations"].append(_note(tr(WAITING_STEP if n_steps == 0 else WAITING_EVAL), sfx))
-    if target is not None:
-        layout["shapes"].append(_hline("2", target, "target"))
-        # below the line at the left end: early accuracy is low, that corner is free
-        label = tr("target {percent:g} %", percent=round(target * 100, 4))
-        layout["annotations"].append(_line_label(label, "2", target, right=False, above=False))
-    if clip_at is not None:
-        layout["shapes"].append(_hline("4", clip_at, "clip"))
-        # above the line at the right end: late in training the norm is mostly below it
-        label = tr("clip = {clip:g}", clip=clip_at)
-        layout["annotations"].append(_line_label(label, "4", clip_at, right=True, above=True, log=True))
-
-    height = top + plot_h + bottom
-    layout.update(
-        {
-            "height": height,
-            "margin": {"l": left, "r": right, "t": top, "b": bottom, "pad": 0},
-            "showlegend": False,
-            "hovermode": "closest",
-            "meta": {
-                "n_steps": n_steps,
-                "n_evals": n_evals,
-                "downsampled": every > 1 or every_e > 1,
-                "every": every,
-                "last_step": int(s["step"][-1]) if n_steps else None,
-                "clip": clip_at,
-                "target": target,
-                "stacked": stacked,
-                "width": width,
-            },
-        }
+    boxes, stacked, left = _curve_boxes([_y_margin(a["ticktext"]) for a in y_axes], width, right, x_gap)
+    layout = base_layout(
+        boxes[-1][3],
+        width=width,
+        left=left,
+        right=right,
+        top=(TOP_TITLE_PX if title else 0) + TOP_PANEL_TITLE_PX,
+        bottom=x_numeric_margin(font=TICK_PX),
+        meta={
+            "n_steps": n_steps,
+            "n_evals": n_evals,
+            "downsampled": run.every > 1 or run.every_e > 1,
+            "every": run.every,
+            "last_step": int(s["step"][-1]) if n_steps else None,
+            "clip": clip_at,
+            "target": target,
+            "stacked": stacked,
+        },
+        showlegend=False,
+        hovermode="closest",
+        **_curve_panels(
+            boxes,
+            paper_w=width - left - right,
+            y_axes=y_axes,
+            titles=titles,
+            x_max=x_max,
+            stacked=stacked,
+            waiting=(n_steps == 0, n_evals == 0),
+        ),
     )
-    _with_title(layout, title, height)
-    return go.Figure({"data": data, "layout": layout})
+    _curve_lines(layout, target, clip_at)
+    _with_title(layout, title, layout["height"])
+    return go.Figure({"data": _curve_traces(run), "layout": layout})
 
 
 # ---------------------------------------------------------------------------------------------
 # schedule_figure
 # ---------------------------------------------------------------------------------------------
+def _schedule_inputs(
+    steps: npt.ArrayLike, lrs: npt.ArrayLike, warmup: int | None
+) -> tuple[Float32Array, Float32Array, int | None]:
+    """``steps`` and ``lrs`` as float32 [step] (one run's increasing steps, rates >= 0), and
+    the warm-up to mark (``None`` for none or 0)."""
+    x_all = as_float32(steps, 1, "steps", "[step]")
+    y_all = as_float32(lrs, 1, "lrs", "[step]")
+    if x_all.shape != y_all.shape:
+        raise ValueError(f"steps has shape {x_all.shape} but lrs has shape {y_all.shape} [step]")
+    if x_all.shape[0] == 0:
+        raise ValueError("steps has shape (0,): the schedule needs at least one step")
+    _check_steps(x_all.astype(np.float64), "steps")
+    if not (np.isfinite(y_all).all() and (y_all >= 0).all()):
+        i = int(np.flatnonzero(~(np.isfinite(y_all) & (y_all >= 0)))[0])
+        raise ValueError(f"lrs must be finite and >= 0, got lrs[{i}] = {y_all[i]:g}")
+    if warmup is not None and (not _is_number(warmup) or warmup < 0 or int(warmup) != warmup):
+        raise ValueError(f"warmup must be a whole number of steps >= 0, got {warmup!r}")
+    return x_all, y_all, int(warmup) if warmup else None
+
+
+def _warmup_marks(w: int, x_max: float) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The dotted line where the warm-up ends at step ``w``, and its label."""
+    line = {
+        "type": "line",
+        "name": "warm-up",
+        "xref": "x",
+        "yref": "y domain",
+        "x0": w,
+        "x1": w,
+        "y0": 0,
+        "y1": 1,
+        "line": {"color": REFERENCE_COLOR, "width": 2, "dash": "dot"},
+        "layer": "below",
+    }
+    # low beside the line, on the side with more room: the curve is high right after the
+    # peak and the ramp is low only near step 0
+    right_side = w <= 0.6 * x_max
+    label = {
+        "text": tr("warm-up: {steps:,} steps", steps=w),
+        "xref": "x",
+        "yref": "y domain",
+        "x": w,
+        "y": 0.06,
+        "xanchor": "left" if right_side else "right",
+        "yanchor": "bottom",
+        "xshift": 5 if right_side else -5,
+        "showarrow": False,
+        "font": {"size": LABEL_FONT_PX, "color": NOTE_COLOR},
+    }
+    return line, label
+
+
 def schedule_figure(
     steps: npt.ArrayLike,
     lrs: npt.ArrayLike,
@@ -584,101 +705,55 @@ def schedule_figure(
     (none for ``None`` or 0). Over :data:`MAX_POINTS` steps every k-th one and the last are
     drawn. ``layout.meta``: ``n_steps``, ``downsampled``, ``warmup``, ``peak``, ``width``.
     """
-    x_all = as_float32(steps, 1, "steps", "[step]")
-    y_all = as_float32(lrs, 1, "lrs", "[step]")
-    if x_all.shape != y_all.shape:
-        raise ValueError(f"steps has shape {x_all.shape} but lrs has shape {y_all.shape} [step]")
+    x_all, y_all, w = _schedule_inputs(steps, lrs, warmup)
     n = int(x_all.shape[0])
-    if n == 0:
-        raise ValueError("steps has shape (0,): the schedule needs at least one step")
-    _check_steps(x_all.astype(np.float64), "steps")
-    if not (np.isfinite(y_all).all() and (y_all >= 0).all()):
-        i = int(np.flatnonzero(~(np.isfinite(y_all) & (y_all >= 0)))[0])
-        raise ValueError(f"lrs must be finite and >= 0, got lrs[{i}] = {y_all[i]:g}")
-    if warmup is not None and (not _is_number(warmup) or warmup < 0 or int(warmup) != warmup):
-        raise ValueError(f"warmup must be a whole number of steps >= 0, got {warmup!r}")
-    w = int(warmup) if warmup else None
     keep, every = _kept(n)
-    x, y = x_all[keep], y_all[keep]
-
     peak = float(y_all.max())
     vals, texts, unit = _scaled_ticks(1.1 * (peak if peak > 0 else 1e-3))
     x_max = max(float(x_all[-1]), float(w or 0), MIN_X)
+
     left = _y_margin(texts)
     right = _right_margin(x_max)
     top = (TOP_TITLE_PX if title else 0) + TOP_PANEL_TITLE_PX
     bottom = x_numeric_margin(font=TICK_PX)
-    height = SCHEDULE_HEIGHT_PX + (TOP_TITLE_PX if title else 0)
-    plot_w = width - left - right
     domain = ([0.0, 1.0], [0.0, 1.0])
-    data = [
-        _series(
-            x,
-            y,
-            "",
-            name=tr("learning rate"),
-            color=LR_COLOR,
-            hover=tr("step %{x:,}<br>learning rate %{y:.3g}"),
-        )
-    ]
-    annotations = [panel_title(tr("learning rate") + unit, *domain)]
-    shapes: list[dict[str, Any]] = []
-    if w is not None:
-        shapes.append(
-            {
-                "type": "line",
-                "name": "warm-up",
-                "xref": "x",
-                "yref": "y domain",
-                "x0": w,
-                "x1": w,
-                "y0": 0,
-                "y1": 1,
-                "line": {"color": REFERENCE_COLOR, "width": 2, "dash": "dot"},
-                "layer": "below",
-            }
-        )
-        # low beside the line, on the side with more room: the curve is high right after the
-        # peak and the ramp is low only near step 0
-        right_side = w <= 0.6 * x_max
-        annotations.append(
-            {
-                "text": tr("warm-up: {steps:,} steps", steps=w),
-                "xref": "x",
-                "yref": "y domain",
-                "x": w,
-                "y": 0.06,
-                "xanchor": "left" if right_side else "right",
-                "yanchor": "bottom",
-                "xshift": 5 if right_side else -5,
-                "showarrow": False,
-                "font": {"size": LABEL_FONT_PX, "color": NOTE_COLOR},
-            }
-        )
-    layout: dict[str, Any] = {
-        "height": height,
-        "margin": {"l": left, "r": right, "t": top, "b": bottom, "pad": 0},
-        "xaxis": {
+    marks = _warmup_marks(w, x_max) if w is not None else None
+    layout = base_layout(
+        SCHEDULE_HEIGHT_PX - TOP_PANEL_TITLE_PX - bottom,  # the title, if any, adds to the height
+        width=width,
+        left=left,
+        right=right,
+        top=top,
+        bottom=bottom,
+        meta={"n_steps": n, "downsampled": every > 1, "warmup": w, "peak": peak},
+        xaxis={
             **_base_axis(domain[0], "y"),
             "range": [0.0, x_max * 1.015],
-            **_step_ticks(x_max, plot_w),
+            **_step_ticks(x_max, width - left - right),
             "title": axis_title(tr("update step")),
         },
-        "yaxis": {
+        yaxis={
             **_base_axis(domain[1], "x"),
             "range": [0.0, 1.1 * (peak if peak > 0 else 1e-3)],
             "tickmode": "array",
             "tickvals": vals,
             "ticktext": texts,
         },
-        "annotations": annotations,
-        "shapes": shapes,
-        "showlegend": False,
-        "hovermode": "closest",
-        "meta": {"n_steps": n, "downsampled": every > 1, "warmup": w, "peak": peak, "width": width},
-    }
-    _with_title(layout, title, height)
-    return go.Figure({"data": data, "layout": layout})
+        annotations=[panel_title(tr("learning rate") + unit, *domain), *([marks[1]] if marks else [])],
+        shapes=[marks[0]] if marks else [],
+        showlegend=False,
+        hovermode="closest",
+    )
+    _with_title(layout, title, layout["height"])
+    trace = _series(
+        x_all[keep],
+        y_all[keep],
+        "",
+        name=tr("learning rate"),
+        color=LR_COLOR,
+        hover=tr("step %{x:,}<br>learning rate %{y:.3g}"),
+    )
+    return go.Figure({"data": [trace], "layout": layout})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -696,7 +771,7 @@ def _mapping(obj: object, name: str, what: str) -> Mapping[Any, Any]:
     return obj
 
 
-def _race_evals(evals_by_heads: object) -> dict[int, tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]]:
+def _race_evals(evals_by_heads: object) -> dict[int, Series]:
     out = {}
     for key, pairs in _mapping(evals_by_heads, "evals_by_heads", "list of (step, accuracy)").items():
         h = _head_count(key, "evals_by_heads")
@@ -776,6 +851,198 @@ def _bar_hover(name: str, ms: float | None, spread: tuple[float, float] | None) 
     )
 
 
+@dataclass(frozen=True)
+class _Race:
+    """The validated runs of a race, one entry of each list a head count (sorted): its legend
+    name, its color (bar and line alike), its mean ms per update (``None`` while running)."""
+
+    heads: list[int]
+    names: list[str]
+    colors: list[str]
+    ms: list[float | None]
+    evals: dict[int, Series]
+    seconds: dict[int, float | None]
+    spread: dict[int, tuple[float, float]]  # (q1, q3) seconds, only where there is a time
+
+    def steps_acc(self, h: int) -> Series:
+        """The (step, accuracy) columns of head count ``h``, empty before its first evaluation."""
+        return self.evals.get(h, _NO_EVALS)
+
+
+def _race_d_heads(d_head_by_heads: object) -> dict[int, int]:
+    """{n_heads: d_head}, each a whole number >= 1."""
+    d_heads = {}
+    for key, d in _mapping(d_head_by_heads, "d_head_by_heads", "d_head").items():
+        h = _head_count(key, "d_head_by_heads")
+        if not isinstance(d, numbers.Integral) or isinstance(d, bool) or int(d) < 1:
+            raise ValueError(f"d_head_by_heads[{h}] must be a whole number >= 1, got {d!r}")
+        d_heads[h] = int(d)
+    return d_heads
+
+
+def _race(
+    evals_by_heads: object, seconds_by_heads: object, spread_by_heads: object, d_head_by_heads: object
+) -> _Race:
+    """The race's inputs checked and lined up by sorted head count (a head count in either
+    ``evals_by_heads`` or ``seconds_by_heads`` gets a line and a bar slot)."""
+    evals = _race_evals(evals_by_heads)
+    seconds = _race_seconds(seconds_by_heads)
+    spread = _race_spread(spread_by_heads, seconds)
+    d_heads = _race_d_heads(d_head_by_heads)
+    heads = sorted(set(evals) | set(seconds))
+    return _Race(
+        heads=heads,
+        names=[_head_name(h, d_heads.get(h)) for h in heads],
+        colors=[HEAD_COLORS[i % len(HEAD_COLORS)] for i in range(len(heads))],
+        ms=[None if seconds.get(h) is None else 1000.0 * float(seconds[h] or 0) for h in heads],
+        evals=evals,
+        seconds=seconds,
+        spread=spread,
+    )
+
+
+def _ms_axis(race: _Race) -> dict[str, Any]:
+    """The bar panel's y axis in ms: from 0 to a quarter above the longest time or quartile,
+    about 3 round ticks."""
+    known = [m for m in race.ms if m is not None]
+    ms_top = max(known + [1000.0 * q3 for _, q3 in race.spread.values()], default=1.0)
+    vals, text = _linear_ticks(ms_top * 1.25, 3)
+    return {
+        "range": [0.0, vals[-1] if vals[-1] >= ms_top * 1.2 else ms_top * 1.25],
+        "tickmode": "array",
+        "tickvals": vals,
+        "ticktext": text,
+    }
+
+
+def _race_boxes(width: int, left_bar: int, right: int) -> tuple[list[Box], bool, int, float]:
+    """Boxes of the accuracy panel and the bar panel (side by side, or stacked when either
+    would be too narrow), whether stacked, the left margin and the accuracy panel's width.
+    ``left_bar``: room for the bar panel's tick labels."""
+    left_acc = _y_margin(ACCURACY_TICKTEXT)
+    room = width - left_acc - PANEL_AIR_PX - left_bar - right
+    acc_w, bar_w = RACE_ACCURACY_SHARE * room, (1 - RACE_ACCURACY_SHARE) * room
+    if acc_w >= 2 * MIN_PANEL_PX and bar_w >= 0.75 * MIN_PANEL_PX:
+        x1 = acc_w + PANEL_AIR_PX + left_bar
+        side_by_side: list[Box] = [(0.0, acc_w, 0.0, RACE_PANEL_PX), (x1, x1 + bar_w, 0.0, RACE_PANEL_PX)]
+        return side_by_side, False, left_acc, acc_w
+    left = max(left_acc, left_bar)
+    plot_w = width - left - right
+    y1 = RACE_PANEL_PX + x_numeric_margin(font=TICK_PX) + TOP_PANEL_TITLE_PX + 6
+    return [(0.0, plot_w, 0.0, RACE_PANEL_PX), (0.0, plot_w, y1, y1 + RACE_PANEL_PX)], True, left, plot_w
+
+
+def _race_lines(race: _Race) -> list[dict[str, Any]]:
+    """Accuracy over the steps, one line and legend entry a head count."""
+    data: list[dict[str, Any]] = []
+    for h, name, color in zip(race.heads, race.names, race.colors, strict=True):
+        steps, acc = race.steps_acc(h)
+        keep, _ = _kept(len(steps))
+        if not steps.size:  # plotly drops the legend entry of a trace without points
+            steps, acc, keep = np.array([np.nan]), np.array([np.nan]), np.array([0])
+        trace = _series(
+            steps[keep].astype(np.float32),
+            acc[keep].astype(np.float32),
+            "",
+            name=name,
+            color=color,
+            hover=name + "<br>" + tr("step %{x:,}<br>accuracy %{y:.1%}"),
+        )
+        data.append({**trace, "legendgroup": str(h), "showlegend": True})
+    if not race.heads:  # plotly draws no axes for a panel without a trace
+        data.append({"type": "scatter", "x": [], "y": [], "xaxis": "x", "yaxis": "y", "showlegend": False})
+    return data
+
+
+def _race_bars(race: _Race) -> dict[str, Any]:
+    """The time per update, one bar a head count in its line's color (0 while running), the
+    quartiles as error bars where known."""
+    bar: dict[str, Any] = {
+        "type": "bar",
+        "name": tr("time per update"),
+        "x": list(range(len(race.heads))),
+        "y": [0.0 if m is None else m for m in race.ms],
+        "xaxis": "x2",
+        "yaxis": "y2",
+        "marker": {"color": race.colors, "line": {"width": 0}},
+        "customdata": [
+            _bar_hover(n, m, race.spread.get(h))
+            for h, n, m in zip(race.heads, race.names, race.ms, strict=True)
+        ],
+        "hovertemplate": "%{customdata}<extra></extra>",
+        "showlegend": False,
+    }
+    if race.spread:
+        spread = race.spread
+        pairs = list(zip(race.heads, race.ms, strict=True))
+        bar["error_y"] = {
+            "type": "data",
+            "symmetric": False,
+            "arrayminus": [
+                (m - 1000.0 * spread[h][0]) if h in spread and m is not None else 0.0 for h, m in pairs
+            ],
+            "array": [
+                (1000.0 * spread[h][1] - m) if h in spread and m is not None else 0.0 for h, m in pairs
+            ],
+            "color": INK,
+            "thickness": 1.5,
+            "width": 6,
+        }
+    return bar
+
+
+def _race_axes(
+    race: _Race, domains: Sequence[Domain], *, x_max: float, acc_w: float, ms_axis: dict[str, Any]
+) -> dict[str, Any]:
+    """The accuracy panel's step and accuracy axes, the bar panel's head-count and ms axes."""
+    return {
+        "xaxis": {
+            **_base_axis(domains[0][0], "y"),
+            "range": [0.0, x_max * 1.015],
+            **_step_ticks(x_max, acc_w),
+            "title": axis_title(tr("update step")),
+        },
+        "yaxis": {**_base_axis(domains[0][1], "x"), "range": ACCURACY_RANGE, **ACCURACY_TICKS},
+        "xaxis2": {
+            **_base_axis(domains[1][0], "y2"),
+            "range": [-0.5, max(len(race.heads), 1) - 0.5],
+            "tickmode": "array",
+            "tickvals": list(range(len(race.heads))),
+            "ticktext": [str(h) for h in race.heads],
+            "title": axis_title(tr("heads")),
+        },
+        "yaxis2": {**_base_axis(domains[1][1], "x2"), **ms_axis},
+    }
+
+
+def _race_annotations(race: _Race, domains: Sequence[Domain]) -> list[dict[str, Any]]:
+    """The panel titles, each bar's label (its ms, or "running"), and a note in a panel that
+    has nothing to draw yet."""
+    notes = [panel_title(tr(t), *d) for t, d in zip(RACE_TITLES, domains, strict=True)]
+    if not any(race.steps_acc(h)[0].size for h in race.heads):
+        notes.append(_note(tr(WAITING_EVAL), ""))
+    # bar labels as annotations: plotly shrinks a bar's own text to the bar's width; above the
+    # error bar where there is one
+    for i, (h, m) in enumerate(zip(race.heads, race.ms, strict=True)):
+        label_y = 0.0 if m is None else (max(m, 1000.0 * race.spread[h][1]) if h in race.spread else m)
+        notes.append(
+            {
+                "text": tr(RUNNING) if m is None else f"{m:.3g} ms",
+                "xref": "x2",
+                "yref": "y2",
+                "x": i,
+                "y": label_y,
+                "yanchor": "bottom",
+                "yshift": 2,
+                "showarrow": False,
+                "font": {"size": TICK_PX, "color": NOTE_COLOR if m is None else INK},
+            }
+        )
+    if all(m is None for m in race.ms):
+        notes.append(_note(tr(WAITING_TIME), "2"))
+    return notes
+
+
 def heads_race_figure(
     evals_by_heads: Mapping[int, Sequence[tuple[float, float]]],
     seconds_by_heads: Mapping[int, float | None],
@@ -801,169 +1068,41 @@ def heads_race_figure(
     ``target``: a dashed accuracy line. ``layout.meta``: ``heads``, ``n_evals``, ``seconds``,
     ``stacked``, ``width``.
     """
-    evals = _race_evals(evals_by_heads)
-    seconds = _race_seconds(seconds_by_heads)
-    spread = _race_spread(spread_by_heads or {}, seconds)
-    d_heads = {}
-    for key, d in _mapping(d_head_by_heads or {}, "d_head_by_heads", "d_head").items():
-        h = _head_count(key, "d_head_by_heads")
-        if not isinstance(d, numbers.Integral) or isinstance(d, bool) or int(d) < 1:
-            raise ValueError(f"d_head_by_heads[{h}] must be a whole number >= 1, got {d!r}")
-        d_heads[h] = int(d)
+    race = _race(evals_by_heads, seconds_by_heads, spread_by_heads or {}, d_head_by_heads or {})
     target = _check_target(target)
-    heads = sorted(set(evals) | set(seconds))
-    empty = np.empty(0, dtype=np.float64)
-    names = [_head_name(h, d_heads.get(h)) for h in heads]
-    colors = [HEAD_COLORS[i % len(HEAD_COLORS)] for i in range(len(heads))]
-    ms = [None if seconds.get(h) is None else 1000.0 * float(seconds[h] or 0) for h in heads]
 
-    # geometry: accuracy panel left, bars right; stacked when either would be too narrow
-    x_max = _x_max(*(evals.get(h, (empty, empty))[0] for h in heads))
-    known = [m for m in ms if m is not None]
-    ms_top = max(known + [1000.0 * q3 for _, q3 in spread.values()], default=1.0)
-    ms_vals, ms_text = _linear_ticks(ms_top * 1.25, 3)
-    left_acc = _y_margin(ACCURACY_TICKTEXT)
-    left_bar = _y_margin(ms_text)
+    x_max = _x_max(*(race.steps_acc(h)[0] for h in race.heads))
+    ms_axis = _ms_axis(race)
     right = _right_margin(x_max)
-    room = width - left_acc - PANEL_AIR_PX - left_bar - right
-    acc_w, bar_w = RACE_ACCURACY_SHARE * room, (1 - RACE_ACCURACY_SHARE) * room
-    stacked = acc_w < 2 * MIN_PANEL_PX or bar_w < 0.75 * MIN_PANEL_PX
-    bar_x_margin = x_numeric_margin(font=TICK_PX)
-    boxes: list[Box]
-    if stacked:
-        left = max(left_acc, left_bar)
-        acc_w = bar_w = width - left - right
-        y1 = RACE_PANEL_PX + bar_x_margin + TOP_PANEL_TITLE_PX + 6
-        boxes = [(0.0, acc_w, 0.0, RACE_PANEL_PX), (0.0, bar_w, y1, y1 + RACE_PANEL_PX)]
-    else:
-        left = left_acc
-        x1 = acc_w + PANEL_AIR_PX + left_bar
-        boxes = [(0.0, acc_w, 0.0, RACE_PANEL_PX), (x1, x1 + bar_w, 0.0, RACE_PANEL_PX)]
-    paper_w = width - left - right
-    plot_h = boxes[-1][3]
-    legend_rows = _legend_rows(names, paper_w) if heads else 0
-    top = (TOP_TITLE_PX if title else 0) + legend_rows * LEGEND_PX + TOP_PANEL_TITLE_PX
-    bottom = bar_x_margin
+    boxes, stacked, left, acc_w = _race_boxes(width, _y_margin(ms_axis["ticktext"]), right)
+    paper_w, plot_h = width - left - right, boxes[-1][3]
+    legend_rows = _legend_rows(race.names, paper_w) if race.heads else 0
     domains = [px_domain(*b, paper_w, plot_h) for b in boxes]
-
-    data: list[dict[str, Any]] = []
-    for h, name, color in zip(heads, names, colors, strict=True):
-        steps, acc = evals.get(h, (empty, empty))
-        keep, _ = _kept(len(steps))
-        if not steps.size:  # plotly drops the legend entry of a trace without points
-            steps, acc, keep = np.array([np.nan]), np.array([np.nan]), np.array([0])
-        trace = _series(
-            steps[keep].astype(np.float32),
-            acc[keep].astype(np.float32),
-            "",
-            name=name,
-            color=color,
-            hover=name + "<br>" + tr("step %{x:,}<br>accuracy %{y:.1%}"),
-        )
-        data.append({**trace, "legendgroup": str(h), "showlegend": True})
-    if not heads:  # plotly draws no axes for a panel without a trace
-        data.append({"type": "scatter", "x": [], "y": [], "xaxis": "x", "yaxis": "y", "showlegend": False})
-    bar_x = list(range(len(heads)))
-    bar: dict[str, Any] = {
-        "type": "bar",
-        "name": tr("time per update"),
-        "x": bar_x,
-        "y": [0.0 if m is None else m for m in ms],
-        "xaxis": "x2",
-        "yaxis": "y2",
-        "marker": {"color": colors, "line": {"width": 0}},
-        "customdata": [_bar_hover(n, m, spread.get(h)) for h, n, m in zip(heads, names, ms, strict=True)],
-        "hovertemplate": "%{customdata}<extra></extra>",
-        "showlegend": False,
-    }
-    if spread:
-        lo = [
-            (m - 1000.0 * spread[h][0]) if h in spread and m is not None else 0.0
-            for h, m in zip(heads, ms, strict=True)
-        ]
-        hi = [
-            (1000.0 * spread[h][1] - m) if h in spread and m is not None else 0.0
-            for h, m in zip(heads, ms, strict=True)
-        ]
-        bar["error_y"] = {
-            "type": "data",
-            "symmetric": False,
-            "arrayminus": lo,
-            "array": hi,
-            "color": INK,
-            "thickness": 1.5,
-            "width": 6,
-        }
-    data.append(bar)
-    layout: dict[str, Any] = {
-        "annotations": [panel_title(tr(t), *d) for t, d in zip(RACE_TITLES, domains, strict=True)],
-        "shapes": [],
-        "xaxis": {
-            **_base_axis(domains[0][0], "y"),
-            "range": [0.0, x_max * 1.015],
-            **_step_ticks(x_max, acc_w),
-            "title": axis_title(tr("update step")),
+    layout = base_layout(
+        plot_h,
+        width=width,
+        left=left,
+        right=right,
+        top=(TOP_TITLE_PX if title else 0) + legend_rows * LEGEND_PX + TOP_PANEL_TITLE_PX,
+        bottom=x_numeric_margin(font=TICK_PX),
+        meta={
+            "heads": race.heads,
+            "n_evals": [int(race.evals[h][0].size) if h in race.evals else 0 for h in race.heads],
+            "seconds": [race.seconds.get(h) for h in race.heads],
+            "spread": [race.spread.get(h) for h in race.heads],
+            "stacked": stacked,
         },
-        "yaxis": {**_base_axis(domains[0][1], "x"), "range": ACCURACY_RANGE, **ACCURACY_TICKS},
-        "xaxis2": {
-            **_base_axis(domains[1][0], "y2"),
-            "range": [-0.5, max(len(heads), 1) - 0.5],
-            "tickmode": "array",
-            "tickvals": bar_x,
-            "ticktext": [str(h) for h in heads],
-            "title": axis_title(tr("heads")),
-        },
-        "yaxis2": {
-            **_base_axis(domains[1][1], "x2"),
-            "range": [0.0, ms_vals[-1] if ms_vals[-1] >= ms_top * 1.2 else ms_top * 1.25],
-            "tickmode": "array",
-            "tickvals": ms_vals,
-            "ticktext": ms_text,
-        },
-    }
-    if not any(evals.get(h, (empty,))[0].size for h in heads):
-        layout["annotations"].append(_note(tr(WAITING_EVAL), ""))
-    # bar labels as annotations: plotly shrinks a bar's own text to the bar's width; above the
-    # error bar where there is one
-    for i, (h, m) in enumerate(zip(heads, ms, strict=True)):
-        label_y = 0.0 if m is None else (max(m, 1000.0 * spread[h][1]) if h in spread else m)
-        layout["annotations"].append(
-            {
-                "text": tr(RUNNING) if m is None else f"{m:.3g} ms",
-                "xref": "x2",
-                "yref": "y2",
-                "x": i,
-                "y": label_y,
-                "yanchor": "bottom",
-                "yshift": 2,
-                "showarrow": False,
-                "font": {"size": TICK_PX, "color": NOTE_COLOR if m is None else INK},
-            }
-        )
-    if not known:
-        layout["annotations"].append(_note(tr(WAITING_TIME), "2"))
+        annotations=_race_annotations(race, domains),
+        shapes=[],
+        showlegend=bool(race.heads),
+        legend=top_legend(legend_rows, plot_h),
+        bargap=0.35,
+        hovermode="closest",
+        **_race_axes(race, domains, x_max=x_max, acc_w=acc_w, ms_axis=ms_axis),
+    )
     if target is not None:
         layout["shapes"].append(_hline("", target, "target"))
         label = tr("target {percent:g} %", percent=round(target * 100, 4))
         layout["annotations"].append(_line_label(label, "", target, right=False, above=False))
-    height = top + plot_h + bottom
-    layout.update(
-        {
-            "height": height,
-            "margin": {"l": left, "r": right, "t": top, "b": bottom, "pad": 0},
-            "showlegend": bool(heads),
-            "legend": top_legend(legend_rows, plot_h),
-            "bargap": 0.35,
-            "hovermode": "closest",
-            "meta": {
-                "heads": heads,
-                "n_evals": [int(evals[h][0].size) if h in evals else 0 for h in heads],
-                "seconds": [seconds.get(h) for h in heads],
-                "spread": [spread.get(h) for h in heads],
-                "stacked": stacked,
-                "width": width,
-            },
-        }
-    )
-    _with_title(layout, title, height)
-    return go.Figure({"data": data, "layout": layout})
+    _with_title(layout, title, layout["height"])
+    return go.Figure({"data": [*_race_lines(race), _race_bars(race)], "layout": layout})
