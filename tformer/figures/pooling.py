@@ -31,7 +31,7 @@ def _max_pool_axis(a: FloatArray, block: int, axis: int) -> FloatArray:
     n = a.shape[axis]
     head: list[slice] = [slice(None)] * a.ndim
     head[axis] = slice(0, n, block)
-    out = a[tuple(head)].copy()
+    out: FloatArray = a[tuple(head)].copy()
     for j in range(1, block):
         head[axis] = slice(j, n, block)
         part = a[tuple(head)]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,8 @@ from .layout import (
     PANEL_VGAP_PX,
     TOP_PANEL_TITLE_PX,
     TOP_TITLE_PX,
+    Domain,
+    base_layout,
     colorbar,
     colorbar_px,
     figure_title,
@@ -114,7 +117,6 @@ def _square_diverging(
     # a colorbar width that does not depend on the values: the height is known up front
     r = SQUARE_BAR_PX
     side = width - NUMERIC_LEFT - r
-    margin = {"l": NUMERIC_LEFT, "r": r, "t": TOP_TITLE_PX, "b": NUMERIC_BOTTOM}
     heat = {
         "type": "heatmap",
         "z": z,
@@ -129,14 +131,18 @@ def _square_diverging(
     if dtick is not None:
         x_axis.update(dtick=dtick, tick0=0)
         y_axis.update(dtick=dtick, tick0=0)
-    layout = {
-        "title": figure_title(title),
-        "height": side + margin["t"] + margin["b"],
-        "margin": {**margin, "pad": 0},
-        "xaxis": {**x_axis, "constrain": "domain"},
-        "yaxis": {**y_axis, "autorange": "reversed", "scaleanchor": "x", "constrain": "domain"},
-        "meta": {"width": width, "plot_px": side, "color": scale.meta()},
-    }
+    layout = base_layout(
+        side,
+        width=width,
+        left=NUMERIC_LEFT,
+        right=r,
+        top=TOP_TITLE_PX,
+        bottom=NUMERIC_BOTTOM,
+        title=title,
+        meta={"plot_px": side, "color": scale.meta()},
+        xaxis={**x_axis, "constrain": "domain"},
+        yaxis={**y_axis, "autorange": "reversed", "scaleanchor": "x", "constrain": "domain"},
+    )
     return go.Figure({"data": [heat], "layout": layout})
 
 
@@ -157,7 +163,6 @@ def pe_matrix_heatmap(pe: npt.ArrayLike, *, max_len: int | None = None, width: i
         raise ValueError(f"max_len={max_len} must be >= 1")
     scale = robust_symmetric(z)
     ticks = scale.colorbar_ticks()
-    margin = {"l": NUMERIC_LEFT, "r": colorbar_px(ticks["ticktext"]), "t": TOP_TITLE_PX, "b": NUMERIC_BOTTOM}
     plot_h = int(min(TABLE_MAX_PX, max(TABLE_MIN_PX, n_pos)))
     heat = {
         "type": "heatmap",
@@ -168,20 +173,20 @@ def pe_matrix_heatmap(pe: npt.ArrayLike, *, max_len: int | None = None, width: i
         "colorbar": colorbar(tr("PE value"), ticks=ticks),
         "hovertemplate": tr("position %{y}<br>dimension %{x}<br>PE %{z:.3f}") + "<extra></extra>",
     }
-    layout: dict[str, Any] = {
-        "title": figure_title(
-            tr(
-                "Positional encoding: {n_pos} positions \u00d7 {d_model} dimensions",
-                n_pos=n_pos,
-                d_model=d_model,
-            )
+    layout = base_layout(
+        plot_h,
+        width=width,
+        left=NUMERIC_LEFT,
+        right=colorbar_px(ticks["ticktext"]),
+        top=TOP_TITLE_PX,
+        bottom=NUMERIC_BOTTOM,
+        title=tr(
+            "Positional encoding: {n_pos} positions \u00d7 {d_model} dimensions", n_pos=n_pos, d_model=d_model
         ),
-        "height": plot_h + margin["t"] + margin["b"],
-        "margin": {**margin, "pad": 0},
-        "xaxis": _int_axis(tr("dimension of the encoding (d_model = {d_model})", d_model=d_model)),
-        "yaxis": {**_int_axis(tr(POSITION_TITLE)), "autorange": "reversed"},
-        "meta": {"width": width, "n_pos": n_pos, "d_model": d_model, "color": scale.meta()},
-    }
+        meta={"n_pos": n_pos, "d_model": d_model, "color": scale.meta()},
+        xaxis=_int_axis(tr("dimension of the encoding (d_model = {d_model})", d_model=d_model)),
+        yaxis={**_int_axis(tr(POSITION_TITLE)), "autorange": "reversed"},
+    )
     fig = go.Figure({"data": [heat], "layout": layout})
     if max_len is not None and n_pos > max_len:
         fig.add_hline(
@@ -198,11 +203,92 @@ def pe_matrix_heatmap(pe: npt.ArrayLike, *, max_len: int | None = None, width: i
 def _wavelength(dim: int, d_model: int, base: float) -> float:
     # Dims 2i and 2i+1 share omega_i = base^(-2i/d_model); one period spans 2*pi/omega_i positions.
     two_i = dim - dim % 2
-    return 2 * math.pi * base ** (two_i / d_model)
+    return 2 * math.pi * float(base ** (two_i / d_model))
 
 
 def _format_positions(x: float) -> str:
     return f"{x:.3g}" if x < 100 else f"{x:,.0f}"
+
+
+def _chosen_dims(dims: Sequence[int], shape: tuple[int, ...]) -> list[int]:
+    """The dimensions to draw, each once in the order given, all within d_model."""
+    d_model = shape[1]
+    dims = [int(d) for d in dims]
+    if not dims:
+        raise ValueError("dims is empty: choose at least one d_model dimension")
+    bad = [d for d in dims if not 0 <= d < d_model]
+    if bad:
+        raise ValueError(f"dims {bad} outside 0..{d_model - 1} for pe of shape {shape}")
+    return list(dict.fromkeys(dims))  # unique, order kept
+
+
+def _wave_names(
+    chosen: Sequence[int], d_model: int, *, sinusoidal: bool, base: float
+) -> list[tuple[str, str]]:
+    """Per dimension: its trace name and its row label (with ``sinusoidal``, the function and
+    the wavelength in positions)."""
+    out = []
+    for d in chosen:
+        if sinusoidal:
+            fn = "sin" if d % 2 == 0 else "cos"
+            wl = _format_positions(_wavelength(d, d_model, base))
+            out.append(
+                (
+                    tr("dim {d} ({fn}, wavelength {wl})", d=d, fn=fn, wl=wl),
+                    tr("dim {d} ({fn})<br>wavelength {wl}", d=d, fn=fn, wl=wl),
+                )
+            )
+        else:
+            out.append((tr("dim {d}", d=d), tr("dim {d}", d=d)))
+    return out
+
+
+def _wave_axes(
+    i: int, rows: int, yd: Sequence[float], xd: Sequence[float], *, n_pos: int, limit: float
+) -> dict[str, Any]:
+    """Row ``i``'s position axis (labelled on the last row only, zooming with the first) and
+    its value axis over -limit..limit."""
+    sx = "" if i == 0 else str(i + 1)
+    x_axis: dict[str, Any] = {
+        **_int_axis(tr(POSITION_TITLE) if i == rows - 1 else ""),
+        "domain": xd,
+        "anchor": f"y{sx}",
+        "showticklabels": i == rows - 1,
+        "showgrid": True,
+        "range": [-0.5, n_pos - 0.5],
+    }
+    if i:
+        x_axis["matches"] = "x"
+    y_axis = {
+        "domain": yd,
+        "anchor": f"x{sx}",
+        "range": [-1.15 * limit, 1.15 * limit],
+        "tickmode": "array",
+        "tickvals": [-limit, 0.0, limit],
+        "ticktext": [f"\u2212{limit:.2g}", "0", f"{limit:.2g}"],
+        "tickfont": {"size": 12},
+        "zeroline": True,
+        "showgrid": False,
+        "fixedrange": True,
+    }
+    return {f"xaxis{sx}": x_axis, f"yaxis{sx}": y_axis}
+
+
+def _row_label(text: str, yd: Sequence[float], tick_px: float) -> dict[str, Any]:
+    """A row's label, right-aligned left of its value ticks, centred on the row."""
+    return {
+        "text": text,
+        "x": 0,
+        "y": (yd[0] + yd[1]) / 2,
+        "xref": "paper",
+        "yref": "paper",
+        "xanchor": "right",
+        "yanchor": "middle",
+        "xshift": -tick_px,
+        "align": "right",
+        "showarrow": False,
+        "font": {"size": WAVE_LABEL_FONT},
+    }
 
 
 def pe_waves(
@@ -226,106 +312,52 @@ def pe_waves(
     """
     z = _matrix("pe", pe, "[pos, d_model]")
     n_pos, d_model = z.shape
-    dims = [int(d) for d in dims]
-    if not dims:
-        raise ValueError("dims is empty: choose at least one d_model dimension")
-    bad = [d for d in dims if not 0 <= d < d_model]
-    if bad:
-        raise ValueError(f"dims {bad} outside 0..{d_model - 1} for pe of shape {z.shape}")
-    chosen = list(dict.fromkeys(dims))  # unique, order kept
+    chosen = _chosen_dims(dims, z.shape)
+    names = _wave_names(chosen, d_model, sinusoidal=sinusoidal, base=base)
     rows = len(chosen)
-    x = np.arange(n_pos, dtype=np.int32)
-    names: list[str] = []
-    row_labels: list[str] = []
-    for d in chosen:
-        if sinusoidal:
-            fn = "sin" if d % 2 == 0 else "cos"
-            wl = _format_positions(_wavelength(d, d_model, base))
-            names.append(tr("dim {d} ({fn}, wavelength {wl})", d=d, fn=fn, wl=wl))
-            row_labels.append(tr("dim {d} ({fn})<br>wavelength {wl}", d=d, fn=fn, wl=wl))
-        else:
-            names.append(tr("dim {d}", d=d))
-            row_labels.append(tr("dim {d}", d=d))
-    label_px = max(text_px(t, WAVE_LABEL_FONT) for label in row_labels for t in label.split("<br>"))
+    label_px = max(text_px(t, WAVE_LABEL_FONT) for _, label in names for t in label.split("<br>"))
     tick_px = text_px("\u22120.00", 12) + 8
-    margin = {
-        "l": math.ceil(label_px + tick_px + 16),
-        "r": EDGE_PX,
-        "t": TOP_TITLE_PX,
-        "b": NUMERIC_BOTTOM,
-    }
+    left = math.ceil(label_px + tick_px + 16)
     plot_h = rows * WAVE_ROW_PX + (rows - 1) * WAVE_ROW_GAP_PX
-    paper_w = width - margin["l"] - margin["r"]
+    layout = base_layout(
+        plot_h,
+        width=width,
+        left=left,
+        right=EDGE_PX,
+        top=TOP_TITLE_PX,
+        bottom=NUMERIC_BOTTOM,
+        title=tr("Positional encoding, one row per dimension"),
+        meta={"dims": chosen, "n_pos": n_pos},
+        annotations=[],
+        showlegend=False,
+    )
+    paper_w = width - left - EDGE_PX
     mode = "lines+markers" if n_pos <= WAVE_MARKERS_UP_TO else "lines"
     hover = tr("position %{x}<br>PE %{y:.3f}")
-    position_title = tr(POSITION_TITLE)
+    x = np.arange(n_pos, dtype=np.int32)
     data: list[dict[str, Any]] = []
-    annotations: list[dict[str, Any]] = []
-    layout: dict[str, Any] = {"annotations": annotations}
-    for i, d in enumerate(chosen):
+    for i, (d, (name, row_label)) in enumerate(zip(chosen, names, strict=True)):
         sx = "" if i == 0 else str(i + 1)
         y0 = i * (WAVE_ROW_PX + WAVE_ROW_GAP_PX)
         xd, yd = px_domain(0, paper_w, y0, y0 + WAVE_ROW_PX, paper_w, plot_h)
         col = z[:, d]
-        limit = 1.0 if sinusoidal else symmetric_range(col)
         data.append(
             {
                 "type": "scatter",
                 "x": x,
                 "y": np.ascontiguousarray(col),
                 "mode": mode,
-                "name": names[i],
+                "name": name,
                 "marker": {"size": 5},
                 "line": {"width": 2},
                 "xaxis": f"x{sx}",
                 "yaxis": f"y{sx}",
-                "hovertemplate": hover + "<extra>" + names[i] + "</extra>",
+                "hovertemplate": hover + "<extra>" + name + "</extra>",
             }
         )
-        layout[f"xaxis{sx}"] = {
-            **_int_axis(position_title if i == rows - 1 else ""),
-            "domain": xd,
-            "anchor": f"y{sx}",
-            "showticklabels": i == rows - 1,
-            "showgrid": True,
-            "range": [-0.5, n_pos - 0.5],
-        }
-        if i:
-            layout[f"xaxis{sx}"]["matches"] = "x"
-        layout[f"yaxis{sx}"] = {
-            "domain": yd,
-            "anchor": f"x{sx}",
-            "range": [-1.15 * limit, 1.15 * limit],
-            "tickmode": "array",
-            "tickvals": [-limit, 0.0, limit],
-            "ticktext": [f"\u2212{limit:.2g}", "0", f"{limit:.2g}"],
-            "tickfont": {"size": 12},
-            "zeroline": True,
-            "showgrid": False,
-            "fixedrange": True,
-        }
-        annotations.append(
-            {
-                "text": row_labels[i],
-                "x": 0,
-                "y": (yd[0] + yd[1]) / 2,
-                "xref": "paper",
-                "yref": "paper",
-                "xanchor": "right",
-                "yanchor": "middle",
-                "xshift": -tick_px,
-                "align": "right",
-                "showarrow": False,
-                "font": {"size": WAVE_LABEL_FONT},
-            }
-        )
-    layout.update(
-        title=figure_title(tr("Positional encoding, one row per dimension")),
-        height=plot_h + margin["t"] + margin["b"],
-        margin={**margin, "pad": 0},
-        showlegend=False,
-        meta={"width": width, "dims": chosen, "n_pos": n_pos},
-    )
+        limit = 1.0 if sinusoidal else symmetric_range(col)
+        layout.update(_wave_axes(i, rows, yd, xd, n_pos=n_pos, limit=limit))
+        layout["annotations"].append(_row_label(row_label, yd, tick_px))
     return go.Figure({"data": data, "layout": layout})
 
 
@@ -469,56 +501,56 @@ DIFF_MIN_PANEL_PX = 280
 DIFF_LONG_PANEL_PX = 360
 
 
-def attention_diff_figure(
-    with_pe: npt.ArrayLike,
-    without_pe: npt.ArrayLike,
-    tokens: Sequence[object],
-    *,
-    max_side: int | None = MAX_SIDE,
-    width: int = FULL_WIDTH,
-) -> go.Figure:
-    """One head's ``pattern`` with and without positional encoding, and their difference.
+@dataclass(frozen=True)
+class _DiffPlan:
+    """Where attention_diff_figure's panels go: ``cols`` square panels of ``side`` px a row,
+    the x offset of each column and the gap between rows (px), the plot area's size and right
+    margin (px), and the token axes planned for that side."""
 
-    ``with_pe``, ``without_pe``: the head's ``pattern`` [query_pos, key_pos] for the same
-    tokens, computed with and without positional encoding.
-    The two patterns share one colour scale fixed at [0, 1] (the one every pattern heatmap
-    uses); the difference (with − without) has its own diverging scale centred at 0, symmetric
-    over its values. A side longer than ``max_side`` is pooled in square blocks like every
-    attention heatmap: weights by block max, the difference by the entry of largest magnitude
-    (sign kept).
+    cols: int
+    side: int
+    col_x: list[float]
+    vgap: float
+    paper_w: float
+    plot_h: float
+    right: int
+    x_axis: TokenAxis
+    y_axis: TokenAxis
 
-    Square panels filling a column ``width`` px wide: three in a row when each can be at least
-    280 px and give every token 12 px, else two (with, without; the difference under "with"),
-    else one per row (from ~30 tokens); every token labelled up to 64 tokens, every k-th
-    beyond (two panels a row). Each colorbar sits
-    beside its panel and is as tall as it.
-    """
+
+def _diff_pair(
+    with_pe: npt.ArrayLike, without_pe: npt.ArrayLike, labels: Sequence[object]
+) -> tuple[Float32Array, Float32Array]:
+    """The two patterns as float32 [query_pos, key_pos] of one square shape, one label a token."""
     a = _matrix("with_pe", with_pe, "[query_pos, key_pos]")
     b = _matrix("without_pe", without_pe, "[query_pos, key_pos]")
     if a.shape != b.shape:
         raise ValueError(f"with_pe has shape {a.shape} but without_pe has shape {b.shape}")
     if a.shape[0] != a.shape[1]:
         raise ValueError(f"with_pe must be square [query_pos, key_pos], got shape {a.shape}")
-    check_tokens(tokens, a.shape[0], "with_pe", a.shape)
-    n = a.shape[0]
-    diff = a - b  # computed at full resolution, pooled after
-    block = pool_plan(n, max_side)
-    labels = block_labels(tokens, block)
-    diff_scale = SymmetricScale(symmetric_range(diff), False, symmetric_range(diff))
+    check_tokens(labels, a.shape[0], "with_pe", a.shape)
+    return a, b
+
+
+def _diff_panels(
+    a: Float32Array, b: Float32Array, diff: Float32Array, block: int
+) -> list[tuple[npt.NDArray[np.floating], str, str]]:
+    """Per panel (with, without, difference): the pooled matrix, its color axis and the
+    hover's name of its values."""
     weight, delta = tr("weight"), tr("\u0394 weight")
     if block > 1:  # the hover's value name
         weight = tr("weight (largest in block of {block}x{block})", block=block)
         delta = tr("\u0394 weight (largest in block of {block}x{block})", block=block)
-    panels: list[tuple[npt.NDArray[np.floating], str, str]] = [
+    return [
         (max_pool_2d(a, block), "coloraxis", weight),
         (max_pool_2d(b, block), "coloraxis", weight),
         (signed_absmax_pool_2d(diff, block), "coloraxis2", delta),
     ]
-    titles = (tr("with PE"), tr("without PE"), tr("difference (with \u2212 without)"))
 
-    w_ticks = weight_ticks()
-    d_ticks = diff_scale.colorbar_ticks()
-    bar_w, bar_d = colorbar_px(w_ticks["ticktext"]), colorbar_px(d_ticks["ticktext"])
+
+def _diff_cols(n: int, width: int, bar_w: int, bar_d: int) -> int:
+    """Three panels a row when each still gets its room beside both colorbars, else two
+    (both bars then share the right margin), else one."""
     cols = panel_cols(
         n, 3, width - 90 - bar_w - bar_d, max_cols=3, long_side=DIFF_LONG_PANEL_PX, min_side=DIFF_MIN_PANEL_PX
     )
@@ -531,8 +563,15 @@ def attention_diff_figure(
             long_side=DIFF_LONG_PANEL_PX,
             min_side=DIFF_MIN_PANEL_PX,
         )
-    cells = _DIFF_CELLS[cols]
-    rows = 1 + max(r for r, _ in cells)
+    return cols
+
+
+def _diff_plan(labels: Sequence[object], block: int, *, width: int, bar_w: int, bar_d: int) -> _DiffPlan:
+    """The panels' grid, their side (the labels' margin depends on the side, the side on the
+    margin) and the token axes, for a column ``width`` px wide with colorbars ``bar_w`` (the
+    weights) and ``bar_d`` (the difference) px wide."""
+    cols = _diff_cols(len(labels), width, bar_w, bar_d)
+    rows = 1 + max(r for r, _ in _DIFF_CELLS[cols])
     # x of each column's left edge within the plot area (px), given the panel side
     gaps = [0.0, PANEL_GAP_PX, bar_w + PANEL_GAP_PX] if cols == 3 else [0.0, PANEL_GAP_PX]
     right = bar_d if cols == 3 else max(bar_w, bar_d)
@@ -540,86 +579,148 @@ def attention_diff_figure(
     plan: list[tuple[TokenAxis, TokenAxis]] = []
 
     def available(side: float) -> float:
-        step = tick_step(tokens, [("x", side), ("y", side)], block=block, edges=cols == 1)
+        step = tick_step(labels, [("x", side), ("y", side)], block=block, edges=cols == 1)
         plan.append(
             (
                 token_axis(
-                    tokens, side, "x", step=step, block=block, title=tr(KEY_TITLE) + note, edges=cols == 1
+                    labels, side, "x", step=step, block=block, title=tr(KEY_TITLE) + note, edges=cols == 1
                 ),
-                token_axis(tokens, side, "y", step=step, block=block, title=tr(QUERY_TITLE) + note),
+                token_axis(labels, side, "y", step=step, block=block, title=tr(QUERY_TITLE) + note),
             )
         )
         return (width - plan[-1][1].margin - right - sum(gaps[1:cols])) / cols
 
     side = int(fit_side(available, (width - 90 - right - sum(gaps[1:cols])) / cols))
     x_axis, y_axis = plan[-1]
-    paper_w = cols * side + sum(gaps[1:cols])
     # two columns: "without PE" shows its x labels above the empty cell beside the difference;
     # the rows stay that far apart, so the difference's colorbar keeps clear of them
     vgap = max(PANEL_VGAP_PX, x_axis.margin + TOP_PANEL_TITLE_PX) if cols == 2 else PANEL_VGAP_PX
-    plot_h = rows * side + (rows - 1) * vgap
-    margin = {
-        "l": width - right - paper_w,
-        "r": right,
-        "t": TOP_TITLE_PX + TOP_PANEL_TITLE_PX,
-        "b": x_axis.margin,
-    }
-    col_x = [c * side + sum(gaps[1 : c + 1]) for c in range(cols)]
+    return _DiffPlan(
+        cols=cols,
+        side=side,
+        col_x=[c * side + sum(gaps[1 : c + 1]) for c in range(cols)],
+        vgap=vgap,
+        paper_w=cols * side + sum(gaps[1:cols]),
+        plot_h=rows * side + (rows - 1) * vgap,
+        right=right,
+        x_axis=x_axis,
+        y_axis=y_axis,
+    )
+
+
+def _diff_heatmaps(
+    panels: Sequence[tuple[npt.NDArray[np.floating], str, str]], names: list[str], plan: _DiffPlan
+) -> tuple[list[dict[str, Any]], dict[str, Any], list[Domain]]:
+    """One heatmap a panel on its own axes (``names``: the category names of the rows and
+    columns), the axes (x labels under the lowest panel of each column, y labels left of the
+    first column, all zooming together) and the panels' domains."""
+    cells = _DIFF_CELLS[plan.cols]
+    side = plan.side
     hover = tr("query token %{y}<br>key token %{x}<br>")
     data: list[dict[str, Any]] = []
-    layout: dict[str, Any] = {}
+    axes: dict[str, Any] = {}
     domains = []
     for i, ((z, coloraxis, value), (row, col)) in enumerate(zip(panels, cells, strict=True)):
         sx = "" if i == 0 else str(i + 1)
-        y0 = row * (side + vgap)
-        xd, yd = px_domain(col_x[col], col_x[col] + side, y0, y0 + side, paper_w, plot_h)
+        y0 = row * (side + plan.vgap)
+        x0 = plan.col_x[col]
+        xd, yd = px_domain(x0, x0 + side, y0, y0 + side, plan.paper_w, plan.plot_h)
         domains.append((xd, yd))
         data.append({
             "type": "heatmap", "z": np.ascontiguousarray(z, dtype=np.float32),
-            "x": labels, "y": labels, "coloraxis": coloraxis,
+            "x": names, "y": names, "coloraxis": coloraxis,
             "xaxis": f"x{sx}", "yaxis": f"y{sx}",
             "hovertemplate": hover + value + " %{z:.4f}<extra></extra>",
         })  # fmt: skip
-        # x labels under the lowest panel of each column, y labels left of the first column
         lowest = all(r <= row for r, c in cells if c == col)
-        layout[f"xaxis{sx}"] = {**x_axis.props, "domain": xd, "anchor": f"y{sx}", "showticklabels": lowest}
+        axes[f"xaxis{sx}"] = {**plan.x_axis.props, "domain": xd, "anchor": f"y{sx}", "showticklabels": lowest}
         if not lowest:
-            layout[f"xaxis{sx}"]["title"] = None
-        layout[f"yaxis{sx}"] = {**y_axis.props, "domain": yd, "anchor": f"x{sx}", "autorange": "reversed"}
+            axes[f"xaxis{sx}"]["title"] = None
+        axes[f"yaxis{sx}"] = {**plan.y_axis.props, "domain": yd, "anchor": f"x{sx}", "autorange": "reversed"}
         if col:
-            layout[f"yaxis{sx}"].update(showticklabels=False, title=None)
+            axes[f"yaxis{sx}"].update(showticklabels=False, title=None)
         if i:  # the same rows and columns in every panel: zoom together
-            layout[f"xaxis{sx}"]["matches"] = "x"
-            layout[f"yaxis{sx}"]["matches"] = "y"
+            axes[f"xaxis{sx}"]["matches"] = "x"
+            axes[f"yaxis{sx}"]["matches"] = "y"
+    return data, axes, domains
+
+
+def _diff_coloraxes(
+    domains: Sequence[Domain], diff_scale: SymmetricScale, w_ticks: dict[str, Any], d_ticks: dict[str, Any]
+) -> dict[str, Any]:
+    """The weights' fixed 0..1 color axis with its bar beside "without PE", the difference's
+    diverging one with its bar beside the difference."""
 
     def beside(i: int) -> dict[str, float]:
         xd, yd = domains[i]
         return {"x": xd[1], "y": (yd[0] + yd[1]) / 2, "length": yd[1] - yd[0]}
 
-    layout.update(
-        title=figure_title(tr("How attention changes when positional encoding is switched off")),
-        annotations=[panel_title(t, *d) for t, d in zip(titles, domains, strict=True)],
-        coloraxis={
+    return {
+        "coloraxis": {
             "colorscale": pattern_colorscale(),
             "cmin": 0.0,
             "cmax": 1.0,
             "colorbar": colorbar(tr("weight"), ticks=w_ticks, **beside(1)),
         },
-        coloraxis2={
+        "coloraxis2": {
             **diff_scale.colors("c"),
             "colorbar": colorbar(tr("\u0394 weight"), ticks=d_ticks, **beside(2)),
         },
-        height=plot_h + margin["t"] + margin["b"],
-        # room for the labels from the start: no second layout pass (TokenAxis.margin)
-        margin={**margin, "pad": 0},
+    }
+
+
+def attention_diff_figure(
+    with_pe: npt.ArrayLike,
+    without_pe: npt.ArrayLike,
+    labels: Sequence[object],
+    *,
+    max_side: int | None = MAX_SIDE,
+    width: int = FULL_WIDTH,
+) -> go.Figure:
+    """One head's ``pattern`` with and without positional encoding, and their difference.
+
+    ``with_pe``, ``without_pe``: the head's ``pattern`` [query_pos, key_pos] for the same
+    tokens, computed with and without positional encoding; ``labels``: the token labels.
+    The two patterns share one colour scale fixed at [0, 1] (the one every pattern heatmap
+    uses); the difference (with − without) has its own diverging scale centred at 0, symmetric
+    over its values. A side longer than ``max_side`` is pooled in square blocks like every
+    attention heatmap: weights by block max, the difference by the entry of largest magnitude
+    (sign kept).
+
+    Square panels filling a column ``width`` px wide: three in a row when each can be at least
+    280 px and give every token 12 px, else two (with, without; the difference under "with"),
+    else one per row (from ~30 tokens); every token labelled up to 64 tokens, every k-th
+    beyond (two panels a row). Each colorbar sits
+    beside its panel and is as tall as it.
+    """
+    a, b = _diff_pair(with_pe, without_pe, labels)
+    n = a.shape[0]
+    diff = a - b  # computed at full resolution, pooled after
+    block = pool_plan(n, max_side)
+    diff_scale = SymmetricScale(symmetric_range(diff), False, symmetric_range(diff))
+    w_ticks, d_ticks = weight_ticks(), diff_scale.colorbar_ticks()
+    bar_w, bar_d = colorbar_px(w_ticks["ticktext"]), colorbar_px(d_ticks["ticktext"])
+    plan = _diff_plan(labels, block, width=width, bar_w=bar_w, bar_d=bar_d)
+    data, axes, domains = _diff_heatmaps(_diff_panels(a, b, diff, block), block_labels(labels, block), plan)
+    titles = (tr("with PE"), tr("without PE"), tr("difference (with \u2212 without)"))
+    layout = base_layout(
+        plan.plot_h,
+        width=width,
+        left=width - plan.right - plan.paper_w,
+        right=plan.right,
+        top=TOP_TITLE_PX + TOP_PANEL_TITLE_PX,
+        bottom=plan.x_axis.margin,
+        title=tr("How attention changes when positional encoding is switched off"),
         meta={
             "block": block,
             "n_pos": n,
-            "width": width,
-            "cols": cols,
-            "plot_px": side,
-            "tick_step": x_axis.step,
+            "cols": plan.cols,
+            "plot_px": plan.side,
+            "tick_step": plan.x_axis.step,
             "diff_color": diff_scale.meta(),
         },
+        annotations=[panel_title(t, *d) for t, d in zip(titles, domains, strict=True)],
+        **axes,
+        **_diff_coloraxes(domains, diff_scale, w_ticks, d_ticks),
     )
     return go.Figure({"data": data, "layout": layout})

@@ -76,9 +76,10 @@ from .layout import (
     TOP_BARE_PX,
     TOP_PANEL_TITLE_PX,
     TOP_TITLE_PX,
+    Domain,
+    base_layout,
     colorbar,
     colorbar_px,
-    figure_title,
     fit_side,
     panel_title,
     px_domain,
@@ -127,6 +128,7 @@ NEURON_PANEL_PX = (130, 130, 160)  # q, k, products
 Q_COLOR = QUERY
 K_COLOR = KEY
 DIM_STEPS = (1, 2, 4, 5, 8, 10, 16, 20, 25, 32, 50, 64)
+NEURON_YAXES = ("y3", "y2", "y")  # q on top, products at the bottom on the x axis's anchor
 
 
 # ---------------------------------------------------------------------------------------------
@@ -344,6 +346,170 @@ def _frame(cell: int, plot_w: float, row_px: float) -> list[dict[str, Any]]:
     ]
 
 
+@dataclass(frozen=True)
+class _Plot:
+    """The planned plot area of a step heatmap (px) and its two token axes."""
+
+    w: int
+    h: int
+    x_axis: TokenAxis
+    y_axis: TokenAxis
+
+
+def _check_value(value: npt.ArrayLike, row_labels: Sequence[str], col_labels: Sequence[str]) -> Float32Array:
+    """``value`` as float32 [rows, cols], with one label per row and per column."""
+    arr = np.asarray(value)
+    if arr.ndim != 2 or arr.size == 0:
+        raise ValueError(f"value must be a non-empty 2-D [rows, cols] array, got shape {tuple(arr.shape)}")
+    m = as_float32(arr, 2, "value", "[rows, cols]")
+    shape = (int(m.shape[0]), int(m.shape[1]))
+    _check_labels("value", shape, row_labels, 0, "row")
+    _check_labels("value", shape, col_labels, 1, "column")
+    return m
+
+
+def _scaled_grid(
+    m: Float32Array,
+    scale: str,
+    row_max: npt.ArrayLike | None,
+    *,
+    weights: bool,
+    numbers: bool,
+    max_side: int | None,
+) -> _Grid:
+    """What is drawn of ``m`` on weight scale ``scale``: divided by the row's largest, pooled,
+    then (for "log") the log of each cell."""
+    grid = _grid(_on_scale(m, scale, row_max), weights=weights, numbers=numbers, max_side=max_side)
+    if scale == "log":
+        grid = _Grid(log_weights(grid.z), grid.masked, grid.row_block, grid.col_block)
+    return grid
+
+
+def _step_plot(
+    grid: _Grid,
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
+    *,
+    titles: tuple[str, str],
+    numbers: bool,
+    marked: bool,
+    width: int,
+    bar_px: int,
+    tick_chars: int,
+) -> _Plot:
+    """The plot size and token axes (``titles``: y, x, before pooling): the plot is as wide as the column
+    leaves beside the row labels (whose margin depends on the plot height, which depends on
+    its width) and the colorbar (``bar_px``), rows as tall as :func:`_plot_height` says.
+    ``marked``: room for the "▶" before the highlighted row's label."""
+    rows = len(row_labels)
+    row_cells, col_cells = grid.z.shape
+    y_title, x_title = _pooled_title(titles[0], grid.row_block), _pooled_title(titles[1], grid.col_block)
+    mark_px = text_px(MARK, 14) + 0.1 * text_px("M" * tick_chars, 14) if marked else 0.0
+    plans: dict[float, tuple[int, TokenAxis]] = {}
+
+    def plan(plot_w: float) -> tuple[int, TokenAxis]:
+        if plot_w not in plans:
+            h = _plot_height(row_cells, rows, plot_w / col_cells, numbers)
+            step = tick_step(row_labels, [("y", h)], block=grid.row_block, max_chars=tick_chars)
+            axis = token_axis(
+                row_labels, h, "y", step=step, block=grid.row_block, title=y_title, max_margin=0.35 * width,
+                max_chars=tick_chars,
+            )  # fmt: skip
+            plans[plot_w] = (h, axis)
+        return plans[plot_w]
+
+    def available(plot_w: float) -> float:
+        return width - bar_px - plan(plot_w)[1].margin - mark_px - Y_LABEL_STANDOFF_PX
+
+    plot_w = int(fit_side(available, width - bar_px - 100))
+    plot_h, y_axis = plan(plot_w)
+    x_step = tick_step(col_labels, [("x", plot_w)], block=grid.col_block, max_chars=tick_chars)
+    x_axis = token_axis(
+        col_labels, plot_w, "x", step=x_step, block=grid.col_block, title=x_title, max_chars=tick_chars
+    )
+    return _Plot(plot_w, plot_h, x_axis, y_axis)
+
+
+@dataclass(frozen=True)
+class _Numbers:
+    """Every value written in its cell: the texts of the shown cells, those of the masked
+    cells (each "" elsewhere), and the font they fit at."""
+
+    shown: list[list[str]]
+    masked: list[list[str]]
+    font: int
+
+
+def _cell_numbers(m: Float32Array, plot: _Plot) -> _Numbers:
+    """The numbers of ``m`` (never pooled) at the largest font its cells in ``plot`` allow."""
+    rows, cols = m.shape
+    cells = [[cell_text(float(v)) for v in row] for row in m.tolist()]
+    font = _number_font([t for row in cells for t in row], plot.w / cols, plot.h / rows)
+    shown = np.isfinite(m).tolist()
+    heat_text = [
+        [t if ok else "" for t, ok in zip(*pair, strict=True)] for pair in zip(cells, shown, strict=True)
+    ]
+    mask_text = [
+        [t if not ok else "" for t, ok in zip(*pair, strict=True)] for pair in zip(cells, shown, strict=True)
+    ]
+    return _Numbers(heat_text, mask_text, font)
+
+
+def _step_traces(
+    grid: _Grid,
+    names: tuple[list[str], list[str]],
+    *,
+    name: str,
+    colors: dict[str, Any],
+    weights: bool,
+    numbers: _Numbers | None,
+) -> list[dict[str, Any]]:
+    """The heatmap of ``grid``, and under it the mask layer when a cell is masked.
+    ``names``: the x and y category names; ``numbers``: the cell texts, if any."""
+    xs, ys = names
+    what = safe_label(name)
+    if grid.row_block * grid.col_block > 1:
+        what = (
+            tr("max {what} in the block", what=what)
+            if weights
+            else tr("largest |{what}| in the block", what=what)
+        )
+    heat: dict[str, Any] = {
+        "type": "heatmap",
+        "name": name,
+        "z": grid.z,
+        "x": xs,
+        "y": ys,
+        "hovertemplate": "%{y}<br>%{x}<br>" + what + " %{z:.4g}<extra></extra>",
+        "hoverongaps": False,
+        **colors,
+    }
+    font = NUMBER_FONTS[-1] if numbers is None else numbers.font
+    if numbers is not None:
+        heat.update(text=numbers.shown, texttemplate="%{text}", textfont={"size": font}, xgap=1, ygap=1)
+    if not grid.masked.any():
+        return [heat]
+    # The mask layer goes first: where both traces answer a hover (unmasked cells), plotly
+    # shows the later one; on the heatmap's gaps only the mask layer answers.
+    return [_mask_trace(grid, xs, ys, None if numbers is None else numbers.masked, font), heat]
+
+
+def _row_mark(
+    plot: _Plot, grid: _Grid, highlight: int | None, row_labels: Sequence[str], tick_chars: int
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The y axis (row 0 on top) and the shapes: with a ``highlight`` row, its tick label in
+    bold after "▶" (added when labels are thinned) and the frame around its row."""
+    y_axis = plot.y_axis
+    y_props = {**y_axis.props, "autorange": "reversed", "ticklabelstandoff": Y_LABEL_STANDOFF_PX}
+    if highlight is None:
+        return y_props, []
+    cell = highlight // grid.row_block
+    reach = max(1, y_axis.step // grid.row_block)
+    label = safe_label(row_labels[highlight], tick_chars)
+    y_props = _mark_tick(y_props, cell, label, reach=reach, prefix=MARK)
+    return y_props, _frame(cell, plot.w, plot.h / grid.z.shape[0])
+
+
 def step_heatmap(
     value: npt.ArrayLike,
     row_labels: Sequence[str],
@@ -386,122 +552,59 @@ def step_heatmap(
     row_block, col_block, masked (cells), width, plot_px ([w, h]), tick steps and, for
     diverging values, ``color`` (limit, clipped, rule).
     """
-    arr = np.asarray(value)
-    if arr.ndim != 2 or arr.size == 0:
-        raise ValueError(f"value must be a non-empty 2-D [rows, cols] array, got shape {tuple(arr.shape)}")
-    m = as_float32(arr, 2, "value", "[rows, cols]")
-    shape = (int(m.shape[0]), int(m.shape[1]))
-    _check_labels("value", shape, row_labels, 0, "row")
-    _check_labels("value", shape, col_labels, 1, "column")
-    rows, cols = shape
-    hl = _check_index("highlight", highlight, rows)
+    m = _check_value(value, row_labels, col_labels)
+    hl = _check_index("highlight", highlight, m.shape[0])
     scale = weight_scale if weights else "linear"
     name = value_title or (weight_scale_title(scale) if weights else tr("value"))
     row_title = tr("token (row)") if row_title is None else row_title
     col_title = tr("dimension") if col_title is None else col_title
-
-    grid = _grid(_on_scale(m, scale, row_max), weights=weights, numbers=numbers, max_side=max_side)
-    if scale == "log":
-        grid = _Grid(log_weights(grid.z), grid.masked, grid.row_block, grid.col_block)
+    grid = _scaled_grid(m, scale, row_max, weights=weights, numbers=numbers, max_side=max_side)
     colors, diverging = _scale_colors(grid, weights, name, scale)
     r = colorbar_px(colors["colorbar"]["ticktext"])
-    row_cells, col_cells = grid.z.shape
-    y_name, x_name = _pooled_title(row_title, grid.row_block), _pooled_title(col_title, grid.col_block)
-    mark_px = text_px(MARK, 14) + 0.1 * text_px("M" * tick_chars, 14) if hl is not None else 0.0
-    plans: dict[float, tuple[int, TokenAxis]] = {}
-
-    def plan(plot_w: float) -> tuple[int, TokenAxis]:
-        if plot_w not in plans:
-            h = _plot_height(row_cells, rows, plot_w / col_cells, numbers)
-            step = tick_step(row_labels, [("y", h)], block=grid.row_block, max_chars=tick_chars)
-            axis = token_axis(
-                row_labels, h, "y", step=step, block=grid.row_block, title=y_name, max_margin=0.35 * width,
-                max_chars=tick_chars,
-            )  # fmt: skip
-            plans[plot_w] = (h, axis)
-        return plans[plot_w]
-
-    def available(plot_w: float) -> float:
-        return width - r - plan(plot_w)[1].margin - mark_px - Y_LABEL_STANDOFF_PX
-
-    plot_w = int(fit_side(available, width - r - 100))
-    plot_h, y_axis = plan(plot_w)
-    x_step = tick_step(col_labels, [("x", plot_w)], block=grid.col_block, max_chars=tick_chars)
-    x_axis = token_axis(
-        col_labels, plot_w, "x", step=x_step, block=grid.col_block, title=x_name, max_chars=tick_chars
+    plot = _step_plot(
+        grid,
+        row_labels,
+        col_labels,
+        titles=(row_title, col_title),
+        numbers=numbers,
+        marked=hl is not None,
+        width=width,
+        bar_px=r,
+        tick_chars=tick_chars,
     )
-
-    xs, ys = _block_names(col_labels, grid.col_block), _block_names(row_labels, grid.row_block)
-    what = safe_label(name)
-    if grid.row_block * grid.col_block > 1:
-        what = (
-            tr("max {what} in the block", what=what)
-            if weights
-            else tr("largest |{what}| in the block", what=what)
-        )
-    heat: dict[str, Any] = {
-        "type": "heatmap",
-        "name": name,
-        "z": grid.z,
-        "x": xs,
-        "y": ys,
-        "hovertemplate": "%{y}<br>%{x}<br>" + what + " %{z:.4g}<extra></extra>",
-        "hoverongaps": False,
-        **colors,
+    cell_numbers = _cell_numbers(m, plot) if numbers else None
+    y_props, shapes = _row_mark(plot, grid, hl, row_labels, tick_chars)
+    meta = {
+        "rows": int(m.shape[0]),
+        "cols": int(m.shape[1]),
+        "highlight": hl,
+        "numbers": bool(numbers),
+        "weights": bool(weights),
+        "row_block": grid.row_block,
+        "col_block": grid.col_block,
+        "masked": int(np.count_nonzero(~np.isfinite(m))),
+        "plot_px": [plot.w, plot.h],
+        "row_tick_step": plot.y_axis.step,
+        "col_tick_step": plot.x_axis.step,
+        **({"number_font": cell_numbers.font} if cell_numbers is not None else {}),
+        **({"color": diverging.meta()} if diverging is not None else {}),
+        **({"weight_scale": scale} if weights else {}),
     }
-    mask_text: list[list[str]] | None = None
-    font = NUMBER_FONTS[-1]
-    if numbers:
-        cells = [[cell_text(float(v)) for v in row] for row in m.tolist()]
-        font = _number_font([t for row in cells for t in row], plot_w / cols, plot_h / rows)
-        shown = np.isfinite(m).tolist()
-        heat_text = [
-            [t if ok else "" for t, ok in zip(*pair, strict=True)] for pair in zip(cells, shown, strict=True)
-        ]
-        mask_text = [
-            [t if not ok else "" for t, ok in zip(*pair, strict=True)]
-            for pair in zip(cells, shown, strict=True)
-        ]
-        heat.update(text=heat_text, texttemplate="%{text}", textfont={"size": font}, xgap=1, ygap=1)
-    # The mask layer goes first: where both traces answer a hover (unmasked cells), plotly
-    # shows the later one; on the heatmap's gaps only the mask layer answers.
-    data = [_mask_trace(grid, xs, ys, mask_text, font), heat] if grid.masked.any() else [heat]
-
-    y_props = {**y_axis.props, "autorange": "reversed", "ticklabelstandoff": Y_LABEL_STANDOFF_PX}
-    shapes: list[dict[str, Any]] = []
-    if hl is not None:
-        cell = hl // grid.row_block
-        reach = max(1, y_axis.step // grid.row_block)
-        y_props = _mark_tick(y_props, cell, safe_label(row_labels[hl], tick_chars), reach=reach, prefix=MARK)
-        shapes = _frame(cell, plot_w, plot_h / grid.z.shape[0])
-    top = TOP_TITLE_PX if title else TOP_BARE_PX
-    margin = {"l": width - r - plot_w, "r": r, "t": top, "b": x_axis.margin}
-    layout: dict[str, Any] = {
-        "height": plot_h + margin["t"] + margin["b"],
-        "margin": {**margin, "pad": 0},
-        "xaxis": x_axis.props,
-        "yaxis": y_props,
-        "shapes": shapes,
-        "meta": {
-            "rows": rows,
-            "cols": cols,
-            "highlight": hl,
-            "numbers": bool(numbers),
-            "weights": bool(weights),
-            "row_block": grid.row_block,
-            "col_block": grid.col_block,
-            "masked": int(np.count_nonzero(~np.isfinite(m))),
-            "width": width,
-            "plot_px": [plot_w, plot_h],
-            "row_tick_step": y_axis.step,
-            "col_tick_step": x_axis.step,
-            **({"number_font": font} if numbers else {}),
-            **({"color": diverging.meta()} if diverging is not None else {}),
-            **({"weight_scale": scale} if weights else {}),
-        },
-    }
-    if title:
-        layout["title"] = figure_title(title)
+    layout = base_layout(
+        plot.h,
+        width=width,
+        left=width - r - plot.w,
+        right=r,
+        top=TOP_TITLE_PX if title else TOP_BARE_PX,
+        bottom=plot.x_axis.margin,
+        title=title,
+        meta=meta,
+        xaxis=plot.x_axis.props,
+        yaxis=y_props,
+        shapes=shapes,
+    )
+    names = (_block_names(col_labels, grid.col_block), _block_names(row_labels, grid.row_block))
+    data = _step_traces(grid, names, name=name, colors=colors, weights=weights, numbers=cell_numbers)
     return go.Figure({"data": data, "layout": layout})
 
 
@@ -673,27 +776,29 @@ def row_bars(
         y_axis["range"] = y_range
     if weights:
         y_axis.update(weight_ticks())
-    top = TOP_TITLE_PX if title else TOP_BARE_PX
-    layout: dict[str, Any] = {
-        "height": BAR_PLOT_PX + top + x_axis.margin,
-        "margin": {"l": left, "r": right, "t": top, "b": x_axis.margin, "pad": 0},
-        "xaxis": x_props,
-        "yaxis": y_axis,
-        "shapes": shapes,
-        "bargap": 0.15,
-        "showlegend": False,
-        "meta": {
-            "n": n,
-            "highlight": hl,
-            "numbers": bool(numbers),
-            "weights": bool(weights),
-            "masked": int(masked.sum()),
-            "width": width,
-            "tick_step": x_axis.step,
-        },
+    meta = {
+        "n": n,
+        "highlight": hl,
+        "numbers": bool(numbers),
+        "weights": bool(weights),
+        "masked": int(masked.sum()),
+        "tick_step": x_axis.step,
     }
-    if title:
-        layout["title"] = figure_title(title)
+    layout = base_layout(
+        BAR_PLOT_PX,
+        width=width,
+        left=left,
+        right=right,
+        top=TOP_TITLE_PX if title else TOP_BARE_PX,
+        bottom=x_axis.margin,
+        title=title,
+        meta=meta,
+        xaxis=x_props,
+        yaxis=y_axis,
+        shapes=shapes,
+        bargap=0.15,
+        showlegend=False,
+    )
     return go.Figure({"data": data, "layout": layout})
 
 
@@ -714,6 +819,122 @@ def _left_title(text: str, x_domain: Sequence[float], y_domain: Sequence[float])
     return {**panel_title(text, x_domain, y_domain), "x": x_domain[0], "xanchor": "left"}
 
 
+def _neuron_arrays(
+    q: npt.ArrayLike, k: npt.ArrayLike, products: npt.ArrayLike, labels: Sequence[str] | None
+) -> list[Float32Array]:
+    """``q``, ``k`` and ``products`` as float32 [d_head] of one non-empty shape; ``labels``
+    is None or a (query label, key label) pair."""
+    arrays = [as_float32(a, 1, nm, "[d_head]") for nm, a in (("q", q), ("k", k), ("products", products))]
+    if not arrays[0].shape == arrays[1].shape == arrays[2].shape:
+        raise ValueError(
+            "q, k and products must share one shape [d_head], got "
+            + ", ".join(str(tuple(a.shape)) for a in arrays)
+        )
+    if int(arrays[0].shape[0]) == 0:
+        raise ValueError("q has shape (0,): at least one dimension is needed")
+    if labels is not None and len(labels) != 2:
+        raise ValueError(f"labels must be (query label, key label), got {len(labels)} labels")
+    return arrays
+
+
+def _neuron_titles(labels: Sequence[str] | None) -> tuple[str, str, str]:
+    """The three panels' titles: the query's and the key's (naming their tokens when
+    ``labels`` are given) and what the products' colours mean."""
+    if labels is None:
+        q_title, k_title = tr("q<sub>d</sub>: the query"), tr("k<sub>d</sub>: the key")
+    else:
+        q_title = tr("q<sub>d</sub>: the query of {token}", token=safe_label(labels[0]))
+        k_title = tr("k<sub>d</sub>: the key of {token}", token=safe_label(labels[1]))
+    products = tr(
+        "q<sub>d</sub>\u00b7k<sub>d</sub>: <span style='color:{red}'>red adds</span>, "
+        "<span style='color:{blue}'>blue subtracts</span>",
+        red=BAR_POSITIVE,
+        blue=BAR_NEGATIVE,
+    )
+    return q_title, k_title, products
+
+
+def _neuron_domains(plot_w: float) -> tuple[list[Domain], int]:
+    """The three panels' paper domains, stacked top to bottom with room for each one's
+    title between them, and the plot height (px) they take."""
+    gap = TOP_PANEL_TITLE_PX + 8
+    plot_h = sum(NEURON_PANEL_PX) + 2 * gap
+    y0s = [0, NEURON_PANEL_PX[0] + gap, NEURON_PANEL_PX[0] + NEURON_PANEL_PX[1] + 2 * gap]
+    domains = [
+        px_domain(0, plot_w, y, y + h, plot_w, plot_h) for y, h in zip(y0s, NEURON_PANEL_PX, strict=True)
+    ]
+    return domains, plot_h
+
+
+def _neuron_bars(arrays: Sequence[Float32Array], names: Sequence[str]) -> list[dict[str, Any]]:
+    """One bar trace per panel over the dimension axis: q, k in their colours, the products
+    red above 0 and blue below."""
+    products = arrays[2]
+    colors: list[Any] = [
+        Q_COLOR,
+        K_COLOR,
+        [BAR_NEGATIVE if x < 0 else BAR_POSITIVE for x in products.tolist()],
+    ]
+    return [
+        {
+            "type": "bar",
+            "name": nm,
+            "y": a,
+            "xaxis": "x",
+            "yaxis": ya,
+            "marker": {"color": c, "line": {"width": 0}},
+            "hovertemplate": "d = %{x}<br>" + nm + " = %{y:.4g}<extra></extra>",
+        }
+        for nm, a, ya, c in zip(names, arrays, NEURON_YAXES, colors, strict=True)
+    ]
+
+
+def _neuron_annotations(
+    titles: Sequence[str], domains: Sequence[Domain], total: float
+) -> list[dict[str, Any]]:
+    """Each panel's title, left-aligned over it, and the sum of the products, right-aligned
+    over the products panel."""
+    sum_text = tr(
+        "\u03a3<sub>d</sub> q<sub>d</sub>k<sub>d</sub> = {total}", total=f"{total:.4g}".replace("-", MINUS)
+    )
+    annotations = [_left_title(t, *d) for t, d in zip(titles, domains, strict=True)]
+    annotations.append(
+        {**panel_title(f"<b>{sum_text}</b>", *domains[2]), "x": 1.0, "xanchor": "right", "font": {"size": 16}}
+    )
+    return annotations
+
+
+def _neuron_axes(
+    d_head: int, plot_w: float, domains: Sequence[Domain], names: Sequence[str]
+) -> dict[str, Any]:
+    """The shared dimension axis under the products panel and each panel's value axis."""
+    axes: dict[str, Any] = {
+        "xaxis": {
+            **_dims_ticks(d_head, plot_w),
+            "anchor": "y",
+            "range": [-0.5, d_head - 0.5],
+            "title": axis_title(tr("dimension d (d_head = {d_head})", d_head=d_head)),
+            "tickfont": {"size": 12},
+            "ticks": "",
+            "showgrid": False,
+            "zeroline": False,
+        }
+    }
+    for ya, (_, yd), nm in zip(NEURON_YAXES, domains, names, strict=True):
+        axes["yaxis" if ya == "y" else f"yaxis{ya[1:]}"] = {
+            "domain": yd,
+            "anchor": "x",
+            "title": axis_title(nm),
+            "tickfont": {"size": VALUE_TICK_PX},
+            "ticks": "",
+            "zeroline": True,
+            "zerolinecolor": MARK_INK,
+            "zerolinewidth": 1.5,
+            "nticks": 5,
+        }
+    return axes
+
+
 def neuron_figure(
     q: npt.ArrayLike,
     k: npt.ArrayLike,
@@ -732,97 +953,26 @@ def neuron_figure(
     here), named in the panel titles. Works from d_head = 1 to 256. ``layout.meta``:
     ``d_head``, ``sum`` (of ``products``, in float64), ``width``.
     """
-    arrays = [as_float32(a, 1, nm, "[d_head]") for nm, a in (("q", q), ("k", k), ("products", products))]
-    if not arrays[0].shape == arrays[1].shape == arrays[2].shape:
-        raise ValueError(
-            "q, k and products must share one shape [d_head], got "
-            + ", ".join(str(tuple(a.shape)) for a in arrays)
-        )
+    arrays = _neuron_arrays(q, k, products, labels)
     d_head = int(arrays[0].shape[0])
-    if d_head == 0:
-        raise ValueError("q has shape (0,): at least one dimension is needed")
-    if labels is not None and len(labels) != 2:
-        raise ValueError(f"labels must be (query label, key label), got {len(labels)} labels")
-    _qa, _ka, pa = arrays
-    total = float(np.sum(pa, dtype=np.float64))
-    if labels is None:
-        q_title, k_title = tr("q<sub>d</sub>: the query"), tr("k<sub>d</sub>: the key")
-    else:
-        q_title = tr("q<sub>d</sub>: the query of {token}", token=safe_label(labels[0]))
-        k_title = tr("k<sub>d</sub>: the key of {token}", token=safe_label(labels[1]))
-    titles = (
-        q_title,
-        k_title,
-        tr(
-            "q<sub>d</sub>\u00b7k<sub>d</sub>: <span style='color:{red}'>red adds</span>, "
-            "<span style='color:{blue}'>blue subtracts</span>",
-            red=BAR_POSITIVE,
-            blue=BAR_NEGATIVE,
-        ),
-    )
+    total = float(np.sum(arrays[2], dtype=np.float64))
     left = numeric_axis_margin(f"{MINUS}0.000", font=VALUE_TICK_PX)
-    top = (TOP_TITLE_PX if title else 0) + TOP_PANEL_TITLE_PX
-    bottom = x_numeric_margin()
     plot_w = width - left - EDGE_PX
-    gap = TOP_PANEL_TITLE_PX + 8
-    plot_h = sum(NEURON_PANEL_PX) + 2 * gap
-    y0s = [0, NEURON_PANEL_PX[0] + gap, NEURON_PANEL_PX[0] + NEURON_PANEL_PX[1] + 2 * gap]
-    domains = [
-        px_domain(0, plot_w, y, y + h, plot_w, plot_h) for y, h in zip(y0s, NEURON_PANEL_PX, strict=True)
-    ]
-    yaxes = ("y3", "y2", "y")  # q on top, products at the bottom on the x axis's anchor
+    domains, plot_h = _neuron_domains(plot_w)
     # symbols; a language may write them without HTML subscripts
-    hover = (tr("q<sub>d</sub>"), tr("k<sub>d</sub>"), tr("q<sub>d</sub>\u00b7k<sub>d</sub>"))
-    colors: list[Any] = [Q_COLOR, K_COLOR, [BAR_NEGATIVE if x < 0 else BAR_POSITIVE for x in pa.tolist()]]
-    data = [
-        {
-            "type": "bar",
-            "name": nm,
-            "y": a,
-            "xaxis": "x",
-            "yaxis": ya,
-            "marker": {"color": c, "line": {"width": 0}},
-            "hovertemplate": "d = %{x}<br>" + nm + " = %{y:.4g}<extra></extra>",
-        }
-        for nm, a, ya, c in zip(hover, arrays, yaxes, colors, strict=True)
-    ]
-    sum_text = tr(
-        "\u03a3<sub>d</sub> q<sub>d</sub>k<sub>d</sub> = {total}", total=f"{total:.4g}".replace("-", MINUS)
+    names = (tr("q<sub>d</sub>"), tr("k<sub>d</sub>"), tr("q<sub>d</sub>\u00b7k<sub>d</sub>"))
+    layout = base_layout(
+        plot_h,
+        width=width,
+        left=left,
+        right=EDGE_PX,
+        top=(TOP_TITLE_PX if title else 0) + TOP_PANEL_TITLE_PX,
+        bottom=x_numeric_margin(),
+        title=title,
+        meta={"d_head": d_head, "sum": total},
+        annotations=_neuron_annotations(_neuron_titles(labels), domains, total),
+        bargap=0.15 if d_head > 1 else 0.5,
+        showlegend=False,
+        **_neuron_axes(d_head, plot_w, domains, names),
     )
-    annotations = [_left_title(t, *d) for t, d in zip(titles, domains, strict=True)]
-    annotations.append(
-        {**panel_title(f"<b>{sum_text}</b>", *domains[2]), "x": 1.0, "xanchor": "right", "font": {"size": 16}}
-    )
-    layout: dict[str, Any] = {
-        "height": plot_h + top + bottom,
-        "margin": {"l": left, "r": EDGE_PX, "t": top, "b": bottom, "pad": 0},
-        "xaxis": {
-            **_dims_ticks(d_head, plot_w),
-            "anchor": "y",
-            "range": [-0.5, d_head - 0.5],
-            "title": axis_title(tr("dimension d (d_head = {d_head})", d_head=d_head)),
-            "tickfont": {"size": 12},
-            "ticks": "",
-            "showgrid": False,
-            "zeroline": False,
-        },
-        "annotations": annotations,
-        "bargap": 0.15 if d_head > 1 else 0.5,
-        "showlegend": False,
-        "meta": {"d_head": d_head, "sum": total, "width": width},
-    }
-    for ya, (_, yd), nm in zip(yaxes, domains, hover, strict=True):
-        layout["yaxis" if ya == "y" else f"yaxis{ya[1:]}"] = {
-            "domain": yd,
-            "anchor": "x",
-            "title": axis_title(nm),
-            "tickfont": {"size": VALUE_TICK_PX},
-            "ticks": "",
-            "zeroline": True,
-            "zerolinecolor": MARK_INK,
-            "zerolinewidth": 1.5,
-            "nticks": 5,
-        }
-    if title:
-        layout["title"] = figure_title(title)
-    return go.Figure({"data": data, "layout": layout})
+    return go.Figure({"data": _neuron_bars(arrays, names), "layout": layout})
