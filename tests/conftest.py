@@ -7,6 +7,12 @@ import sys
 
 import pytest
 import torch
+from hypothesis import settings
+
+# Property tests check values, not speed (timings live in benchmarks/): no per-example deadline,
+# which a busy 2-core machine can pass by a factor of two without anything being wrong.
+settings.register_profile("tformer", deadline=None)
+settings.load_profile("tformer")
 
 
 def pytest_collection_modifyitems(config, items):
