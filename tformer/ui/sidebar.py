@@ -13,7 +13,7 @@ from ..model.config import EncoderConfig
 from ..model.pretrained import pretrained_available
 from ..resources import examples
 from ..training.checkpoints import list_runs, remove_stale_temp, runs_dir
-from .binding import bind, set_values, view
+from .binding import bind, bind_number, set_values, view
 from .caches import MAX_PARAMS, ModelChoice, device, get_model, run_meta, scratch_config_of
 from .guard import plain
 from .models_source import folder_choice, models_dir_set
@@ -53,14 +53,14 @@ def page_links() -> None:
 def _scratch_config() -> EncoderConfig | None:
     sb = st.sidebar
     c1, c2 = sb.columns(2)
-    c1.number_input(tr("layers"), 1, 12, **bind("n_layers"))
-    c2.number_input(tr("heads"), 1, 32, **bind("n_heads"))
-    c1.number_input("d_model", 2, 1024, step=2, **bind("d_model"))
-    c2.number_input("d_ff", 1, 8192, placeholder=tr("4 x d_model"), **bind("d_ff"))
+    c1.number_input(tr("layers"), **bind_number("n_layers"))
+    c2.number_input(tr("heads"), **bind_number("n_heads"))
+    c1.number_input("d_model", **bind_number("d_model"))
+    c2.number_input("d_ff", placeholder=tr("4 x d_model"), **bind_number("d_ff"))
     c3, c4 = sb.columns(2)
     c3.selectbox(tr("positions"), tuple(POS_LABELS), format_func=shown(POS_LABELS), **bind("pos_encoding"))
     c4.selectbox("LayerNorm", tuple(NORM_LABELS), format_func=shown(NORM_LABELS), **bind("norm"))
-    c3.number_input(tr("seed"), 0, 2**31 - 1, **bind("seed"))
+    c3.number_input(tr("seed"), **bind_number("seed"))
     c4.checkbox(tr("causal mask"), **bind("causal"))
     try:
         cfg = scratch_config_of(view())  # the widgets above write their values to the view
