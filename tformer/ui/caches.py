@@ -5,6 +5,7 @@ Keys are plain values (a frozen dataclass, text, a tuple of names); tensors and 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -62,20 +63,24 @@ class ModelChoice:
         return tr("local checkpoint {path}", path=self.source)
 
 
+# The view's from-scratch settings: its top-level fields named like EncoderConfig's (layers,
+# heads, d_model, d_ff, positions, norm, causal, seed). Found by name, so a config field given a
+# view field of the same name reaches the model without another line here.
+SCRATCH_SETTINGS = tuple(
+    f.name
+    for f in dataclasses.fields(EncoderConfig)
+    if f.name in {g.name for g in dataclasses.fields(ViewState)}
+)
+
+
 def scratch_config_of(view: ViewState) -> EncoderConfig:
     """The from-scratch encoder the view's shape describes (the sidebar's settings; ValueError if
-    it is invalid)."""
+    it is invalid): the scratch tokenizer's vocabulary, `SCRATCH_MAX_LEN`, and the view's
+    `SCRATCH_SETTINGS`."""
     return EncoderConfig(
         vocab_size=scratch_tokenizer().vocab_size,
         max_len=SCRATCH_MAX_LEN,
-        d_model=view.d_model,
-        n_heads=view.n_heads,
-        n_layers=view.n_layers,
-        d_ff=view.d_ff,
-        pos_encoding=view.pos_encoding,
-        norm=view.norm,
-        causal=view.causal,
-        seed=view.seed,
+        **{name: view.get(name) for name in SCRATCH_SETTINGS},
     )
 
 
