@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar, cast
 
 from ..model.config import EncoderConfig
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,21 @@ TOP_KEYS = tuple(prefix.rstrip(".") for prefix, _ in _TOP_PARTS)
 OTHER_KEY = "other"  # a parameter no prefix names (none in a tformer Encoder)
 
 
+class _FromConfig(Generic[T]):
+    """A read-only attribute of `ArchitectureSpec` that is its config's value: of the same name,
+    or of ``name`` when given. Not a dataclass field (it has no annotation), so it is never
+    copied into the spec."""
+
+    def __init__(self, name: str | None = None) -> None:
+        self.name = name
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = self.name or name
+
+    def __get__(self, spec: Any, owner: type | None = None) -> T:
+        return cast("T", getattr(spec.cfg, str(self.name)))
+
+
 @dataclass(frozen=True)
 class ArchitectureSpec:
     """What the architecture diagram draws: the model's config, the text's length, parameters
@@ -94,62 +111,21 @@ class ArchitectureSpec:
     per_layer: tuple[Mapping[str, int], ...]
     total: int
 
-    # The sizes the diagram names, each the config's own value.
-    @property
-    def n_layers(self) -> int:
-        return self.cfg.n_layers
-
-    @property
-    def n_heads(self) -> int:
-        return self.cfg.n_heads
-
-    @property
-    def d_model(self) -> int:
-        return self.cfg.d_model
-
-    @property
-    def d_head(self) -> int:
-        return self.cfg.d_head
-
-    @property
-    def d_ff(self) -> int:
-        """The FFN's inner width, resolved (4 x d_model when the config left it to the default)."""
-        return self.cfg.d_mlp
-
-    @property
-    def vocab_size(self) -> int:
-        return self.cfg.vocab_size
-
-    @property
-    def max_len(self) -> int:
-        return self.cfg.max_len
-
-    @property
-    def type_vocab_size(self) -> int:
-        return self.cfg.type_vocab_size
-
-    @property
-    def norm(self) -> str:
-        """``"post"`` | ``"pre"`` (`tformer.model.config.NORMS`)."""
-        return self.cfg.norm
-
-    @property
-    def pos_encoding(self) -> str:
-        """``"sinusoidal"`` | ``"learned"`` | ``"none"`` (`tformer.model.config.POS_ENCODINGS`)."""
-        return self.cfg.pos_encoding
-
-    @property
-    def activation(self) -> str:
-        """One of `tformer.model.config.ACTIVATIONS`."""
-        return self.cfg.activation
-
-    @property
-    def embed_norm(self) -> bool:
-        return self.cfg.embed_norm
-
-    @property
-    def n_outputs(self) -> int:
-        return self.cfg.n_outputs
+    # The sizes the diagram names, each the config's own value (d_ff resolved: 4 x d_model when
+    # the config left it to its default).
+    n_layers = _FromConfig[int]()
+    n_heads = _FromConfig[int]()
+    d_model = _FromConfig[int]()
+    d_head = _FromConfig[int]()
+    d_ff = _FromConfig[int]("d_mlp")
+    vocab_size = _FromConfig[int]()
+    max_len = _FromConfig[int]()
+    type_vocab_size = _FromConfig[int]()
+    norm = _FromConfig[str]()  # tformer.model.config.NORMS
+    pos_encoding = _FromConfig[str]()  # tformer.model.config.POS_ENCODINGS
+    activation = _FromConfig[str]()  # tformer.model.config.ACTIVATIONS
+    embed_norm = _FromConfig[bool]()
+    n_outputs = _FromConfig[int]()
 
     def layer_params(self, key: str) -> int:
         """Parameters of block part ``key`` in one layer (every layer has the same)."""
