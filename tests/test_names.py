@@ -28,3 +28,22 @@ def test_each_takes_the_rule_mask_as_attn_mask_by_position_and_by_name(method):
         positional = fn(ids, padding, None, rule)
         named = fn(ids, attention_mask=padding, attn_mask=rule)
     assert torch.equal(positional, named)
+
+
+def test_a_model_choice_names_its_source_as_the_view_and_a_link_do():
+    from tformer.ui.caches import ModelChoice
+    from tformer.ui.state import SOURCES, ViewState
+
+    view, notices = ViewState.from_query({"source": "run", "run": "tiny-copy"})  # a link of main
+    assert not notices
+    choice = ModelChoice(view.source, run=view.run)
+    assert (choice.source, choice.run) == ("run", "tiny-copy")
+    assert choice.label == "trained run tiny-copy"
+    assert ModelChoice("folder", path="/models/tiny-gpt2").label == "local checkpoint /models/tiny-gpt2"
+    assert set(ViewState().choices("source")) == set(SOURCES)
+    with pytest.raises(ValueError, match="is not one of"):
+        ModelChoice("run:tiny-copy")  # the old second encoding
+    with pytest.raises(ValueError, match="needs run"):
+        ModelChoice("run")
+    with pytest.raises(ValueError, match="needs path"):
+        ModelChoice("local")

@@ -164,7 +164,7 @@ def _fit_text_to_run(choice: ModelChoice) -> None:
     source) gets its first task input in place of a text its tokenizer cannot read: a symbol
     it does not know ([UNK]), or more tokens than it takes. Once per run opened, so the text
     a reader types afterwards stays."""
-    name = choice.source.removeprefix("run:")
+    name = str(choice.run)
     if st.session_state.get(_RUN_TEXT) == name:
         return
     mark_run_text(name)
@@ -201,7 +201,7 @@ def _run_choice() -> ModelChoice | None:
             )
         v.set("run", names[0])
     sb.selectbox(tr("trained run (newest first)"), names, **bind("run", names, then=_first_example_of_run))
-    choice = ModelChoice(f"run:{v.run}")
+    choice = ModelChoice("run", run=v.run)
     _fit_text_to_run(choice)
     return choice
 
@@ -256,7 +256,7 @@ def model_and_text() -> ModelChoice | None:
         cfg = _scratch_config()
         choice = ModelChoice("scratch", cfg) if cfg else None
     elif source == "local":
-        choice = ModelChoice(os.environ["TFORMER_MODEL_DIR"])
+        choice = ModelChoice("local", path=os.environ["TFORMER_MODEL_DIR"])
     elif source == "run":
         choice = _run_choice()
     elif source == "folder":
