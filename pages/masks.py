@@ -76,7 +76,7 @@ with ui.page_context(__file__) as ctx:
         st.stop()
 
     if kind == "window":
-        st.slider(tr("w: each token sees the w tokens on each side of it"), 1, 64, **ui.bind("masks.window"))
+        st.slider(tr("w: each token sees the w tokens on each side of it"), **ui.bind_number("masks.window"))
     elif kind == "custom":
         st.text_input(
             tr("blocked cells as query:key (Enter to apply): 3:5 one cell, 2-4:0-1 a block, 6:* a whole row, *:0 a column"),

@@ -86,8 +86,8 @@ with ui.page_context(__file__) as ctx:
     elif part == "rotation":
         ui.formula("pe_shift_matrix")
         c3, c4 = st.columns(2)
-        pos = c3.number_input("pos", 0, 10_000, **ui.bind("positional.pos"))
-        k = c4.number_input("k", -1000, 1000, **ui.bind("positional.k"))
+        pos = c3.number_input("pos", **ui.bind_number("positional.pos"))
+        k = c4.number_input("k", **ui.bind_number("positional.k"))
         shift = view.shift_check(int(pos), int(k), d)
         st.dataframe(
             shift["table"],

@@ -16,7 +16,7 @@ with ui.page_context(__file__) as ctx:
     c1, c2 = st.columns(2, vertical_alignment="bottom")
     translate = c1.toggle(tr("move the keys onto the queries' mean"), **ui.bind("qk_space.translate"))
     n_pairs = c2.slider(
-        tr("lines for the most attended (query, key) pairs"), 0, 30, **ui.bind("qk_space.pairs")
+        tr("lines for the most attended (query, key) pairs"), **ui.bind_number("qk_space.pairs")
     )
     proj = view.qk_projection(ctx.choice, ctx.text, layer, head, bool(translate))
     pairs = top_pairs(cap.pattern[layer, head], int(n_pairs)) if n_pairs else []

@@ -104,7 +104,7 @@ def test_fused_from_model_reproduces_the_models_attention(norm, is_causal):
     padding = torch.ones(B, T, dtype=torch.long)
     padding[1, :2] = 0  # batch 1 starts with two pads: with causal, its queries 0 and 1 see nothing
     _out, cache = model.run_with_cache(ids, attention_mask=padding)
-    mask, dead_rows = model.attention_mask(padding, B, T)
+    mask, dead_rows = model.layer_attn_mask(padding, B, T)
     assert (dead_rows is not None) == is_causal
     keys = padding[:, None, None, :]  # 0/1 [batch, 1, 1, key_pos], for compare_layouts
     if is_causal:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar, cast
 
 from ..model.config import EncoderConfig
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -74,34 +76,56 @@ TOP_KEYS = tuple(prefix.rstrip(".") for prefix, _ in _TOP_PARTS)
 OTHER_KEY = "other"  # a parameter no prefix names (none in a tformer Encoder)
 
 
+class _FromConfig(Generic[T]):
+    """A read-only attribute of `ArchitectureSpec` that is its config's value: of the same name,
+    or of ``name`` when given. Not a dataclass field (it has no annotation), so it is never
+    copied into the spec."""
+
+    def __init__(self, name: str | None = None) -> None:
+        self.name = name
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = self.name or name
+
+    def __get__(self, spec: Any, owner: type | None = None) -> T:
+        return cast("T", getattr(spec.cfg, str(self.name)))
+
+
 @dataclass(frozen=True)
 class ArchitectureSpec:
-    """What the architecture diagram draws: sizes, the text's length, parameters per part.
+    """What the architecture diagram draws: the model's config, the text's length, parameters
+    per part.
 
-    ``counts`` maps a part's key (``embed``, ``pos_embed``, ``token_type_embed``, ``embed_ln``,
-    ``attn``, ``ln1``, ``mlp``, ``ln2``, ``ln_final``, ``head``) to its parameter count, summed
-    over layers for the four block parts; parts without parameters (sinusoidal positions, the
-    residual adds) are absent. ``per_layer[i]`` holds the block parts of layer i. The counts
-    add up to ``total``.
+    The sizes are read from ``cfg`` (``spec.n_heads`` is ``spec.cfg.n_heads``), never copied
+    into fields of their own, so the spec cannot disagree with the model it describes and a new
+    config field is on the spec the moment it is on the config. ``counts`` maps a part's key
+    (``embed``, ``pos_embed``, ``token_type_embed``, ``embed_ln``, ``attn``, ``ln1``, ``mlp``,
+    ``ln2``, ``ln_final``, ``head``) to its parameter count, summed over layers for the four
+    block parts; parts without parameters (sinusoidal positions, the residual adds) are absent.
+    ``per_layer[i]`` holds the block parts of layer i. The counts add up to ``total``.
     """
 
-    n_layers: int
-    n_heads: int
-    d_model: int
-    d_head: int
-    d_ff: int
+    cfg: EncoderConfig
     n_pos: int  # tokens of the current text: the ``pos`` of every tensor shape
-    vocab_size: int
-    max_len: int
-    type_vocab_size: int
-    norm: str  # "post" | "pre"
-    pos_encoding: str  # "sinusoidal" | "learned" | "none"
-    activation: str  # "relu" | "gelu"
-    embed_norm: bool
-    n_outputs: int
     counts: Mapping[str, int]
     per_layer: tuple[Mapping[str, int], ...]
     total: int
+
+    # The sizes the diagram names, each the config's own value (d_ff resolved: 4 x d_model when
+    # the config left it to its default).
+    n_layers = _FromConfig[int]()
+    n_heads = _FromConfig[int]()
+    d_model = _FromConfig[int]()
+    d_head = _FromConfig[int]()
+    d_ff = _FromConfig[int]("d_mlp")
+    vocab_size = _FromConfig[int]()
+    max_len = _FromConfig[int]()
+    type_vocab_size = _FromConfig[int]()
+    norm = _FromConfig[str]()  # tformer.model.config.NORMS
+    pos_encoding = _FromConfig[str]()  # tformer.model.config.POS_ENCODINGS
+    activation = _FromConfig[str]()  # tformer.model.config.ACTIVATIONS
+    embed_norm = _FromConfig[bool]()
+    n_outputs = _FromConfig[int]()
 
     def layer_params(self, key: str) -> int:
         """Parameters of block part ``key`` in one layer (every layer has the same)."""
@@ -120,7 +144,7 @@ def _part_key(component: Component) -> str:
 
 
 def architecture_spec(cfg: EncoderConfig, n_pos: int, components: Sequence[Component]) -> ArchitectureSpec:
-    """Group ``parameter_counts(model)`` by part, beside the sizes of ``cfg``, for ``n_pos`` tokens.
+    """Group ``parameter_counts(model)`` by part, beside the config ``cfg``, for ``n_pos`` tokens.
 
     Block parts are summed over layers in ``counts`` and kept per layer in ``per_layer``.
     Raises ValueError when the components name a layer the config does not have, or when
@@ -138,20 +162,8 @@ def architecture_spec(cfg: EncoderConfig, n_pos: int, components: Sequence[Compo
                 raise ValueError(f"component {c.name!r} is in layer {c.layer}, but n_layers={cfg.n_layers}")
             per_layer[c.layer][key] = per_layer[c.layer].get(key, 0) + int(c.params)
     return ArchitectureSpec(
-        n_layers=cfg.n_layers,
-        n_heads=cfg.n_heads,
-        d_model=cfg.d_model,
-        d_head=cfg.d_head,
-        d_ff=cfg.d_mlp,
+        cfg=cfg,
         n_pos=n_pos,
-        vocab_size=cfg.vocab_size,
-        max_len=cfg.max_len,
-        type_vocab_size=cfg.type_vocab_size,
-        norm=cfg.norm,
-        pos_encoding=cfg.pos_encoding,
-        activation=cfg.activation,
-        embed_norm=cfg.embed_norm,
-        n_outputs=cfg.n_outputs,
         counts=counts,
         per_layer=tuple(per_layer),
         total=sum(int(c.params) for c in components),

@@ -150,7 +150,7 @@ def compare_layouts(
     if mask is not None:
         mask4 = (mask.to(x.device) != 0).expand(B, 1, T, T)  # [batch, 1, query_pos, key_pos]
         dead = ~mask4.any(dim=-1, keepdim=True)  # [batch, 1, query_pos, 1]
-        dead_rows = dead if bool(dead.any()) else None  # as Encoder.attention_mask passes it
+        dead_rows = dead if bool(dead.any()) else None  # as Encoder.layer_attn_mask passes it
     fused = fused_from_model(attn)
     separate = split_fused(fused)
     with torch.inference_mode():

@@ -210,7 +210,7 @@ def capture_ids(
     activations of these layers only (a smaller capture: read it with `TextCapture.at`).
 
     ``attn_mask``: bool (or 0/1) [query_pos, key_pos], True where a query may attend, ANDed
-    inside the encoder with its causal mask (`Encoder.attention_mask`); it is part of what
+    inside the encoder with its causal mask (`Encoder.layer_attn_mask`); it is part of what
     the result depends on, so a cache keys on it too (a numpy array hashes). The capture keeps
     a read-only copy as ``TextCapture.attn_mask``.
     """

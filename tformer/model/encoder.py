@@ -45,7 +45,8 @@ class MLP(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         pre = self.hook_pre(self.fc1(x))  # [batch, pos, d_mlp]
         post = self.hook_post(self.act(pre))  # [batch, pos, d_mlp]
-        return self.fc2(post)  # [batch, pos, d_model]
+        out: torch.Tensor = self.fc2(post)  # [batch, pos, d_model]
+        return out
 
 
 class EncoderBlock(nn.Module):
@@ -69,19 +70,24 @@ class EncoderBlock(nn.Module):
         return F.dropout(x, self.cfg.dropout, self.training) if self.cfg.dropout else x
 
     def forward(
-        self, x: torch.Tensor, mask: torch.Tensor | None = None, dead_rows: torch.Tensor | None = None
+        self, x: torch.Tensor, attn_mask: torch.Tensor | None = None, dead_rows: torch.Tensor | None = None
     ) -> torch.Tensor:
+        """``attn_mask``: bool [batch or 1, 1, query_pos, key_pos], True where a query may attend
+        (`Encoder.layer_attn_mask`), with its ``dead_rows``."""
         resid_pre = self.hook_resid_pre(x)  # [batch, pos, d_model]
+        resid_post: torch.Tensor
         if self.cfg.norm == "post":  # x' = LayerNorm(x + SubLayer(x))
-            attn_out = self.hook_attn_out(self.attn(resid_pre, mask, dead_rows))
+            attn_out = self.hook_attn_out(self.attn(resid_pre, attn_mask, dead_rows))
             resid_mid = self.hook_resid_mid(self.ln1(resid_pre + self._drop(attn_out)))
             mlp_out = self.hook_mlp_out(self.mlp(resid_mid))
-            return self.hook_resid_post(self.ln2(resid_mid + self._drop(mlp_out)))
+            resid_post = self.hook_resid_post(self.ln2(resid_mid + self._drop(mlp_out)))
+            return resid_post
         # pre-norm: x' = x + SubLayer(LayerNorm(x))
-        attn_out = self.hook_attn_out(self.attn(self.ln1(resid_pre), mask, dead_rows))
+        attn_out = self.hook_attn_out(self.attn(self.ln1(resid_pre), attn_mask, dead_rows))
         resid_mid = self.hook_resid_mid(resid_pre + self._drop(attn_out))
         mlp_out = self.hook_mlp_out(self.mlp(self.ln2(resid_mid)))
-        return self.hook_resid_post(resid_mid + self._drop(mlp_out))
+        resid_post = self.hook_resid_post(resid_mid + self._drop(mlp_out))
+        return resid_post
 
 
 class Encoder(HookedRootModule):
@@ -90,8 +96,14 @@ class Encoder(HookedRootModule):
     ``model(ids, attention_mask=None, token_type_ids=None, attn_mask=None)`` -> hidden states
     [batch, pos, d_model] (or softmax probabilities [batch, pos, n_outputs] when
     ``cfg.n_outputs > 0``; ``model.logits(ids)`` gives the scores before that softmax, which is
-    what training needs). ``attention_mask`` [batch, key_pos] marks real tokens (1) and padding
-    (0); ``attn_mask`` is any extra [query_pos, key_pos] rule (see `Encoder.attention_mask`).
+    what training needs). ``forward``, ``logits`` and ``hidden`` take their arguments in this
+    one order. Two masks, two names (as Hugging Face and PyTorch name them):
+
+    - ``attention_mask`` [batch, key_pos]: the padding mask, 1 for a real token, 0 for padding;
+    - ``attn_mask`` [query_pos, key_pos] (or [batch, query_pos, key_pos]): which keys a query may
+      attend to, True (or 1) = may attend; any extra rule (a window, blocked cells).
+
+    Both, with the causal mask, become one ``attn_mask`` per layer (`Encoder.layer_attn_mask`).
     """
 
     def __init__(self, cfg: EncoderConfig, *, init_weights: bool = True) -> None:
@@ -165,20 +177,20 @@ class Encoder(HookedRootModule):
             return self.pos_embed.weight[:n_pos]
         return self.embed.weight.new_zeros(n_pos, self.cfg.d_embed_size)
 
-    def attention_mask(
+    def layer_attn_mask(
         self, attention_mask: Ids | None, batch: int, n_pos: int, attn_mask: AttnMask | None = None
     ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-        """(mask, dead_rows) shared by every layer, computed once per forward.
+        """(attn_mask, dead_rows) shared by every layer, computed once per forward.
 
         The padding mask (``attention_mask``, [batch, key_pos]), the causal mask (cfg.causal)
         and ``attn_mask`` (bool or 0/1, [query_pos, key_pos] or [batch, query_pos, key_pos],
         True where query_pos may attend to key_pos) are ANDed: a query attends to a key only
         where all of them allow it.
 
-        mask: bool [batch or 1, 1, query_pos, key_pos], True where query_pos may attend to
-        key_pos; None when everything may attend. dead_rows: bool [batch or 1, 1, query_pos, 1]
-        for queries with nothing to attend to (their weights and z are 0), or None when there
-        are none.
+        The returned attn_mask: bool [batch or 1, 1, query_pos, key_pos], True where query_pos
+        may attend to key_pos; None when everything may attend. dead_rows: bool
+        [batch or 1, 1, query_pos, 1] for queries with nothing to attend to (their weights and z
+        are 0), or None when there are none.
         """
         mask = None
         if attention_mask is not None:
@@ -232,16 +244,15 @@ class Encoder(HookedRootModule):
         [batch, pos, n_outputs] when ``cfg.n_outputs > 0`` (see `Encoder.logits` for training)."""
         if self.head is None:
             return self.hidden(ids, attention_mask, token_type_ids, attn_mask)  # [batch, pos, d_model]
-        logits = self.logits(ids, attention_mask, attn_mask, token_type_ids=token_type_ids)
+        logits = self.logits(ids, attention_mask, token_type_ids, attn_mask)
         return torch.softmax(logits, dim=-1)  # [batch, pos, n_outputs]
 
     def logits(
         self,
         ids: Ids,
         attention_mask: Ids | None = None,
-        attn_mask: AttnMask | None = None,
-        *,
         token_type_ids: Ids | None = None,
+        attn_mask: AttnMask | None = None,
     ) -> torch.Tensor:
         r"""The output head's scores before the softmax: [batch, pos, n_outputs].
 
@@ -255,7 +266,8 @@ class Encoder(HookedRootModule):
         if self.head is None:
             raise ValueError("this model has no output head (n_outputs=0): it has no logits")
         x = self.hidden(ids, attention_mask, token_type_ids, attn_mask)  # [batch, pos, d_model]
-        return self.hook_logits(self.head(x))  # [batch, pos, n_outputs]
+        logits: torch.Tensor = self.hook_logits(self.head(x))  # [batch, pos, n_outputs]
+        return logits
 
     def hidden(
         self,
@@ -272,7 +284,7 @@ class Encoder(HookedRootModule):
             raise ValueError(f"{T} tokens exceed max_len={self.cfg.max_len} of this model")
         if T == 0:
             raise ValueError("ids are empty: a sequence needs at least one token")
-        x = self.hook_embed(self.embed(ids))  # [batch, pos, d_embed]
+        x: torch.Tensor = self.hook_embed(self.embed(ids))  # [batch, pos, d_embed]
         pos = self.hook_pos_embed(self.positions(T).expand(B, T, -1))  # [batch, pos, d_embed]
         x = x + pos
         if self.token_type_embed is not None:
@@ -284,9 +296,9 @@ class Encoder(HookedRootModule):
             x = self.embed_proj(x)  # [batch, pos, d_embed] -> [batch, pos, d_model]
         if self.cfg.dropout:
             x = F.dropout(x, self.cfg.dropout, self.training)
-        mask, dead_rows = self.attention_mask(attention_mask, B, T, attn_mask)
+        layer_mask, dead_rows = self.layer_attn_mask(attention_mask, B, T, attn_mask)
         for block in self.blocks:
-            x = block(x, mask, dead_rows)  # [batch, pos, d_model]
+            x = block(x, layer_mask, dead_rows)  # [batch, pos, d_model]
         if self.ln_final is not None:
             x = self.ln_final(x)
         return x

@@ -23,6 +23,7 @@ _EXPORTS: dict[str, str] = {
     "figure_hidden": "lesson_questions",
     "image_buttons": "charts",
     "bind": "binding",
+    "bind_number": "binding",
     "set_values": "binding",
     "view": "binding",
     "CaptureTooLarge": "caches",
@@ -84,7 +85,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
-    from .binding import bind, set_values, view
+    from .binding import bind, bind_number, set_values, view
     from .caches import (
         CaptureTooLarge,
         ModelChoice,

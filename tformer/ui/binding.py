@@ -1,7 +1,8 @@
 """The session's `ViewState`, and widgets bound to it by key.
 
-``st.number_input("heads", 1, 32, **bind("n_heads"))``: before the widget is drawn its value is
-restored from the view state, and its on_change callback writes the new value back. A widget's
+``st.radio("kind", kinds, **bind("attention.kind"))``: before the widget is drawn its value is
+restored from the view state, and its on_change callback writes the new value back. A number
+widget takes its range from the field too: ``st.number_input("heads", **bind_number("n_heads"))``. A widget's
 key is its view-state key (``"n_heads"``, ``"attention.kind"``), so Streamlit dropping the state
 of a widget that a page does not draw loses nothing.
 """
@@ -96,6 +97,19 @@ def bind(
     # value set through st.session_state before drawing reaches the new widget.
     st.session_state[key] = value
     return {"key": key, "on_change": _store, "args": (key,) if then is None else (key, then)}
+
+
+def bind_number(key: str, *, then: Callable[[], None] | None = None) -> dict[str, Any]:
+    """`bind` for a number input or slider whose range is its field's: ``min_value``,
+    ``max_value`` and ``step`` read from the view state's declared bounds (`ViewState.bounds`,
+    `ViewState.step`), so the widget and the check of a link's value are one range."""
+    v = view()
+    lo, hi = v.bounds(key)
+    step = v.step(key)
+    extra: dict[str, Any] = {"min_value": lo, "max_value": hi}
+    if step is not None:
+        extra["step"] = step
+    return extra | bind(key, then=then)
 
 
 def _within(v: ViewState, key: str, value: Any, options: list[Any]) -> Any:

@@ -5,6 +5,7 @@ Keys are plain values (a frozen dataclass, text, a tuple of names); tensors and 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from ..model.pretrained import load_pretrained
 from ..model.tokenizer import Tokenizer, scratch_tokenizer
 from ..training.checkpoints import load_run, read_run_meta
 from .process import app_threads, keep_freed_memory, plain_pages_for_arrays
-from .state import ViewState
+from .state import SOURCES, ViewState
 
 log = logging.getLogger("tformer.app")
 
@@ -39,10 +40,25 @@ class CaptureTooLarge(ValueError):
 
 @dataclass(frozen=True)
 class ModelChoice:
-    """Plain, hashable description of the model in use: the key of every cache."""
+    """Plain, hashable description of the model in use: the key of every cache.
 
-    source: str  # "minilm" | "scratch" | "run:<name>" (a trained run) | a local folder path
+    ``source`` takes the view state's values (`tformer.ui.state.SOURCES`), as a link writes
+    them (``?source=run&run=tiny-copy``): ``"minilm"``, ``"scratch"`` with its ``cfg``,
+    ``"run"`` with the trained run's name in ``run``, ``"local"`` (TFORMER_MODEL_DIR) and
+    ``"folder"`` (a model of TFORMER_MODELS_DIR) with the model folder in ``path``.
+    """
+
+    source: str
     cfg: EncoderConfig | None = None  # from-scratch only
+    run: str | None = None  # source "run": the run's name (`tformer.training.checkpoints`)
+    path: str | None = None  # sources "local" and "folder": the model folder
+
+    def __post_init__(self) -> None:
+        if self.source not in SOURCES:
+            raise ValueError(f"source={self.source!r} is not one of {SOURCES}")
+        needs = {"scratch": "cfg", "run": "run", "local": "path", "folder": "path"}.get(self.source)
+        if needs is not None and getattr(self, needs) is None:
+            raise ValueError(f"source={self.source!r} needs {needs}")
 
     @property
     def label(self) -> str:
@@ -57,25 +73,29 @@ class ModelChoice:
                 n_heads=c.n_heads,
                 d_model=c.d_model,
             )
-        if self.source.startswith("run:"):
-            return tr("trained run {name}", name=self.source[4:])
-        return tr("local checkpoint {path}", path=self.source)
+        if self.source == "run":
+            return tr("trained run {name}", name=self.run)
+        return tr("local checkpoint {path}", path=self.path)
+
+
+# The view's from-scratch settings: its top-level fields named like EncoderConfig's (layers,
+# heads, d_model, d_ff, positions, norm, causal, seed). Found by name, so a config field given a
+# view field of the same name reaches the model without another line here.
+SCRATCH_SETTINGS = tuple(
+    f.name
+    for f in dataclasses.fields(EncoderConfig)
+    if f.name in {g.name for g in dataclasses.fields(ViewState)}
+)
 
 
 def scratch_config_of(view: ViewState) -> EncoderConfig:
     """The from-scratch encoder the view's shape describes (the sidebar's settings; ValueError if
-    it is invalid)."""
+    it is invalid): the scratch tokenizer's vocabulary, `SCRATCH_MAX_LEN`, and the view's
+    `SCRATCH_SETTINGS`."""
     return EncoderConfig(
         vocab_size=scratch_tokenizer().vocab_size,
         max_len=SCRATCH_MAX_LEN,
-        d_model=view.d_model,
-        n_heads=view.n_heads,
-        n_layers=view.n_layers,
-        d_ff=view.d_ff,
-        pos_encoding=view.pos_encoding,
-        norm=view.norm,
-        causal=view.causal,
-        seed=view.seed,
+        **{name: view.get(name) for name in SCRATCH_SETTINGS},
     )
 
 
@@ -126,10 +146,12 @@ def _build_model(choice: ModelChoice) -> tuple[Encoder, Tokenizer]:
         assert choice.cfg is not None
         model = Encoder(choice.cfg).eval().to(dev)
         return model, scratch_tokenizer(max_len=choice.cfg.max_len)
-    if choice.source.startswith("run:"):
-        model, tokenizer, _ = load_run(choice.source[4:], device=str(dev))
+    if choice.source == "run":
+        assert choice.run is not None
+        model, tokenizer, _ = load_run(choice.run, device=str(dev))
         return model.eval(), tokenizer
-    model, tokenizer = load_pretrained(choice.source, device=dev)
+    where = choice.path if choice.path is not None else choice.source  # "minilm": the installed one
+    model, tokenizer = load_pretrained(where, device=dev)
     return model.eval(), tokenizer
 
 

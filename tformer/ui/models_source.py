@@ -88,7 +88,7 @@ def _load(usable: dict[str, ModelEntry], name: str) -> str | None:
     """Load ``name`` (the full check: shapes, tokenizer, values); None when it loaded (it is then
     the session's last loaded model), else why not, as plain text."""
     try:
-        get_model(ModelChoice(str(usable[name].path)))
+        get_model(ModelChoice("folder", path=str(usable[name].path)))
     except (ValueError, MemoryError, RuntimeError) as err:
         return tr("{name} cannot be loaded: {err}", name=plain(name), err=plain(str(err), MAX_ERROR_CHARS))
     st.session_state[_LOADED] = name
@@ -145,7 +145,7 @@ def folder_choice() -> ModelChoice | None:
                     params=entry.n_params or 0,
                 )
             )
-            choice = ModelChoice(str(entry.path))
+            choice = ModelChoice("folder", path=str(entry.path))
     if refused:
         _refusals(refused, expanded=not usable)
     return choice

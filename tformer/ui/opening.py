@@ -58,8 +58,8 @@ def named_opening(choice: ModelChoice, text: str) -> Claim | None:
 
 
 def _finder_texts(choice: ModelChoice) -> list[str]:
-    if choice.source.startswith("run:"):
-        found = run_meta(choice.source[4:]).get("examples", [])
+    if choice.run is not None:
+        found = run_meta(choice.run).get("examples", [])
         return [t for t in found if isinstance(t, str)][:MAX_FINDER_TEXTS]
     return [str(e["text"]) for e in examples() if e.get("lang") == "en"][:MAX_FINDER_TEXTS]
 

@@ -13,7 +13,7 @@ from ..model.config import EncoderConfig
 from ..model.pretrained import pretrained_available
 from ..resources import examples
 from ..training.checkpoints import list_runs, remove_stale_temp, runs_dir
-from .binding import bind, set_values, view
+from .binding import bind, bind_number, set_values, view
 from .caches import MAX_PARAMS, ModelChoice, device, get_model, run_meta, scratch_config_of
 from .guard import plain
 from .models_source import folder_choice, models_dir_set
@@ -53,14 +53,14 @@ def page_links() -> None:
 def _scratch_config() -> EncoderConfig | None:
     sb = st.sidebar
     c1, c2 = sb.columns(2)
-    c1.number_input(tr("layers"), 1, 12, **bind("n_layers"))
-    c2.number_input(tr("heads"), 1, 32, **bind("n_heads"))
-    c1.number_input("d_model", 2, 1024, step=2, **bind("d_model"))
-    c2.number_input("d_ff", 1, 8192, placeholder=tr("4 x d_model"), **bind("d_ff"))
+    c1.number_input(tr("layers"), **bind_number("n_layers"))
+    c2.number_input(tr("heads"), **bind_number("n_heads"))
+    c1.number_input("d_model", **bind_number("d_model"))
+    c2.number_input("d_ff", placeholder=tr("4 x d_model"), **bind_number("d_ff"))
     c3, c4 = sb.columns(2)
     c3.selectbox(tr("positions"), tuple(POS_LABELS), format_func=shown(POS_LABELS), **bind("pos_encoding"))
     c4.selectbox("LayerNorm", tuple(NORM_LABELS), format_func=shown(NORM_LABELS), **bind("norm"))
-    c3.number_input(tr("seed"), 0, 2**31 - 1, **bind("seed"))
+    c3.number_input(tr("seed"), **bind_number("seed"))
     c4.checkbox(tr("causal mask"), **bind("causal"))
     try:
         cfg = scratch_config_of(view())  # the widgets above write their values to the view
@@ -164,7 +164,7 @@ def _fit_text_to_run(choice: ModelChoice) -> None:
     source) gets its first task input in place of a text its tokenizer cannot read: a symbol
     it does not know ([UNK]), or more tokens than it takes. Once per run opened, so the text
     a reader types afterwards stays."""
-    name = choice.source.removeprefix("run:")
+    name = str(choice.run)
     if st.session_state.get(_RUN_TEXT) == name:
         return
     mark_run_text(name)
@@ -201,7 +201,7 @@ def _run_choice() -> ModelChoice | None:
             )
         v.set("run", names[0])
     sb.selectbox(tr("trained run (newest first)"), names, **bind("run", names, then=_first_example_of_run))
-    choice = ModelChoice(f"run:{v.run}")
+    choice = ModelChoice("run", run=v.run)
     _fit_text_to_run(choice)
     return choice
 
@@ -256,7 +256,7 @@ def model_and_text() -> ModelChoice | None:
         cfg = _scratch_config()
         choice = ModelChoice("scratch", cfg) if cfg else None
     elif source == "local":
-        choice = ModelChoice(os.environ["TFORMER_MODEL_DIR"])
+        choice = ModelChoice("local", path=os.environ["TFORMER_MODEL_DIR"])
     elif source == "run":
         choice = _run_choice()
     elif source == "folder":

@@ -43,8 +43,17 @@ MODEL_NAME = r"[\w.+-]{1,100}"
 HEAD_NAME = r"L\d{1,2}H\d{1,2}"
 
 
-def _bounded(default: Any, lo: int, hi: int) -> Any:
-    return field(default=default, metadata={"min": lo, "max": hi})
+# The number of heads a model may have, wherever heads are counted (the sidebar's encoder,
+# the comparison's model B, the cost model): one range, so the widgets cannot disagree.
+HEADS = (1, 32)
+
+
+def _bounded(default: Any, lo: int, hi: int, step: int | None = None) -> Any:
+    """An integer field allowed in ``lo..hi``; ``step`` is the step of its widget's arrows
+    (the widget reads all three, `tformer.ui.binding.bind_number`; values between steps are
+    still allowed, as a link may carry them)."""
+    meta = {"min": lo, "max": hi} if step is None else {"min": lo, "max": hi, "step": step}
+    return field(default=default, metadata=meta)
 
 
 def _one_of(default: Any, choices: tuple[Any, ...]) -> Any:
@@ -103,7 +112,7 @@ class EncoderState:
 class CompareState:
     what: str = _one_of("text", ("text", "positions", "heads", "norm", "causal", "model"))
     text_b: str = field(default="The dog chased the ball across the park.", metadata={"max_chars": 2000})
-    heads_b: int = _bounded(8, 1, 32)
+    heads_b: int = _bounded(8, *HEADS)
 
 
 TAUS = ("0.1", "0.25", "0.5", "1", "2", "4", "10")
@@ -156,7 +165,7 @@ class TrainState:
     # the model (the same controls as the sidebar's from-scratch encoder; sized for training)
     n_layers: int = _bounded(2, 1, 6)
     n_heads: int = _bounded(4, 1, 16)
-    d_model: int = _bounded(64, 8, 256)
+    d_model: int = _bounded(64, 8, 256, step=8)
     d_ff: int | None = _bounded(None, 8, 1024)
     pos_encoding: str = _one_of("sinusoidal", POS_ENCODINGS)
     norm: str = _one_of("pre", NORMS)
@@ -172,9 +181,9 @@ class TrainState:
     clip: str = _one_of("1", ("0", "0.5", "1", "5"))
     label_smoothing: str = _one_of("0", ("0", "0.05", "0.1", "0.2"))
     dropout: str = _one_of("0", ("0", "0.1", "0.2", "0.3"))
-    batch: int = _bounded(64, 8, 512)
+    batch: int = _bounded(64, 8, 512, step=8)
     accum: int = _bounded(1, 1, 8)
-    steps: int = _bounded(2000, 10, 20_000)
+    steps: int = _bounded(2000, 10, 20_000, step=100)
     snapshot_every: int = _bounded(5, 1, 500)
     stop_at_99: bool = True
     snapshot: int = _bounded(0, 0, 100_000)  # the snapshot slider's position (-> its step)
@@ -183,7 +192,7 @@ class TrainState:
 @dataclass
 class CostsState:  # pages/costs.py (issue 14); fields are the page's own choices
     section: str = _one_of("wall", ("wall", "rnn", "sparse"))
-    heads: int = _bounded(12, 1, 32)  # MiniLM's 12 heads of 32 dimensions, d_model 384
+    heads: int = _bounded(12, *HEADS)  # MiniLM's 12 heads of 32 dimensions, d_model 384
     d_head: int = _bounded(32, 8, 256)
     d_model: int = _bounded(384, 16, 1024)  # the GRU's and the attention layer's width
     n_max: int = _bounded(16384, 64, 65536)  # the longest length tried (a budget stops most earlier)
@@ -267,8 +276,8 @@ class ViewState:
     run: str | None = field(default=None, metadata={"pattern": RUN_NAME})  # a trained run's name
     model: str | None = field(default=None, metadata={"pattern": MODEL_NAME})  # a models-folder entry
     n_layers: int = _bounded(2, 1, 12)
-    n_heads: int = _bounded(4, 1, 32)
-    d_model: int = _bounded(64, 2, 1024)
+    n_heads: int = _bounded(4, *HEADS)
+    d_model: int = _bounded(64, 2, 1024, step=2)
     d_ff: int | None = _bounded(None, 1, 8192)  # None: 4 x d_model
     pos_encoding: str = _one_of("sinusoidal", POS_ENCODINGS)
     norm: str = _one_of("post", NORMS)
@@ -312,6 +321,12 @@ class ViewState:
         owner, name = self._owner(key)
         meta = _field(type(owner), name).metadata
         return int(meta["min"]), int(meta["max"])
+
+    def step(self, key: str) -> int | None:
+        """The step of an integer field's widget, None where it declares none (Streamlit's 1)."""
+        owner, name = self._owner(key)
+        step = _field(type(owner), name).metadata.get("step")
+        return None if step is None else int(step)
 
     def default(self, key: str) -> Any:
         owner, name = self._owner(key)

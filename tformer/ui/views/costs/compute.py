@@ -22,7 +22,7 @@ from ....efficiency.sparse import local_mask, strided_mask
 from ....efficiency.sparse_costs import SparseSettings, sparse_sweep
 from ....i18n import tr
 from ....model.capture import capture_ids
-from ...binding import bind, view
+from ...binding import bind, bind_number, view
 from ...caches import ModelChoice, device, get_capture, get_model
 from ...opening import chosen_head
 from ...state import CostsState
@@ -132,10 +132,10 @@ def cost_controls(part: str) -> Any:
     with st.expander(tr("Sweep settings: sizes and budgets")):
         c1, c2, c3 = st.columns(3)
         if part in ("wall", "sparse"):
-            c1.number_input(tr("number of heads"), 1, 32, **bind("costs.heads"))
+            c1.number_input(tr("number of heads"), **bind_number("costs.heads"))
             c2.select_slider(tr("d_head"), D_HEADS, **bind("costs.d_head", D_HEADS))
         else:
-            c1.number_input(tr("number of heads"), 1, 32, **bind("costs.heads"))
+            c1.number_input(tr("number of heads"), **bind_number("costs.heads"))
             c2.select_slider(tr("d_model"), D_MODELS, **bind("costs.d_model", D_MODELS))
         c3.select_slider(tr("longest length tried"), N_MAXES, **bind("costs.n_max", N_MAXES))
         c4, c5, c6 = st.columns(3)
@@ -271,8 +271,8 @@ def sparse_on_text(choice: ModelChoice | None, text: str) -> dict[str, Any] | No
     """The mask settings, the layer and head pickers and the masked weights of the current text
     (`sparse_patterns`); None, with a message, when there is no text or no model to run."""
     c1, c2, c3, c4 = st.columns(4)
-    window = c1.number_input(tr("local window w"), 0, 64, **bind("costs.window"))
-    stride = c2.number_input(tr("stride s"), 1, 64, **bind("costs.stride"))
+    window = c1.number_input(tr("local window w"), **bind_number("costs.window"))
+    stride = c2.number_input(tr("stride s"), **bind_number("costs.stride"))
     if choice is None:
         st.info(
             tr(

@@ -10,7 +10,7 @@ from ....figures.predictions import generation_attention_figure, top_tokens_figu
 from ....figures.walkthrough import step_heatmap
 from ....i18n import language, tr
 from ....model.predictions import Generation, Prediction
-from ...binding import bind
+from ...binding import bind, bind_number
 from ...charts import chart
 from ...context import PageContext, formula, layer_head, source
 from ...tables import fitted_table
@@ -98,8 +98,7 @@ def _pickers(ctx: PageContext, info: HeadInfo, masks: list[int]) -> tuple[int, s
         ),
         **bind("predictions.temperature"),
     )
-    lo, hi = ctx.view.bounds("predictions.k")
-    k = c3.number_input(tr("top k"), lo, hi, **bind("predictions.k"))
+    k = c3.number_input(tr("top k"), **bind_number("predictions.k"))
     return int(position), str(temperature), int(k)
 
 
@@ -151,8 +150,7 @@ def greedy_generation(ctx: PageContext) -> None:
     """GPT-2 continuing the text with its most probable token, and where each new token's
     predicting position looked."""
     st.subheader(tr("Greedy generation: the most probable token, again and again"))
-    lo, hi = ctx.view.bounds("predictions.n_new")
-    n_new = int(st.number_input(tr("new tokens"), lo, hi, **bind("predictions.n_new")))
+    n_new = int(st.number_input(tr("new tokens"), **bind_number("predictions.n_new")))
     gen = generation(ctx.choice, ctx.text, n_new)
     if not gen.new_ids:
         st.info(

@@ -22,7 +22,7 @@ from ....timing import Load
 from ....training.recipe import Recipe, model_config, recipe_help, schedule_curve
 from ....training.runs import Run
 from ....training.tasks import TASKS, TaskSpec, as_text, held_out_set, task_targets
-from ...binding import bind, set_values, view
+from ...binding import bind, bind_number, set_values, view
 from ...caches import run_meta
 from ...charts import chart
 from ...timing_view import busy_method, load_note
@@ -77,8 +77,8 @@ def task_controls() -> TaskSpec | None:
     c1, c2, c3, c4 = st.columns([2, 1, 1, 1])
     names = list(TASKS)
     task = c1.selectbox(tr("task"), names, format_func=_labels(TASK_NAMES), **bind(_s("task"), names))
-    length = c2.number_input(tr("length"), 4, 64, **bind(_s("length")))
-    vocab = c3.number_input(tr("symbols"), 2, 52, **bind(_s("vocab")))
+    length = c2.number_input(tr("length"), **bind_number(_s("length")))
+    vocab = c3.number_input(tr("symbols"), **bind_number(_s("vocab")))
     held = c4.select_slider(
         tr("held out"),
         list(view().choices(_s("held_out"))),
@@ -86,7 +86,7 @@ def task_controls() -> TaskSpec | None:
     )
     shift = 1
     if task == "shift":
-        shift = st.number_input(tr("k: rotate right by"), 1, 63, **bind(_s("shift")))
+        shift = st.number_input(tr("k: rotate right by"), **bind_number(_s("shift")))
     st.caption(tr(TASKS[str(task)]))
     try:
         spec = TaskSpec(str(task), int(length), int(vocab), min(int(shift), int(length) - 1), float(held))
@@ -105,10 +105,10 @@ def model_controls(spec: TaskSpec) -> EncoderConfig | None:
         tr("**The model** (the same settings as the sidebar's from-scratch encoder, sized for training)")
     )
     c1, c2, c3, c4, c5, c6 = st.columns(6)
-    n_layers = c1.number_input(tr("layers"), 1, 6, **bind(_s("n_layers")))
-    n_heads = c2.number_input(tr("heads"), 1, 16, **bind(_s("n_heads")))
-    d_model = c3.number_input("d_model", 8, 256, step=8, **bind(_s("d_model")))
-    d_ff = c4.number_input("d_ff", 8, 1024, placeholder="4 x d_model", **bind(_s("d_ff")))
+    n_layers = c1.number_input(tr("layers"), **bind_number(_s("n_layers")))
+    n_heads = c2.number_input(tr("heads"), **bind_number(_s("n_heads")))
+    d_model = c3.number_input("d_model", **bind_number(_s("d_model")))
+    d_ff = c4.number_input("d_ff", placeholder="4 x d_model", **bind_number(_s("d_ff")))
     pos = c5.selectbox(
         tr("positions"),
         tuple(POSITIONS),
@@ -166,21 +166,21 @@ def recipe_controls() -> Recipe | None:
         eps = _pick(c3, "ε", "eps")
         st.caption(tr(HELP["betas"]) + " " + tr(HELP["eps"]))
         c1, c2, c3 = st.columns(3)
-        warmup = c1.number_input(tr("warm-up steps"), 0, 2000, **bind(_s("warmup")))
+        warmup = c1.number_input(tr("warm-up steps"), **bind_number(_s("warmup")))
         c1.caption(tr(HELP["warmup"]))
         clip = _pick(c2, tr("clip the gradient norm at"), "clip", "clip")
         wd = _pick(c3, tr("weight decay"), "weight_decay", "weight_decay")
         c1, c2, c3 = st.columns(3)
         smooth = _pick(c1, tr("label smoothing"), "label_smoothing", "label_smoothing")
         drop = _pick(c2, tr("dropout"), "dropout", "dropout")
-        steps = c3.number_input(tr("most updates"), 10, 20_000, step=100, **bind(_s("steps")))
+        steps = c3.number_input(tr("most updates"), **bind_number(_s("steps")))
         c3.caption(tr(HELP["steps"]))
         c1, c2, c3 = st.columns(3)
-        batch = c1.number_input(tr("batch"), 8, 512, step=8, **bind(_s("batch")))
+        batch = c1.number_input(tr("batch"), **bind_number(_s("batch")))
         c1.caption(tr(HELP["batch"]))
-        accum = c2.number_input(tr("gradient accumulation"), 1, 8, **bind(_s("accum")))
+        accum = c2.number_input(tr("gradient accumulation"), **bind_number(_s("accum")))
         c2.caption(tr(HELP["accum"]))
-        snap = c3.number_input(tr("snapshot every"), 1, 500, **bind(_s("snapshot_every")))
+        snap = c3.number_input(tr("snapshot every"), **bind_number(_s("snapshot_every")))
         c3.caption(tr(HELP["snapshot_every"]))
         try:
             recipe = Recipe(

@@ -19,7 +19,7 @@ from ....figures.why import (
 )
 from ....i18n import tr
 from ....training.recall import RecallResult, RecallSettings
-from ...binding import bind, view
+from ...binding import bind, bind_number, view
 from ...charts import chart
 from ...context import PageContext, formula, source
 from ...guard import plain
@@ -254,7 +254,7 @@ def _recall_controls() -> RecallSettings:
         format_func={p: tr(PROTOCOLS[p]) for p in protocols}.__getitem__,
         **bind("why.protocol", protocols),
     )
-    seed = int(c2.number_input(tr("seed (weights and batches)"), 0, 9999, **bind("why.seed")))
+    seed = int(c2.number_input(tr("seed (weights and batches)"), **bind_number("why.seed")))
     settings = recall_settings(str(protocol), seed)
     m1, m2, m3, m4 = st.columns(4)
     m1.metric(tr("distances"), f"{settings.spec.distances[0]} … {settings.spec.distances[-1]}")

@@ -1,0 +1,49 @@
+"""One name per concept, in one order: the encoder's two masks and the model source's encoding."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+import torch
+
+from tests._models import tiny
+from tformer.model.encoder import Encoder
+
+
+def test_forward_logits_and_hidden_take_their_arguments_in_one_order():
+    order = ["ids", "attention_mask", "token_type_ids", "attn_mask"]
+    for method in (Encoder.forward, Encoder.logits, Encoder.hidden):
+        assert list(inspect.signature(method).parameters)[1:] == order, method.__name__
+
+
+@pytest.mark.parametrize("method", ["forward", "logits", "hidden"])
+def test_each_takes_the_rule_mask_as_attn_mask_by_position_and_by_name(method):
+    model = Encoder(tiny(n_outputs=3)).eval()
+    ids = torch.tensor([[1, 2, 3, 4]])
+    padding = torch.tensor([[1, 1, 1, 0]])
+    rule = torch.ones(4, 4, dtype=torch.bool).tril()  # causal, as a rule
+    fn = getattr(model, method)
+    with torch.no_grad():
+        positional = fn(ids, padding, None, rule)
+        named = fn(ids, attention_mask=padding, attn_mask=rule)
+    assert torch.equal(positional, named)
+
+
+def test_a_model_choice_names_its_source_as_the_view_and_a_link_do():
+    from tformer.ui.caches import ModelChoice
+    from tformer.ui.state import SOURCES, ViewState
+
+    view, notices = ViewState.from_query({"source": "run", "run": "tiny-copy"})  # a link of main
+    assert not notices
+    choice = ModelChoice(view.source, run=view.run)
+    assert (choice.source, choice.run) == ("run", "tiny-copy")
+    assert choice.label == "trained run tiny-copy"
+    assert ModelChoice("folder", path="/models/tiny-gpt2").label == "local checkpoint /models/tiny-gpt2"
+    assert set(ViewState().choices("source")) == set(SOURCES)
+    with pytest.raises(ValueError, match="is not one of"):
+        ModelChoice("run:tiny-copy")  # the old second encoding
+    with pytest.raises(ValueError, match="needs run"):
+        ModelChoice("run")
+    with pytest.raises(ValueError, match="needs path"):
+        ModelChoice("local")
