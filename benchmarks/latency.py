@@ -300,7 +300,8 @@ def pick_pages(pages: list[PageSpec], arg: str) -> list[PageSpec]:
     return [known[w] for w in want]
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command line, with --runs and --runs-other checked."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument(
         "--app-dir",
@@ -339,19 +340,102 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--runs must be >= 5")
     if args.runs_other < 1:
         ap.error("--runs-other must be >= 1")
+    return args
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one run measures: the app under test, its registry's pages and the picked ones."""
+
+    sizes: list[int]
+    single: bool  # --url-path: cold start, page load and edits on that one page
+    app_dir: Path
+    pages: list[PageSpec]  # the registry of the app under test
+    specs: list[PageSpec]  # the pages --pages picked (none with --url-path)
+    text_specs: list[PageSpec]  # those of them that show a text
+    cold_path: str  # the page of the cold start and the page load
+
+
+def _plan(args: argparse.Namespace) -> Plan:
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     single = args.url_path is not None
     app_dir = (args.app_dir or default_app_dir()).resolve()
-    pages = list(app_pages(app_dir))  # the registry of the app under test
+    pages = list(app_pages(app_dir))
     if single:
-        specs: list[PageSpec] = []
-        cold_path = args.url_path.strip("/")
+        return Plan(sizes, single, app_dir, pages, [], [], args.url_path.strip("/"))
+    specs = pick_pages(pages, args.pages)
+    text_specs = [p for p in specs if p.needs_text]
+    # the Attention page, as before the Why-attention page came first among the text pages
+    text_paths = [p.url_path for p in pages if p.needs_text]
+    cold_path = ATTENTION if ATTENTION in text_paths else next(iter(text_paths), pages[0].url_path)
+    return Plan(sizes, single, app_dir, pages, specs, text_specs, cold_path)
+
+
+def _measure_cold(browser: Any, base_url: str, cold_path: str) -> tuple[Any, Any, WsMonitor, list[Row]]:
+    """Cold start, then page load in a second browser context: the first context, its page and
+    its websocket monitor (the edits go on there), and the two rows."""
+    ctx, page, mon, first_ms, idle_ms = open_cold(browser, base_url, cold_path)
+    rows = [
+        Row("cold start", label(cold_path), None, [first_ms], [idle_ms], [mon.bytes_received],
+            budget_ms=COLD_BUDGET_S * 1000)
+    ]  # fmt: skip
+    ctx2, _, mon2, warm_first, warm_idle = open_cold(browser, base_url, cold_path)
+    rows.append(Row("page load", label(cold_path), None, [warm_first], [warm_idle], [mon2.bytes_received]))
+    ctx2.close()
+    print(f"  cold start {first_ms / 1000:.2f} s, page load {warm_first / 1000:.2f} s", file=sys.stderr)
+    return ctx, page, mon, rows
+
+
+def _measure_pages(
+    page: Any, mon: WsMonitor, plan: Plan, args: argparse.Namespace, texts: Texts
+) -> list[Row]:
+    """Edits (and pickers) on every picked page that shows a text, then opens of every picked page."""
+    rows: list[Row] = []
+    for spec in plan.text_specs:
+        if _current_path(page) != spec.url_path:
+            nav_to(page, spec.url_path, timeout=FIRST_RUN_TIMEOUT_MS)
+        runs = args.runs if spec.url_path == ATTENTION else args.runs_other
+        rows += measure_edits(page, mon, spec.url_path, plan.sizes, runs, texts, args.key)
+        if spec.url_path in PICKS:
+            rows += measure_picks(page, mon, spec.url_path, plan.sizes, args.runs_other, texts, args.key)
+    rows += measure_opens(page, plan.pages, plan.specs, args.runs_other, texts, args.key)
+    return rows
+
+
+def _measure(
+    pw: Any, base_url: str, plan: Plan, args: argparse.Namespace, texts: Texts
+) -> tuple[list[Row], int]:
+    """Every row, in one Chromium, and the count of websocket frames that did not decode."""
+    browser = launch_chromium(pw)
+    ctx, page, mon, rows = _measure_cold(browser, base_url, plan.cold_path)
+    if plan.single:
+        rows += measure_edits(page, mon, plan.cold_path, plan.sizes, args.runs, texts, args.key)
     else:
-        specs = pick_pages(pages, args.pages)
-        text_specs = [p for p in specs if p.needs_text]
-        # the Attention page, as before the Why-attention page came first among the text pages
-        text_paths = [p.url_path for p in pages if p.needs_text]
-        cold_path = ATTENTION if ATTENTION in text_paths else next(iter(text_paths), pages[0].url_path)
+        rows += _measure_pages(page, mon, plan, args, texts)
+    undecodable = mon.undecodable
+    ctx.close()
+    browser.close()
+    return rows, undecodable
+
+
+def _write_json(path: Path, rows: list[Row], *, exact: bool, fresh: bool, undecodable: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        json.dumps(
+            {
+                "tokens_exact": exact,
+                "cold_server_fresh": fresh,
+                "undecodable_frames": undecodable,
+                "rows": [asdict(r) | {"median_ms": r.median} for r in rows],
+            },
+            indent=2,
+        )
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
+    plan = _plan(args)
 
     from playwright.sync_api import sync_playwright
 
@@ -359,45 +443,13 @@ def main(argv: list[str] | None = None) -> int:
     server = None
     t_start = time.monotonic()
     if args.port is None:
-        server = AppServer(app_dir=app_dir).start()
+        server = AppServer(app_dir=plan.app_dir).start()
         base_url = server.url + "/"
     else:
         base_url = f"http://127.0.0.1:{args.port}/"
-    rows: list[Row] = []
-    undecodable = 0
     try:
         with sync_playwright() as pw:
-            browser = launch_chromium(pw)
-            ctx, page, mon, first_ms, idle_ms = open_cold(browser, base_url, cold_path)
-            rows.append(
-                Row("cold start", label(cold_path), None, [first_ms], [idle_ms], [mon.bytes_received],
-                    budget_ms=COLD_BUDGET_S * 1000)
-            )  # fmt: skip
-            ctx2, _, mon2, warm_first, warm_idle = open_cold(browser, base_url, cold_path)
-            rows.append(
-                Row("page load", label(cold_path), None, [warm_first], [warm_idle], [mon2.bytes_received])
-            )
-            ctx2.close()
-            print(
-                f"  cold start {first_ms / 1000:.2f} s, page load {warm_first / 1000:.2f} s", file=sys.stderr
-            )
-
-            if single:
-                rows += measure_edits(page, mon, cold_path, sizes, args.runs, texts, args.key)
-            else:
-                for spec in text_specs:
-                    if _current_path(page) != spec.url_path:
-                        nav_to(page, spec.url_path, timeout=FIRST_RUN_TIMEOUT_MS)
-                    runs = args.runs if spec.url_path == ATTENTION else args.runs_other
-                    rows += measure_edits(page, mon, spec.url_path, sizes, runs, texts, args.key)
-                    if spec.url_path in PICKS:
-                        rows += measure_picks(
-                            page, mon, spec.url_path, sizes, args.runs_other, texts, args.key
-                        )
-                rows += measure_opens(page, pages, specs, args.runs_other, texts, args.key)
-            undecodable = mon.undecodable
-            ctx.close()
-            browser.close()
+            rows, undecodable = _measure(pw, base_url, plan, args, texts)
     finally:
         if server is not None:
             server.stop()
@@ -405,18 +457,7 @@ def main(argv: list[str] | None = None) -> int:
     ok = report(rows, fresh=server is not None, exact=texts.exact, undecodable=undecodable)
     print(f"\n(measured in {time.monotonic() - t_start:.0f} s)")
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(
-            json.dumps(
-                {
-                    "tokens_exact": texts.exact,
-                    "cold_server_fresh": server is not None,
-                    "undecodable_frames": undecodable,
-                    "rows": [asdict(r) | {"median_ms": r.median} for r in rows],
-                },
-                indent=2,
-            )
-        )
+        _write_json(args.json, rows, exact=texts.exact, fresh=server is not None, undecodable=undecodable)
     return 0 if ok or not args.strict else 1
 
 

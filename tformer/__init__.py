@@ -62,28 +62,51 @@ _EXPORTS: dict[str, str] = {
     "scratch_tokenizer": "model.tokenizer",
 }
 
+# The same names for type checkers; `name as name` is what mypy's strict mode reads as a re-export.
 if TYPE_CHECKING:
-    from .analysis.layouts import FusedQKV, SeparateQKV, split_fused
-    from .model.attention import (
-        MultiHeadAttention,
-        attention_pattern,
-        attention_scores,
-        scaled_dot_product_attention,
-    )
-    from .model.capture import ATTENTION, TextCapture, capture_nbytes, capture_text
-    from .model.config import EncoderConfig
-    from .model.device import pick_device
-    from .model.encoder import MLP, Encoder, EncoderBlock
-    from .model.hooks import ACTS, ActivationCache, HookedRootModule, HookPoint, act_name, capturing
-    from .model.interventions import ablate_heads, patterns_without_positions
-    from .model.layernorm import LayerNorm
-    from .model.model_files import ModelFolderError
-    from .model.model_loader import LoadedModel, load_model_folder
-    from .model.models_dir import ModelEntry, find_models
-    from .model.positional import pe_frequencies, pe_shift_matrix, sinusoidal_encoding
-    from .model.predictions import Generation, Prediction, generate_greedy, predict
-    from .model.pretrained import PretrainedUnavailable, load_pretrained, pretrained_available
-    from .model.tokenizer import Encoded, Tokenizer, scratch_tokenizer
+    from .analysis.layouts import FusedQKV as FusedQKV
+    from .analysis.layouts import SeparateQKV as SeparateQKV
+    from .analysis.layouts import split_fused as split_fused
+    from .model.attention import MultiHeadAttention as MultiHeadAttention
+    from .model.attention import attention_pattern as attention_pattern
+    from .model.attention import attention_scores as attention_scores
+    from .model.attention import scaled_dot_product_attention as scaled_dot_product_attention
+    from .model.capture import ATTENTION as ATTENTION
+    from .model.capture import TextCapture as TextCapture
+    from .model.capture import capture_nbytes as capture_nbytes
+    from .model.capture import capture_text as capture_text
+    from .model.config import EncoderConfig as EncoderConfig
+    from .model.device import pick_device as pick_device
+    from .model.encoder import MLP as MLP
+    from .model.encoder import Encoder as Encoder
+    from .model.encoder import EncoderBlock as EncoderBlock
+    from .model.hooks import ACTS as ACTS
+    from .model.hooks import ActivationCache as ActivationCache
+    from .model.hooks import HookedRootModule as HookedRootModule
+    from .model.hooks import HookPoint as HookPoint
+    from .model.hooks import act_name as act_name
+    from .model.hooks import capturing as capturing
+    from .model.interventions import ablate_heads as ablate_heads
+    from .model.interventions import patterns_without_positions as patterns_without_positions
+    from .model.layernorm import LayerNorm as LayerNorm
+    from .model.model_files import ModelFolderError as ModelFolderError
+    from .model.model_loader import LoadedModel as LoadedModel
+    from .model.model_loader import load_model_folder as load_model_folder
+    from .model.models_dir import ModelEntry as ModelEntry
+    from .model.models_dir import find_models as find_models
+    from .model.positional import pe_frequencies as pe_frequencies
+    from .model.positional import pe_shift_matrix as pe_shift_matrix
+    from .model.positional import sinusoidal_encoding as sinusoidal_encoding
+    from .model.predictions import Generation as Generation
+    from .model.predictions import Prediction as Prediction
+    from .model.predictions import generate_greedy as generate_greedy
+    from .model.predictions import predict as predict
+    from .model.pretrained import PretrainedUnavailable as PretrainedUnavailable
+    from .model.pretrained import load_pretrained as load_pretrained
+    from .model.pretrained import pretrained_available as pretrained_available
+    from .model.tokenizer import Encoded as Encoded
+    from .model.tokenizer import Tokenizer as Tokenizer
+    from .model.tokenizer import scratch_tokenizer as scratch_tokenizer
 
 __all__ = sorted(_EXPORTS)
 __version__ = "0.1.0"

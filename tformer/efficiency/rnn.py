@@ -53,7 +53,8 @@ class SelfAttentionLayer(nn.Module):
         b, n, d = x.shape  # [batch, pos, d_model]
         qkv = self.qkv(x).view(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
         z = F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2])  # [batch, head_index, pos, d_head]
-        return self.out(z.transpose(1, 2).reshape(b, n, d))  # [batch, pos, d_model]
+        out: torch.Tensor = self.out(z.transpose(1, 2).reshape(b, n, d))  # [batch, pos, d_model]
+        return out
 
 
 def path_lengths(n: np.ndarray) -> dict[str, dict[str, np.ndarray]]:

@@ -143,4 +143,5 @@ class MultiHeadAttention(nn.Module):
 
         z = self.hook_z(z.transpose(1, 2))  # [batch, pos, head_index, d_head]
         # 7. concat heads, 8. output projection W_O
-        return self.out(z.reshape(B, T, H * Dh))  # [batch, pos, d_model]
+        out: torch.Tensor = self.out(z.reshape(B, T, H * Dh))  # [batch, pos, d_model]
+        return out

@@ -118,11 +118,12 @@ class TextCapture:
         a = self[name]
         if not ACTS[name].per_layer:
             raise ValueError(f"{name!r} is not a per-layer activation: use capture[{name!r}]")
+        # `...` keeps every axis after the layer's: the slice is typed as an array, not a scalar.
         if self.layers is None:
-            return a[layer]
+            return a[layer, ...]
         if layer not in self.layers:
             raise KeyError(f"layer {layer} was not captured; this capture holds layers {list(self.layers)}")
-        return a[self.layers.index(layer)]
+        return a[self.layers.index(layer), ...]
 
     def __getitem__(self, name: str) -> np.ndarray:
         try:

@@ -17,13 +17,15 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from torch import nn
 
 HookFn = Callable[[torch.Tensor, "HookPoint"], "torch.Tensor | None"]
+# How an ActivationCache is read: a full or short name, or (short name, layer): ``cache["v", 0]``.
+CacheKey = str | tuple[str, int]
 
 # name -> functions to run there, for the run in progress on this thread (None: no run is hooked).
 _ACTIVE: ContextVar[Mapping[str, tuple[HookFn, ...]] | None] = ContextVar(
@@ -61,6 +63,10 @@ class HookPoint(nn.Module):
 
     def extra_repr(self) -> str:
         return self.name
+
+    if TYPE_CHECKING:
+        # nn.Module's __call__ returns Any; calling a hook point runs `forward`, tensor in, tensor out.
+        def __call__(self, x: torch.Tensor) -> torch.Tensor: ...
 
 
 @dataclass(frozen=True)
@@ -156,12 +162,12 @@ class ActivationCache(Mapping[str, torch.Tensor]):
     def __init__(self, store: dict[str, torch.Tensor]) -> None:
         self._store = store
 
-    def _resolve(self, key: str | tuple) -> str:
+    def _resolve(self, key: CacheKey) -> str:
         if isinstance(key, tuple):
             return act_name(*key)
         return act_name(key)
 
-    def __getitem__(self, key: str | tuple) -> torch.Tensor:
+    def __getitem__(self, key: CacheKey) -> torch.Tensor:
         name = self._resolve(key)
         try:
             return self._store[name]
@@ -182,7 +188,7 @@ class ActivationCache(Mapping[str, torch.Tensor]):
     def __len__(self) -> int:
         return len(self._store)
 
-    def numpy(self, key: str | tuple) -> np.ndarray:
+    def numpy(self, key: CacheKey) -> np.ndarray:
         """The tensor as a float32 numpy array on the CPU, ready for plotting."""
         return self[key].detach().to("cpu", torch.float32).numpy()
 

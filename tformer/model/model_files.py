@@ -28,7 +28,7 @@ import pickle
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -169,7 +169,9 @@ class WeightsFile:
     ``torch.load(weights_only=True)`` (no tensor data is read until a tensor is used).
     """
 
-    def __init__(self, path: Path, shapes: Mapping[str, tuple[int, ...]], getter: Any) -> None:
+    def __init__(
+        self, path: Path, shapes: Mapping[str, tuple[int, ...]], getter: Callable[[str], torch.Tensor]
+    ) -> None:
         self.path = path
         self.shapes = dict(shapes)
         self._get = getter

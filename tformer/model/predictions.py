@@ -64,7 +64,8 @@ def output_logits(model: Encoder, ids: Ids, attention_mask: Ids | None = None) -
     with torch.inference_mode():
         if model.lm_head is not None:
             hidden = model.hidden(ids, attention_mask)  # [batch, pos, d_model]
-            return model.lm_head(hidden, model.embed.weight)  # [batch, pos, vocab]
+            logits: torch.Tensor = model.lm_head(hidden, model.embed.weight)  # [batch, pos, vocab]
+            return logits
         if model.head is not None:
             return model.logits(ids, attention_mask)  # [batch, pos, n_outputs]
     raise ValueError(tr("this model has no output head, so it predicts no tokens"))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -120,6 +121,6 @@ def _load_folder(folder: Path) -> tuple[Encoder, Tokenizer]:
     return loaded.model, loaded.tokenizer
 
 
-def config_from_bert(hf: Mapping, source: str | Path = "config.json") -> EncoderConfig:
+def config_from_bert(hf: Mapping[str, Any], source: str | Path = "config.json") -> EncoderConfig:
     """Map a config.json of any supported family onto `EncoderConfig` (see `tformer.model.families`)."""
     return model_spec(hf, source).cfg

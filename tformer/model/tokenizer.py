@@ -26,6 +26,7 @@ import unicodedata
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import tokenizers
 
@@ -366,7 +367,7 @@ class Tokenizer:
 
     # --- helpers -------------------------------------------------------------------------------
 
-    def _find_pad_id(self, padding: dict | None) -> int | None:
+    def _find_pad_id(self, padding: dict[str, Any] | None) -> int | None:
         if padding and padding.get("pad_token") is not None:
             found = self._tok.token_to_id(padding["pad_token"])
             if found is not None:

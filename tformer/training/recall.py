@@ -126,7 +126,7 @@ def recall_targets(ids: npt.ArrayLike) -> IntArray:
     x = np.asarray(ids, dtype=np.int64)
     if x.ndim != 2 or x.shape[1] < 3:
         raise ValueError(f"ids must be [batch, length >= 3], got shape {x.shape}")
-    return x[:, 0].copy()
+    return np.copy(x[:, 0], order="C")  # x[:, 0].copy(), typed (see tasks._copy)
 
 
 def recall_is_held_out(spec: RecallSpec, ids: npt.ArrayLike) -> npt.NDArray[np.bool_]:
@@ -189,7 +189,7 @@ def recall_held_out(spec: RecallSpec, distance: int, n: int) -> IntArray:
         raise ValueError(f"distance={distance!r} is not one of {spec.distances}")
     if not isinstance(n, int) or not 1 <= n <= MAX_EVAL:
         raise ValueError(f"n={n!r} must be an integer in [1, {MAX_EVAL}]")
-    return _held_out(spec, distance, n).copy()
+    return np.copy(_held_out(spec, distance, n), order="C")  # a writeable copy of the cached one
 
 
 # --- the models -------------------------------------------------------------------------------------
@@ -211,7 +211,8 @@ class RecallRecurrent(nn.Module):
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         states, _ = self.recurrent(self.embed(ids))  # [batch, pos, d_hidden]
-        return self.head(states)  # [batch, pos, n_ids]
+        scores: torch.Tensor = self.head(states)  # [batch, pos, n_ids]
+        return scores
 
 
 def _n_params(module: nn.Module) -> int:

@@ -137,12 +137,13 @@ class TaskSpec:
 # --- targets ----------------------------------------------------------------------------------
 
 
+# np.copy(x, order="C") is x.copy(), typed: for python_version 3.10 numpy's stubs make x.copy() Any.
 def _copy(x: IntArray, spec: TaskSpec) -> IntArray:
-    return x.copy()
+    return np.copy(x, order="C")
 
 
 def _reverse(x: IntArray, spec: TaskSpec) -> IntArray:
-    return x[:, ::-1].copy()
+    return np.copy(x[:, ::-1], order="C")
 
 
 def _sort(x: IntArray, spec: TaskSpec) -> IntArray:
@@ -200,7 +201,8 @@ def _mix(h: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
     """splitmix64's finaliser: every input bit affects every output bit."""
     h = (h ^ (h >> np.uint64(30))) * _MIX1
     h = (h ^ (h >> np.uint64(27))) * _MIX2
-    return h ^ (h >> np.uint64(31))
+    out: npt.NDArray[np.uint64] = h ^ (h >> np.uint64(31))  # uint64 op uint64 stays uint64
+    return out
 
 
 def hash_unit(inputs: npt.ArrayLike, seed: int) -> npt.NDArray[np.float64]:
@@ -216,7 +218,8 @@ def hash_unit(inputs: npt.ArrayLike, seed: int) -> npt.NDArray[np.float64]:
     terms = _mix((x.astype(np.uint64) + np.uint64(1)) * _MUL + pos)  # [batch, pos]
     mixed_seed = _mix(np.full(1, seed, dtype=np.uint64) + _MUL)  # [1]
     h = _mix(terms.sum(axis=1, dtype=np.uint64) ^ mixed_seed)  # [batch]
-    return (h >> np.uint64(11)).astype(np.float64) / float(2**53)  # [batch] in [0, 1)
+    top: npt.NDArray[np.uint64] = h >> np.uint64(11)  # the top 53 bits: a float64's mantissa
+    return top.astype(np.float64) / float(2**53)  # [batch] in [0, 1)
 
 
 def is_held_out(spec: TaskSpec, inputs: npt.ArrayLike) -> npt.NDArray[np.bool_]:

@@ -5,7 +5,8 @@ Only the app imports this package (``import tformer`` does not load Streamlit). 
 need no text), a figure builder from `tformer.figures`, render. Names are imported from their
 modules on first use (PEP 562): importing this package loads no torch, which lets a fresh
 server's first page start the browser's chart code early (`tformer.ui.warm`). The ``TYPE_CHECKING``
-imports name the same names for mypy (tests/test_rooms_of_pages.py holds the two lists equal). A
+imports name the same names for mypy (tests/test_rooms_of_pages.py holds the two lists equal), as
+``name as name``: mypy's strict mode reads only that form (or a literal ``__all__``) as a re-export. A
 page's own compute and helpers are not here: they are its view, `tformer.ui.views`.
 """
 
@@ -85,65 +86,73 @@ _EXPORTS: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
-    from .binding import bind, bind_number, set_values, view
-    from .caches import (
-        CaptureTooLarge,
-        ModelChoice,
-        device,
-        get_capture,
-        get_model,
-        set_threads,
-        shared_figure,
-    )
-    from .charts import chart, chart_in, image_buttons
-    from .context import (
-        MATRIX_LABELS,
-        PageContext,
-        formula,
-        layer_head,
-        layer_head_query,
-        matrix_kind,
-        overview,
-        query_token,
-        section,
-        select_head,
-        source,
-        source_text,
-        weight_scale,
-    )
-    from .entry import frame, page_context
-    from .guard import no_traceback, plain
-    from .lesson_mode import lesson_bar, start_lesson
-    from .lesson_questions import figure_hidden
-    from .opening import ROLE_NAMES, opening_note
-    from .page_frame import Frame
-    from .registry import LESSON_MAP, PAGES, SECTIONS, PageSpec, by_section
-    from .state import (
-        TAUS,
-        WHY_SCALES,
-        AttentionState,
-        CompareState,
-        CostsState,
-        EncoderState,
-        FinderState,
-        FlashState,
-        HeadsState,
-        LayersState,
-        MasksState,
-        PositionalState,
-        PredictionsState,
-        QKSpaceState,
-        QKVState,
-        ScalingState,
-        StepsState,
-        TrainState,
-        ViewState,
-        WhyState,
-    )
-    from .stepper import step_slider
-    from .tables import fitted_table
-    from .timing_view import busy_method, load_note
-    from .zoom import jump_box
+    from .binding import bind as bind
+    from .binding import bind_number as bind_number
+    from .binding import set_values as set_values
+    from .binding import view as view
+    from .caches import CaptureTooLarge as CaptureTooLarge
+    from .caches import ModelChoice as ModelChoice
+    from .caches import device as device
+    from .caches import get_capture as get_capture
+    from .caches import get_model as get_model
+    from .caches import set_threads as set_threads
+    from .caches import shared_figure as shared_figure
+    from .charts import chart as chart
+    from .charts import chart_in as chart_in
+    from .charts import image_buttons as image_buttons
+    from .context import MATRIX_LABELS as MATRIX_LABELS
+    from .context import PageContext as PageContext
+    from .context import formula as formula
+    from .context import layer_head as layer_head
+    from .context import layer_head_query as layer_head_query
+    from .context import matrix_kind as matrix_kind
+    from .context import overview as overview
+    from .context import query_token as query_token
+    from .context import section as section
+    from .context import select_head as select_head
+    from .context import source as source
+    from .context import source_text as source_text
+    from .context import weight_scale as weight_scale
+    from .entry import frame as frame
+    from .entry import page_context as page_context
+    from .guard import no_traceback as no_traceback
+    from .guard import plain as plain
+    from .lesson_mode import lesson_bar as lesson_bar
+    from .lesson_mode import start_lesson as start_lesson
+    from .lesson_questions import figure_hidden as figure_hidden
+    from .opening import ROLE_NAMES as ROLE_NAMES
+    from .opening import opening_note as opening_note
+    from .page_frame import Frame as Frame
+    from .registry import LESSON_MAP as LESSON_MAP
+    from .registry import PAGES as PAGES
+    from .registry import SECTIONS as SECTIONS
+    from .registry import PageSpec as PageSpec
+    from .registry import by_section as by_section
+    from .state import TAUS as TAUS
+    from .state import WHY_SCALES as WHY_SCALES
+    from .state import AttentionState as AttentionState
+    from .state import CompareState as CompareState
+    from .state import CostsState as CostsState
+    from .state import EncoderState as EncoderState
+    from .state import FinderState as FinderState
+    from .state import FlashState as FlashState
+    from .state import HeadsState as HeadsState
+    from .state import LayersState as LayersState
+    from .state import MasksState as MasksState
+    from .state import PositionalState as PositionalState
+    from .state import PredictionsState as PredictionsState
+    from .state import QKSpaceState as QKSpaceState
+    from .state import QKVState as QKVState
+    from .state import ScalingState as ScalingState
+    from .state import StepsState as StepsState
+    from .state import TrainState as TrainState
+    from .state import ViewState as ViewState
+    from .state import WhyState as WhyState
+    from .stepper import step_slider as step_slider
+    from .tables import fitted_table as fitted_table
+    from .timing_view import busy_method as busy_method
+    from .timing_view import load_note as load_note
+    from .zoom import jump_box as jump_box
 
 __all__ = sorted(_EXPORTS)
 

@@ -217,5 +217,7 @@ def shared_figure(build: Callable[..., F], *args: Any, **kwargs: Any) -> F:
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def _shared_figure(name: str, lang: str, _build: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+def _shared_figure(
+    name: str, lang: str, _build: Callable[..., F], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> F:
     return _build(*args, **kwargs)

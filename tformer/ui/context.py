@@ -314,7 +314,7 @@ def resolve(fn: Callable[..., Any] | str) -> Callable[..., Any]:
 
     first, *rest = fn.split(".")
     # a name tformer exports ("MultiHeadAttention.forward") or a module's ("analysis.layouts.attend")
-    obj: Any = (
+    obj: object = (
         getattr(tformer, first) if first in dir(tformer) else importlib.import_module(f"tformer.{first}")
     )
     while rest and isinstance(obj, types.ModuleType) and not hasattr(obj, rest[0]):

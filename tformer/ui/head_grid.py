@@ -44,7 +44,7 @@ def _no_lists(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def head_grid(
-    data: dict, selected: tuple[int, int], *, key: str, on_select: Callable[[int, int], None]
+    data: dict[str, Any], selected: tuple[int, int], *, key: str, on_select: Callable[[int, int], None]
 ) -> None:
     """Draw `head_grid_data`'s ``data`` with ``selected`` outlined and its words in the
     session's language (`grid_labels`); a click calls ``on_select(layer, head)`` before the
