@@ -43,9 +43,9 @@ from .layout import (
     DETAIL_WIDTH,
     TOP_BARE_PX,
     TOP_TITLE_PX,
+    base_layout,
     colorbar,
     colorbar_px,
-    figure_title,
     fit_side,
 )
 from .pooling import MAX_SIDE, max_pool_2d, pool_plan, signed_absmax_pool_2d
@@ -107,7 +107,7 @@ def score_scale(matrix: Float32Array) -> SymmetricScale:
 
 def attention_traces(
     matrix: Float32Array,
-    tokens: Sequence[object],
+    labels: Sequence[object],
     *,
     kind: Kind,
     max_side: int | None = MAX_SIDE,
@@ -117,7 +117,8 @@ def attention_traces(
 ) -> tuple[list[dict[str, Any]], int]:
     """The heatmap trace dicts of :func:`attention_heatmap` and its pooling block (1 = exact).
 
-    ``matrix`` must already be validated float32 [query_pos, key_pos]; ``kind`` as in
+    ``matrix`` must already be validated float32 [query_pos, key_pos], ``labels`` the token
+    labels, one per position; ``kind`` as in
     :func:`attention_heatmap`; with ``coloraxis`` the heatmap uses that layout color axis
     instead of its own scale; ``scores`` overrides the attn_scores range (default
     :func:`score_scale`); ``weight_scale`` ("linear", "log", "row": see
@@ -131,7 +132,7 @@ def attention_traces(
         raise ValueError(f"kind must be 'pattern' or 'attn_scores', got {kind!r}")
     n = matrix.shape[0]
     block = pool_plan(n, max_side)
-    labels = block_labels(tokens, block)
+    names = block_labels(labels, block)
     where = tr("query token %{y}<br>key token %{x}<br>")  # plotly placeholders, no values
     traces: list[dict[str, Any]] = []
     z: npt.NDArray[np.floating]
@@ -153,8 +154,8 @@ def attention_traces(
                     "name": "masked",
                     "showlegend": False,
                     "z": masked.astype(np.uint8),
-                    "x": labels,
-                    "y": labels,
+                    "x": names,
+                    "y": names,
                     "zmin": 0,
                     "zmax": 1,
                     "colorscale": [[0.0, "rgba(0,0,0,0)"], [1.0, "rgba(128,128,128,0.35)"]],
@@ -170,8 +171,8 @@ def attention_traces(
             "name": kind,
             "showlegend": False,  # the name is the hook's, never shown
             "z": np.ascontiguousarray(z, dtype=np.float32),
-            "x": labels,
-            "y": labels,
+            "x": names,
+            "y": names,
             "hovertemplate": where + value + " %{z:.4g}<extra></extra>",
             "hoverongaps": False,
             **colors,
@@ -182,7 +183,7 @@ def attention_traces(
 
 def attention_heatmap(
     matrix: npt.ArrayLike,
-    tokens: Sequence[object],
+    labels: Sequence[object],
     *,
     kind: Kind = "pattern",
     title: str | None = None,
@@ -190,7 +191,8 @@ def attention_heatmap(
     width: int = DETAIL_WIDTH,
     weight_scale: str = "linear",
 ) -> go.Figure:
-    """Heatmap of one head's ``matrix`` [query_pos, key_pos] with token tick labels.
+    """Heatmap of one head's ``matrix`` [query_pos, key_pos] with token tick labels (``labels``,
+    one per position).
 
     ``kind="pattern"``: softmax weights on a fixed 0..1 sequential scale (colored by
     ``weight ** PATTERN_GAMMA`` so that small weights show; the colorbar reads true weights),
@@ -211,29 +213,27 @@ def attention_heatmap(
     ``width``, ``plot_px`` (the plot side), ``tick_step`` and, for attn_scores, ``color``
     (limit, clipped, rule).
     """
-    n = len(tokens)
+    n = len(labels)
     m = square_matrix(matrix, n)
     scale = score_scale(m) if kind == "attn_scores" else None
     traces, block = attention_traces(
-        m, tokens, kind=kind, max_side=max_side, scores=scale, weight_scale=weight_scale
+        m, labels, kind=kind, max_side=max_side, scores=scale, weight_scale=weight_scale
     )
     ticks = weight_scale_ticks(weight_scale) if scale is None else scale.colorbar_ticks()
     r = colorbar_px(ticks["ticktext"])
     bar_title = weight_scale_title(weight_scale) if scale is None else tr("score")
     traces[-1]["colorbar"] = colorbar(bar_title, ticks=ticks)
     layout = square_token_layout(
-        tokens, width=width, colorbar_px=r, block=block, title=title, min_plot_px=MIN_DETAIL_PX
+        labels, width=width, colorbar_px=r, block=block, title=title, min_plot_px=MIN_DETAIL_PX
     )
     layout["meta"].update({"kind": kind, **({"color": scale.meta()} if scale is not None else {})})
     if scale is None:
         layout["meta"]["weight_scale"] = weight_scale
-    if title:
-        layout["title"] = figure_title(title)
     return go.Figure({"data": traces, "layout": layout})
 
 
 def square_token_layout(
-    tokens: Sequence[object],
+    labels: Sequence[object],
     *,
     width: int,
     colorbar_px: int,
@@ -251,7 +251,7 @@ def square_token_layout(
     def available(side: float) -> float:
         axes.append(
             token_axes(
-                tokens,
+                labels,
                 side,
                 side,
                 block=block,
@@ -265,31 +265,21 @@ def square_token_layout(
     side = int(fit_side(available, width - colorbar_px - 90))
     x_axis, y_axis = axes[-1]
     # Margins that fit the labels already: no second layout pass (TokenAxis.margin).
-    margin = {
-        "l": width - colorbar_px - side,
-        "r": colorbar_px,
-        "t": TOP_TITLE_PX if title else TOP_BARE_PX,
-        "b": x_axis.margin,
-    }
-    layout: dict[str, Any] = {
-        "height": side + margin["t"] + margin["b"],
-        "margin": {**margin, "pad": 0},
-        "xaxis": {**x_axis.props, "constrain": "domain"},
-        "yaxis": {
+    return base_layout(
+        side,
+        width=width,
+        left=width - colorbar_px - side,
+        right=colorbar_px,
+        top=TOP_TITLE_PX if title else TOP_BARE_PX,
+        bottom=x_axis.margin,
+        title=title,
+        meta={"block": block, "n_pos": len(labels), "plot_px": side, "tick_step": x_axis.step},
+        xaxis={**x_axis.props, "constrain": "domain"},
+        yaxis={
             **y_axis.props,
             "autorange": "reversed",
             "scaleanchor": "x",
             "scaleratio": 1,
             "constrain": "domain",
         },
-        "meta": {
-            "block": block,
-            "n_pos": len(tokens),
-            "width": width,
-            "plot_px": side,
-            "tick_step": x_axis.step,
-        },
-    }
-    if title:
-        layout["title"] = figure_title(title)
-    return layout
+    )

@@ -18,11 +18,11 @@ def as_float32(x: npt.ArrayLike, ndim: int, name: str, dims: str) -> Float32Arra
     return np.ascontiguousarray(arr, dtype=np.float32)
 
 
-def check_tokens(tokens: Sequence[object], n: int, name: str, shape: tuple[int, ...]) -> None:
-    """Raise unless there are ``n`` tokens, naming ``name`` and its ``shape``."""
-    if len(tokens) != n:
+def check_tokens(labels: Sequence[object], n: int, name: str, shape: tuple[int, ...]) -> None:
+    """Raise unless there are ``n`` token labels, naming ``name`` and its ``shape``."""
+    if len(labels) != n:
         raise ValueError(
-            f"{name} has shape {shape} but {len(tokens)} tokens were given (expected {n} tokens)"
+            f"{name} has shape {shape} but {len(labels)} tokens were given (expected {n} tokens)"
         )
 
 

@@ -23,7 +23,7 @@ import plotly.graph_objects as go
 
 from .colors import BLACK, BLUE, BLUISH_GREEN, GUIDE, ORANGE, REDDISH_PURPLE, SKY_BLUE, VERMILLION
 from .labels import axis_title, safe_label, text_px
-from .layout import FULL_WIDTH, figure_title
+from .layout import FULL_WIDTH, base_layout, figure_title
 
 __all__ = ["COLORS", "Series", "cost_lines"]
 
@@ -180,23 +180,27 @@ def cost_lines(
         data.append(trace)
     legend_w = max((text_px(s.name, LEGEND_FONT_PX) for s in series), default=0.0) + 50
     right = int(min(legend_w, max(width - MIN_PLOT_W - 80, 120)))
-    margin = {"l": 70, "r": right, "t": 50, "b": 60}
-    layout: dict[str, Any] = {
-        "title": figure_title(title),
-        "height": PLOT_PX + margin["t"] + margin["b"],
-        "margin": margin,
-        "showlegend": True,
-        "legend": {
+    layout = base_layout(
+        PLOT_PX,
+        width=width,
+        left=70,
+        right=right,
+        top=50,
+        bottom=60,
+        showlegend=True,
+        legend={
             "x": 1.02,
             "xanchor": "left",
             "y": 1.0,
             "yanchor": "top",
             "font": {"size": LEGEND_FONT_PX},
         },
-        "xaxis": {"type": "log", "title": axis_title(x_title), "tickfont": {"size": TICK_FONT_PX}},
-        "yaxis": {"type": "log", "title": axis_title(y_title), "tickfont": {"size": TICK_FONT_PX}},
-        "meta": {"width": width},
-    }
+        xaxis={"type": "log", "title": axis_title(x_title), "tickfont": {"size": TICK_FONT_PX}},
+        yaxis={"type": "log", "title": axis_title(y_title), "tickfont": {"size": TICK_FONT_PX}},
+    )
+    # these charts keep the axis pad of Streamlit's theme (base_layout's pad 0 would move their axes)
+    del layout["margin"]["pad"]
+    layout["title"] = figure_title(title)  # even an empty one, which base_layout leaves out
     if all_n:
         vals, text = _pow2_ticks(min(all_n), max(all_n))
         layout["xaxis"].update({"tickvals": vals, "ticktext": text})

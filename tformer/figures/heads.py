@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,7 @@ import plotly.graph_objects as go
 
 from ..i18n import tr
 from .attention import attention_traces, pooled_note, weight_ticks
-from .checks import as_float32, check_tokens
+from .checks import Float32Array, as_float32, check_tokens
 from .colors import (
     NEGATIVE,
     POSITIVE,
@@ -43,9 +44,9 @@ from .layout import (
     TOP_BARE_PX,
     TOP_PANEL_TITLE_PX,
     TOP_TITLE_PX,
+    base_layout,
     colorbar,
     colorbar_px,
-    figure_title,
     fit_side,
     panel_cols,
     panel_title,
@@ -82,7 +83,7 @@ def metric_name(metric: str) -> str:
 def heads_side_by_side(
     pattern: npt.NDArray[np.floating] | Sequence[npt.NDArray[np.floating]],
     titles: Sequence[str],
-    tokens: Sequence[object],
+    labels: Sequence[object],
     *,
     shared_scale: bool = True,
     width: int = FULL_WIDTH,
@@ -90,7 +91,8 @@ def heads_side_by_side(
 ) -> go.Figure:
     """1..12 heads' ``pattern`` [n_panels, query_pos, key_pos] in a grid of square panels.
 
-    ``pattern`` is one array or a sequence of [query_pos, key_pos] arrays, one per panel.
+    ``pattern`` is one array or a sequence of [query_pos, key_pos] arrays, one per panel;
+    ``labels`` are the token labels, one per position.
     ``shared_scale=True``: one color axis, weights 0..1 (the same scale as
     :func:`attention_heatmap`), one colorbar beside the top row, as tall as a panel.
     ``shared_scale=False``: each panel is colored from 0 to its own largest weight (compare
@@ -105,6 +107,51 @@ def heads_side_by_side(
     panels fit a row. Long inputs are max-pooled per panel (:func:`panel_max_side`).
     ``titles`` are shown as given (escape user text with ``safe_label``).
     """
+    p = _check_panels(pattern, titles, labels)
+    data, block = _panel_heatmaps(p, labels, shared_scale, weight_scale)
+    ticks = weight_scale_ticks(weight_scale)
+    right = colorbar_px(ticks["ticktext"]) if shared_scale else EDGE_PX
+    grid = _plan_grid(labels, len(titles), block, width, right)
+    layout = base_layout(
+        grid.plot_h,
+        width=width,
+        left=width - right - grid.paper_w,
+        right=right,
+        top=TOP_PANEL_TITLE_PX + MODEBAR_PX,
+        # room for the labels from the start: no second layout pass (TokenAxis.margin)
+        bottom=grid.x_axis.margin,
+        meta={
+            "block": block,
+            "n_pos": len(labels),
+            "shared_scale": shared_scale,
+            "weight_scale": weight_scale,
+            "cols": grid.cols,
+            "plot_px": grid.side,
+            "tick_step": grid.x_axis.step,
+        },
+        **_panel_axes(grid, titles),
+    )
+    if shared_scale:
+        layout["coloraxis"] = {
+            **weight_colors(weight_scale, prefix="c"),
+            # beside the top row, as tall as one panel
+            "colorbar": colorbar(
+                weight_scale_title(weight_scale),
+                y=1.0 - grid.side / 2 / grid.plot_h,
+                length=grid.side / grid.plot_h,
+                ticks=ticks,
+            ),
+        }
+    return go.Figure({"data": data, "layout": layout})
+
+
+def _check_panels(
+    pattern: npt.NDArray[np.floating] | Sequence[npt.NDArray[np.floating]],
+    titles: Sequence[str],
+    labels: Sequence[object],
+) -> Float32Array:
+    """``pattern`` as float32 [n_panels, query_pos, key_pos], checked against the titles (one
+    per panel, at most :data:`MAX_PANELS`) and the token labels (at least one)."""
     stacked = pattern if isinstance(pattern, np.ndarray) else np.stack([np.asarray(a) for a in pattern])
     p = as_float32(stacked, 3, "pattern", "[n_panels, query_pos, key_pos]")
     n_panels, nq, nk = p.shape
@@ -112,7 +159,7 @@ def heads_side_by_side(
         raise ValueError(f"pattern has shape {tuple(p.shape)}: 1..{MAX_PANELS} heads, got {n_panels}")
     if len(titles) != n_panels:
         raise ValueError(f"pattern has shape {tuple(p.shape)} but {len(titles)} titles were given")
-    n = len(tokens)
+    n = len(labels)
     if (nq, nk) != (n, n):
         raise ValueError(
             f"pattern has shape {tuple(p.shape)} [n_panels, query_pos, key_pos] but {n} tokens "
@@ -120,16 +167,26 @@ def heads_side_by_side(
         )
     if n == 0:
         raise ValueError("pattern has no positions: at least one token is needed")
+    return p
 
+
+def _panel_heatmaps(
+    p: Float32Array, labels: Sequence[object], shared_scale: bool, weight_scale: str
+) -> tuple[list[dict[str, Any]], int]:
+    """One heatmap trace per panel on its own axes (``x``, ``x2`` ...), and the pooling block.
+
+    With ``shared_scale`` every panel uses the layout's color axis; without it each panel is
+    colored up to its own largest weight and shows no colorbar.
+    """
     data: list[dict[str, Any]] = []
     block = 1
-    for i in range(n_panels):
+    for i in range(p.shape[0]):
         sx = "" if i == 0 else str(i + 1)
         traces, block = attention_traces(
             p[i],
-            tokens,
+            labels,
             kind="pattern",
-            max_side=panel_max_side(n_panels),
+            max_side=panel_max_side(p.shape[0]),
             coloraxis="coloraxis" if shared_scale else None,
             weight_scale=weight_scale,
         )
@@ -138,75 +195,86 @@ def heads_side_by_side(
             low = heat["zmin"]
             heat.update(zmax=max(float(np.nanmax(heat["z"])), low + 1e-6), showscale=False)
         data.append(heat)
+    return data, block
 
-    ticks = weight_scale_ticks(weight_scale)
-    r = colorbar_px(ticks["ticktext"]) if shared_scale else EDGE_PX
-    cols = panel_cols(n, n_panels, width - r - 90, max_cols=PANEL_COLS, long_side=LONG_PANEL_PX)
+
+@dataclass(frozen=True)
+class _Grid:
+    """Where the panels of :func:`heads_side_by_side` go: ``cols`` x ``rows`` squares of
+    ``side`` px in a plot area ``paper_w`` x ``plot_h`` px, and the token axes every panel
+    shares (planned for that side)."""
+
+    n_panels: int
+    cols: int
+    rows: int
+    side: int
+    paper_w: int
+    plot_h: int
+    x_axis: TokenAxis
+    y_axis: TokenAxis
+
+
+def _plan_grid(labels: Sequence[object], n_panels: int, block: int, width: int, right: int) -> _Grid:
+    """The panel grid for ``n_panels`` in ``width`` px with ``right`` px for the colorbar: the
+    columns first, then the largest side whose token labels (same step on both axes) still fit
+    beside the panels (:func:`fit_side`)."""
+    n = len(labels)
+    cols = panel_cols(n, n_panels, width - right - 90, max_cols=PANEL_COLS, long_side=LONG_PANEL_PX)
     rows = math.ceil(n_panels / cols)
     note = pooled_note(block)
     plan: list[tuple[TokenAxis, TokenAxis]] = []
 
     def available(side: float) -> float:
-        step = tick_step(tokens, [("x", side), ("y", side)], block=block, edges=cols == 1)
+        step = tick_step(labels, [("x", side), ("y", side)], block=block, edges=cols == 1)
         x_axis = token_axis(
-            tokens, side, "x", step=step, block=block, title=tr("key token") + note, edges=cols == 1
+            labels, side, "x", step=step, block=block, title=tr("key token") + note, edges=cols == 1
         )
-        y_axis = token_axis(tokens, side, "y", step=step, block=block, title=tr("query token") + note)
+        y_axis = token_axis(labels, side, "y", step=step, block=block, title=tr("query token") + note)
         plan.append((x_axis, y_axis))
-        return (width - y_axis.margin - r - (cols - 1) * PANEL_GAP_PX) / cols
+        return (width - y_axis.margin - right - (cols - 1) * PANEL_GAP_PX) / cols
 
-    side = int(fit_side(available, (width - r - 90 - (cols - 1) * PANEL_GAP_PX) / cols))
+    side = int(fit_side(available, (width - right - 90 - (cols - 1) * PANEL_GAP_PX) / cols))
     x_axis, y_axis = plan[-1]
-    paper_w = cols * side + (cols - 1) * PANEL_GAP_PX
-    plot_h = rows * side + (rows - 1) * PANEL_VGAP_PX
-    margin = {"l": width - r - paper_w, "r": r, "t": TOP_PANEL_TITLE_PX + MODEBAR_PX, "b": x_axis.margin}
+    return _Grid(
+        n_panels=n_panels,
+        cols=cols,
+        rows=rows,
+        side=side,
+        paper_w=cols * side + (cols - 1) * PANEL_GAP_PX,
+        plot_h=rows * side + (rows - 1) * PANEL_VGAP_PX,
+        x_axis=x_axis,
+        y_axis=y_axis,
+    )
+
+
+def _panel_axes(grid: _Grid, titles: Sequence[str]) -> dict[str, Any]:
+    """Each panel's x and y axis (``xaxis``, ``xaxis2`` ...) placed on the grid, and the panel
+    titles as ``annotations``. Token tick labels and axis titles are drawn on the outer panels
+    only (the bottom one of each column, the first column): drawing every axis's labels is what
+    makes this figure slow in the browser."""
+    cols, side = grid.cols, grid.side
     annotations: list[dict[str, Any]] = []
-    layout: dict[str, Any] = {"annotations": annotations}
-    for i in range(n_panels):
+    axes: dict[str, Any] = {"annotations": annotations}
+    for i in range(grid.n_panels):
         row, c = divmod(i, cols)
         sx = "" if i == 0 else str(i + 1)
         x0, y0 = c * (side + PANEL_GAP_PX), row * (side + PANEL_VGAP_PX)
-        xd, yd = px_domain(x0, x0 + side, y0, y0 + side, paper_w, plot_h)
-        bottom = i + cols >= n_panels  # the lowest panel of its column
-        # Token tick labels on the outer panels only: drawing every axis's labels is what
-        # makes this figure slow in the browser.
-        layout[f"xaxis{sx}"] = {**x_axis.props, "domain": xd, "anchor": f"y{sx}", "showticklabels": bottom}
-        layout[f"yaxis{sx}"] = {
-            **y_axis.props,
+        xd, yd = px_domain(x0, x0 + side, y0, y0 + side, grid.paper_w, grid.plot_h)
+        bottom = i + cols >= grid.n_panels  # the lowest panel of its column
+        axes[f"xaxis{sx}"] = {**grid.x_axis.props, "domain": xd, "anchor": f"y{sx}", "showticklabels": bottom}
+        axes[f"yaxis{sx}"] = {
+            **grid.y_axis.props,
             "domain": yd,
             "anchor": f"x{sx}",
             "autorange": "reversed",
             "showticklabels": c == 0,
         }
         if not bottom:
-            layout[f"xaxis{sx}"]["title"] = None
+            axes[f"xaxis{sx}"]["title"] = None
         if c:
-            layout[f"yaxis{sx}"]["title"] = None
+            axes[f"yaxis{sx}"]["title"] = None
         annotations.append(panel_title(titles[i], xd, yd))
-    if shared_scale:
-        layout["coloraxis"] = {
-            **weight_colors(weight_scale, prefix="c"),
-            # beside the top row, as tall as one panel
-            "colorbar": colorbar(
-                weight_scale_title(weight_scale), y=1.0 - side / 2 / plot_h, length=side / plot_h, ticks=ticks
-            ),
-        }
-    layout.update(
-        height=plot_h + margin["t"] + margin["b"],
-        # room for the labels from the start: no second layout pass (TokenAxis.margin)
-        margin={**margin, "pad": 0},
-        meta={
-            "block": block,
-            "n_pos": n,
-            "shared_scale": shared_scale,
-            "weight_scale": weight_scale,
-            "width": width,
-            "cols": cols,
-            "plot_px": side,
-            "tick_step": x_axis.step,
-        },
-    )
-    return go.Figure({"data": data, "layout": layout})
+    return axes
 
 
 def format_cell(v: float) -> str:
@@ -297,13 +365,17 @@ def head_metrics_figure(
     show_values = widest + CELL_TEXT_PAD <= min(cell_w, cell_h * 3)
     if show_values:
         heat.update(text=cells, texttemplate="%{text}", textfont={"size": CELL_TEXT_PX})
-    layout = {
-        "height": math.ceil(n_layers * cell_h) + margin["t"] + margin["b"],
-        "margin": {**margin, "pad": 0},
-        "xaxis": _index_axis(tr("head"), n_heads),
-        "yaxis": _index_axis(tr("layer"), n_layers, top_down=True),
-        "meta": {"metric": metric, "width": width, "values_shown": show_values, "color": color_meta},
-    }
+    layout = base_layout(
+        math.ceil(n_layers * cell_h),
+        width=width,
+        left=margin["l"],
+        right=margin["r"],
+        top=margin["t"],
+        bottom=margin["b"],
+        meta={"metric": metric, "values_shown": show_values, "color": color_meta},
+        xaxis=_index_axis(tr("head"), n_heads),
+        yaxis=_index_axis(tr("layer"), n_layers, top_down=True),
+    )
     return go.Figure({"data": [heat], "layout": layout})
 
 
@@ -373,27 +445,29 @@ def head_similarity_heatmap(
 
     side = int(fit_side(available, width - r - 80))
     x_axis, y_axis = plan[-1]
-    margin = {"l": width - r - side, "r": r, "t": TOP_BARE_PX, "b": x_axis.margin}
-    layout: dict[str, Any] = {
-        "height": side + margin["t"] + margin["b"],
-        "margin": {**margin, "pad": 0},
-        "xaxis": {**x_axis.props, "constrain": "domain"},
-        "yaxis": {**y_axis.props, "autorange": "reversed", "scaleanchor": "x", "constrain": "domain"},
-        "meta": {
+    layout = base_layout(
+        side,
+        width=width,
+        left=width - r - side,
+        right=r,
+        top=TOP_BARE_PX,
+        bottom=x_axis.margin,
+        meta={
             "value": "JS divergence",
             "range": [0.0, 1.0],
             "dark_end": "0 = identical",
             "order": perm,
-            "width": width,
             "plot_px": side,
         },
-    }
+        xaxis={**x_axis.props, "constrain": "domain"},
+        yaxis={**y_axis.props, "autorange": "reversed", "scaleanchor": "x", "constrain": "domain"},
+    )
     return go.Figure({"data": [heat], "layout": layout})
 
 
 def ablation_effect_figure(
     delta: npt.ArrayLike,
-    tokens: Sequence[object],
+    labels: Sequence[object],
     title: str | None = None,
     *,
     width: int = FULL_WIDTH,
@@ -406,13 +480,13 @@ def ablation_effect_figure(
     each). ``title`` is shown as given (escape user text with ``safe_label``).
     """
     d = as_float32(delta, 1, "delta", "[pos]")
-    check_tokens(tokens, d.shape[0], "delta", tuple(d.shape))
+    check_tokens(labels, d.shape[0], "delta", tuple(d.shape))
     if d.shape[0] == 0:
         raise ValueError("delta has shape (0,): at least one token is needed")
     bars: dict[str, Any] = {
         "type": "bar",
         "name": tr("change"),
-        "x": token_labels(tokens),
+        "x": token_labels(labels),
         "y": d,
         "marker": {"color": np.where(d < 0, NEGATIVE, POSITIVE).tolist() if (d < 0).any() else POSITIVE},
         "hovertemplate": tr("token %{x}<br>change %{y:.4g}") + "<extra></extra>",
@@ -422,33 +496,30 @@ def ablation_effect_figure(
     margin_r = EDGE_PX
     for _ in range(3):  # a flat last label may hang out to the right (labels._flat_extents)
         plot_w = width - margin_l - margin_r
-        step = tick_step(tokens, [("x", plot_w)])
-        axis = token_axis(tokens, plot_w, "x", step=step, title=tr("token"))
+        step = tick_step(labels, [("x", plot_w)])
+        axis = token_axis(labels, plot_w, "x", step=step, title=tr("token"))
         last = html.unescape(str(axis.props["ticktext"][-1]).split("<br>")[-1])
         need = math.ceil(text_px(last, axis.font)) if axis.angle == 0 else EDGE_PX
         if need <= margin_r:
             break
         margin_r = need
-    layout: dict[str, Any] = {
-        "height": 300 + (TOP_TITLE_PX if title else TOP_BARE_PX) + axis.margin,
+    layout = base_layout(
+        300,
+        width=width,
+        left=margin_l,
+        right=margin_r,
+        top=TOP_TITLE_PX if title else TOP_BARE_PX,
         # room for the labels from the start
-        "margin": {
-            "l": margin_l,
-            "r": margin_r,
-            "t": TOP_TITLE_PX if title else TOP_BARE_PX,
-            "b": axis.margin,
-            "pad": 0,
-        },
-        "xaxis": axis.props,
-        "yaxis": {
+        bottom=axis.margin,
+        title=title,
+        meta={"n_pos": len(labels), "tick_step": step},
+        xaxis=axis.props,
+        yaxis={
             "title": axis_title(tr("relative change")),
             "zeroline": True,
             "tickfont": {"size": 12},
             "ticks": "",
         },
-        "bargap": 0.15,
-        "meta": {"n_pos": len(tokens), "width": width, "tick_step": step},
-    }
-    if title:
-        layout["title"] = figure_title(title)
+        bargap=0.15,
+    )
     return go.Figure({"data": [bars], "layout": layout})

@@ -93,27 +93,27 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("$", "&#36;")
 
 
-def token_labels(tokens: Sequence[object]) -> list[str]:
+def token_labels(labels: Sequence[object]) -> list[str]:
     """Unique hover/category names ``"pos: token"`` (escaped): repeated tokens stay apart."""
-    return [f"{i}: {safe_label(t)}" for i, t in enumerate(tokens)]
+    return [f"{i}: {safe_label(t)}" for i, t in enumerate(labels)]
 
 
-def block_labels(tokens: Sequence[object], block: int) -> list[str]:
+def block_labels(labels: Sequence[object], block: int) -> list[str]:
     """Category names for pooled positions: ``"a-b: tok_a ... tok_b"`` (unique).
 
     ``block`` positions per cell (from :func:`tformer.figures.pooling.pool_plan`); 1 gives
     :func:`token_labels`.
     """
     if block == 1:
-        return token_labels(tokens)
-    n = len(tokens)
+        return token_labels(labels)
+    n = len(labels)
     out = []
     for a in range(0, n, block):
         b = min(a + block, n) - 1
         if a == b:
-            out.append(f"{a}: {safe_label(tokens[a])}")
+            out.append(f"{a}: {safe_label(labels[a])}")
         else:
-            out.append(f"{a}\u2013{b}: {safe_label(tokens[a])} \u2026 {safe_label(tokens[b])}")
+            out.append(f"{a}\u2013{b}: {safe_label(labels[a])} \u2026 {safe_label(labels[b])}")
     return out
 
 
@@ -347,7 +347,7 @@ def _ends(n: int, positions: Sequence[int], block: int, axis_px: float) -> tuple
 
 
 def tick_step(
-    tokens: Sequence[object],
+    labels: Sequence[object],
     axes_px: Sequence[tuple[str, float]],
     *,
     block: int = 1,
@@ -362,10 +362,10 @@ def tick_step(
     :data:`NICE_STEPS` (times ``block`` when cells pool positions) whose labels fit every axis
     at 12 px.
     """
-    n = len(tokens)
+    n = len(labels)
     if n <= label_all:
         return max(1, block)
-    texts = [_visible(str(t), max_chars) for t in tokens]
+    texts = [_visible(str(t), max_chars) for t in labels]
     # steps in whole cells when positions are pooled: every cell, every 2nd cell, ...
     steps = NICE_STEPS if block == 1 else tuple(block * s for s in (1, *NICE_STEPS))
     for upright_only in (True, False):  # rotate CJK labels only if nothing else fits
@@ -388,7 +388,7 @@ def tick_step(
 
 
 def token_axis(
-    tokens: Sequence[object],
+    labels: Sequence[object],
     axis_px: float,
     side: str,
     *,
@@ -412,11 +412,11 @@ def token_axis(
         raise ValueError(f"side must be 'x' or 'y', got {side!r}")
     if step % block:
         raise ValueError(f"step={step} must be a multiple of block={block}")
-    n = len(tokens)
+    n = len(labels)
     positions = list(range(0, n, step))
     pitch = axis_px * step / max(n, 1)
     chars = max_chars
-    texts = [_visible(str(tokens[p]), chars) for p in positions]
+    texts = [_visible(str(labels[p]), chars) for p in positions]
     ends = _ends(n, positions, block, axis_px)
     lay = _plan(texts, pitch, side, edges, ends)
     ticktext, labels_px = _draw(texts, lay, side, pitch, edges, ends)
@@ -432,7 +432,7 @@ def token_axis(
     for chars, rows, font in fallbacks:
         if max_margin is None or labels_px + title_px <= max_margin:
             break
-        texts = [_visible(str(tokens[p]), chars) for p in positions]
+        texts = [_visible(str(labels[p]), chars) for p in positions]
         lay = _Layout(lay.angle, rows, font)
         ticktext, labels_px = _draw(texts, lay, side, pitch, edges, ends)
     props: dict[str, Any] = {
@@ -471,7 +471,7 @@ def _draw(
 
 
 def token_axes(
-    tokens: Sequence[object],
+    labels: Sequence[object],
     x_px: float,
     y_px: float,
     *,
@@ -481,8 +481,8 @@ def token_axes(
     y_max_margin: float | None = None,
 ) -> tuple[TokenAxis, TokenAxis]:
     """The x and y token axes of a [query_pos, key_pos] heatmap: one step for both."""
-    step = tick_step(tokens, [("x", x_px), ("y", y_px)], block=block)
+    step = tick_step(labels, [("x", x_px), ("y", y_px)], block=block)
     return (
-        token_axis(tokens, x_px, "x", step=step, block=block, title=x_title),
-        token_axis(tokens, y_px, "y", step=step, block=block, title=y_title, max_margin=y_max_margin),
+        token_axis(labels, x_px, "x", step=step, block=block, title=x_title),
+        token_axis(labels, y_px, "y", step=step, block=block, title=y_title, max_margin=y_max_margin),
     )

@@ -31,9 +31,9 @@ from .layout import (
     FULL_WIDTH,
     TOP_BARE_PX,
     TOP_TITLE_PX,
+    base_layout,
     colorbar,
     colorbar_px,
-    figure_title,
 )
 from .pooling import MAX_SIDE, pool_plan, signed_absmax_pool_2d
 
@@ -49,7 +49,7 @@ MAP_TITLE_MAX_PX = 260
 
 def pattern_difference(
     diff: npt.ArrayLike,
-    tokens: Sequence[object],
+    labels: Sequence[object],
     *,
     title: str | None = None,
     max_side: int | None = MAX_SIDE,
@@ -57,17 +57,18 @@ def pattern_difference(
 ) -> go.Figure:
     """Heatmap of one head's ``diff`` [query_pos, key_pos] (a variant's weights minus float32's)
     on a diverging scale centred at 0 and symmetric over the largest |Δ|. Query 0 on top.
+    ``labels`` are the token labels, one per position.
 
     ``title`` is shown as given (escape user text with ``safe_label``). ``layout.meta`` holds
     ``largest`` (the largest |Δ|), ``block`` (pooling) and ``n_pos``.
     """
-    n = len(tokens)
+    n = len(labels)
     m = square_matrix(diff, n)
     largest = float(np.abs(m).max()) if np.isfinite(m).all() else symmetric_range(m)
     scale = SymmetricScale(largest if largest > 0 else 1e-6, False, largest)
     block = pool_plan(n, max_side)
     z = signed_absmax_pool_2d(m, block)
-    labels = block_labels(tokens, block)
+    names = block_labels(labels, block)
     ticks = scale.colorbar_ticks()
     r = colorbar_px(ticks["ticktext"])
     value = (
@@ -80,14 +81,14 @@ def pattern_difference(
         "type": "heatmap",
         "name": tr("Δ weight"),
         "z": np.ascontiguousarray(z, dtype=np.float32),
-        "x": labels,
-        "y": labels,
+        "x": names,
+        "y": names,
         "hovertemplate": hover + "<extra></extra>",
         "colorbar": colorbar(tr("Δ weight"), ticks=ticks),
         **scale.colors(),
     }
     layout = square_token_layout(
-        tokens, width=width, colorbar_px=r, block=block, title=title, min_plot_px=MIN_PLOT_PX
+        labels, width=width, colorbar_px=r, block=block, title=title, min_plot_px=MIN_PLOT_PX
     )
     layout["meta"]["largest"] = largest
     return go.Figure({"data": [trace], "layout": layout})
@@ -104,65 +105,11 @@ def cost_bars(
     """Two horizontal bar charts side by side: each variant's forward time (ms) and weight size
     (MB), one row per variant in the order given (the first on top). ``names`` are shown as
     given. ``quartiles_ms``: each time's (q1, q3), drawn as error bars on the time bars."""
+    ms, mb, spread = _check_costs(names, forward_ms, weight_mb, quartiles_ms)
     k = len(names)
-    if k == 0 or len(forward_ms) != k or len(weight_mb) != k:
-        raise ValueError(
-            f"{k} names, {len(forward_ms)} times and {len(weight_mb)} sizes: one of each per variant"
-        )
-    ms = np.asarray(forward_ms, dtype=np.float64)
-    mb = np.asarray(weight_mb, dtype=np.float64)
-    spread = None
-    if quartiles_ms is not None:
-        q = (
-            np.asarray(quartiles_ms, dtype=np.float64).reshape(-1, 2)
-            if len(quartiles_ms)
-            else np.zeros((0, 2))
-        )
-        if q.shape != (k, 2) or np.any(q[:, 0] > ms) or np.any(q[:, 1] < ms):
-            raise ValueError(
-                f"quartiles_ms needs one (q1, q3) around each of the {k} times, got {q.tolist()}"
-            )
-        spread = q
     labels = [str(n) for n in names]
-    left = math.ceil(max(text_px(t, BAR_FONT_PX) for t in labels)) + 12
     titles = (tr("forward time (ms)"), tr("weights (MB)"))
-    traces: list[dict[str, Any]] = []
-    for i, (values, unit, fmt) in enumerate(((ms, titles[0], ".1f"), (mb, titles[1], ".1f"))):
-        suffix = "" if i == 0 else "2"
-        traces.append(
-            {
-                "type": "bar",
-                "orientation": "h",
-                "y": list(range(k)),
-                "x": values,
-                "xaxis": "x" + suffix,
-                "yaxis": "y" + suffix,
-                "marker": {"color": BAR_COLORS[i]},
-                "text": [format(v, fmt) for v in values],
-                "textposition": "outside",
-                "cliponaxis": False,
-                "customdata": labels,
-                "hovertemplate": "%{customdata}<br>" + unit + " %{x:" + fmt + "}<extra></extra>",
-                "showlegend": False,
-                "name": unit,
-            }
-        )
-    if spread is not None:
-        traces[0]["error_x"] = {
-            "type": "data",
-            "symmetric": False,
-            "arrayminus": ms - spread[:, 0],
-            "array": spread[:, 1] - ms,
-            "color": INK,
-            "thickness": 1.5,
-            "width": 6,
-        }
-        traces[0]["customdata"] = [[n, f"{a:.1f}–{b:.1f}"] for n, (a, b) in zip(labels, spread, strict=True)]
-        traces[0]["hovertemplate"] = (
-            "%{customdata[0]}<br>" + titles[0] + " %{x:.1f} (%{customdata[1]})<extra></extra>"
-        )
-    gap = 0.1
-    half = (1 - gap) / 2
+    half = (1 - 0.1) / 2  # the two charts' widths, a gap of 0.1 between them
     rows = {
         "tickmode": "array",
         "tickvals": list(range(k)),
@@ -170,11 +117,16 @@ def cost_bars(
         "tickfont": {"size": BAR_FONT_PX},
         "ticks": "",
     }
-    height = TOP_TITLE_PX + BAR_ROW_PX * k + x_numeric_margin()
-    layout: dict[str, Any] = {
-        "height": height,
-        "margin": {"l": left, "r": 40, "t": TOP_TITLE_PX, "b": x_numeric_margin()},
-        "xaxis": {
+    layout = base_layout(
+        BAR_ROW_PX * k,
+        width=width,
+        left=math.ceil(max(text_px(t, BAR_FONT_PX) for t in labels)) + 12,
+        right=40,
+        top=TOP_TITLE_PX,
+        bottom=x_numeric_margin(),
+        title=tr("Time and size of each variant"),
+        meta={"names": labels},
+        xaxis={
             "domain": [0, half],
             "title": axis_title(titles[0]),
             "range": [
@@ -182,19 +134,88 @@ def cost_bars(
                 float(ms.max() if spread is None else max(ms.max(), spread[:, 1].max())) * 1.25 or 1,
             ],
         },
-        "xaxis2": {
+        xaxis2={
             "domain": [1 - half, 1],
             "title": axis_title(titles[1]),
             "anchor": "y2",
             "range": [0, float(mb.max()) * 1.25 or 1],
         },
-        "yaxis": {**rows, "ticktext": labels},
-        "yaxis2": {**rows, "anchor": "x2", "ticktext": [""] * k},
-        "bargap": 0.3,
-        "meta": {"names": labels, "width": width},
-        "title": figure_title(tr("Time and size of each variant")),
-    }
+        yaxis={**rows, "ticktext": labels},
+        yaxis2={**rows, "anchor": "x2", "ticktext": [""] * k},
+        bargap=0.3,
+    )
+    # this chart keeps the axis pad of Streamlit's theme (base_layout's pad 0 would move its axes)
+    del layout["margin"]["pad"]
+    traces = [_cost_row_bars(labels, ms, titles[0], 0), _cost_row_bars(labels, mb, titles[1], 1)]
+    if spread is not None:
+        _add_spread(traces[0], labels, ms, spread, titles[0])
     return go.Figure({"data": traces, "layout": layout})
+
+
+def _check_costs(
+    names: Sequence[str],
+    forward_ms: Sequence[float],
+    weight_mb: Sequence[float],
+    quartiles_ms: Sequence[tuple[float, float]] | None,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64] | None]:
+    """The times and sizes as float64 [variant] and the quartiles as [variant, 2] (None when not
+    given), checked: one of each per name, each (q1, q3) around its time."""
+    k = len(names)
+    if k == 0 or len(forward_ms) != k or len(weight_mb) != k:
+        raise ValueError(
+            f"{k} names, {len(forward_ms)} times and {len(weight_mb)} sizes: one of each per variant"
+        )
+    ms = np.asarray(forward_ms, dtype=np.float64)
+    mb = np.asarray(weight_mb, dtype=np.float64)
+    if quartiles_ms is None:
+        return ms, mb, None
+    q = np.asarray(quartiles_ms, dtype=np.float64).reshape(-1, 2) if len(quartiles_ms) else np.zeros((0, 2))
+    if q.shape != (k, 2) or np.any(q[:, 0] > ms) or np.any(q[:, 1] < ms):
+        raise ValueError(f"quartiles_ms needs one (q1, q3) around each of the {k} times, got {q.tolist()}")
+    return ms, mb, q
+
+
+def _cost_row_bars(labels: list[str], values: npt.NDArray[np.float64], unit: str, i: int) -> dict[str, Any]:
+    """The ``i``-th chart's horizontal bars (on axes ``x``/``y``, then ``x2``/``y2``), one per
+    variant, each labelled with its value (one decimal), in the ``i``-th bar color."""
+    suffix = "" if i == 0 else "2"
+    return {
+        "type": "bar",
+        "orientation": "h",
+        "y": list(range(len(labels))),
+        "x": values,
+        "xaxis": "x" + suffix,
+        "yaxis": "y" + suffix,
+        "marker": {"color": BAR_COLORS[i]},
+        "text": [format(v, ".1f") for v in values],
+        "textposition": "outside",
+        "cliponaxis": False,
+        "customdata": labels,
+        "hovertemplate": "%{customdata}<br>" + unit + " %{x:.1f}<extra></extra>",
+        "showlegend": False,
+        "name": unit,
+    }
+
+
+def _add_spread(
+    bars: dict[str, Any],
+    labels: list[str],
+    ms: npt.NDArray[np.float64],
+    spread: npt.NDArray[np.float64],
+    unit: str,
+) -> None:
+    """The time bars' error bars from q1 to q3, and the quartiles in their hover."""
+    bars["error_x"] = {
+        "type": "data",
+        "symmetric": False,
+        "arrayminus": ms - spread[:, 0],
+        "array": spread[:, 1] - ms,
+        "color": INK,
+        "thickness": 1.5,
+        "width": 6,
+    }
+    bars["customdata"] = [[n, f"{a:.1f}–{b:.1f}"] for n, (a, b) in zip(labels, spread, strict=True)]
+    bars["hovertemplate"] = "%{customdata[0]}<br>" + unit + " %{x:.1f} (%{customdata[1]})<extra></extra>"
 
 
 def head_change_map(
@@ -221,8 +242,7 @@ def head_change_map(
     unit = "%" if percent else ""
     cells = [[_cell(float(v), percent) for v in row] for row in a]
     r = colorbar_px([_cell(top, percent) or "0"])
-    margin = {"l": 60, "r": r, "t": TOP_BARE_PX, "b": x_numeric_margin()}
-    cell_w = (width - margin["l"] - margin["r"]) / n_heads
+    cell_w = (width - 60 - r) / n_heads
     title = _bar_title(name, bar_title)
     # at least MAP_MIN_PX tall and as tall as the colorbar's title, which then fits beside a
     # model of 1-3 layers
@@ -259,16 +279,20 @@ def head_change_map(
             }
         )
     index = {"tickmode": "array", "ticks": "", "showgrid": False, "zeroline": False, "tickfont": {"size": 13}}
-    layout = {
-        "height": math.ceil(n_layers * cell_h) + margin["t"] + margin["b"],
-        "margin": {**margin, "pad": 0},
-        "xaxis": {**index, "title": axis_title(tr("head")), "tickvals": list(range(n_heads)),
-                  "range": [-0.5, n_heads - 0.5]},
-        "yaxis": {**index, "title": axis_title(tr("layer")), "tickvals": list(range(n_layers)),
-                  "range": [n_layers - 0.5, -0.5]},
-        "shapes": shapes,
-        "meta": {"largest": top, "width": width, "text_shown": cell_w >= CELL_TEXT_MIN_PX},
-    }  # fmt: skip
+    layout = base_layout(
+        math.ceil(n_layers * cell_h),
+        width=width,
+        left=60,
+        right=r,
+        top=TOP_BARE_PX,
+        bottom=x_numeric_margin(),
+        meta={"largest": top, "text_shown": cell_w >= CELL_TEXT_MIN_PX},
+        xaxis={**index, "title": axis_title(tr("head")), "tickvals": list(range(n_heads)),
+               "range": [-0.5, n_heads - 0.5]},
+        yaxis={**index, "title": axis_title(tr("layer")), "tickvals": list(range(n_layers)),
+               "range": [n_layers - 0.5, -0.5]},
+        shapes=shapes,
+    )  # fmt: skip
     return go.Figure({"data": [heat], "layout": layout})
 
 

@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 
 from ..i18n import tr
 from .attention import weight_ticks
-from .checks import as_float32
+from .checks import Float32Array, as_float32
 from .colors import HIGHLIGHT, SEQUENTIAL
 from .labels import axis_title, numeric_axis_margin, safe_label, text_px, x_numeric_margin
 from .layout import (
@@ -27,6 +27,7 @@ from .layout import (
     HALF_WIDTH,
     PANEL_TITLE_PX,
     TOP_BARE_PX,
+    base_layout,
     colorbar,
     colorbar_px,
 )
@@ -95,6 +96,44 @@ def role_map_figure(
     (default 940): cells as wide as the column allows, 28 to 56 px tall (shorter for
     deep models, so that the grid stays within about 640 px).
     """
+    a = _check_role_grid(scores, role, selected)
+    n_layers, n_heads = a.shape
+    name = safe_label(role_name(role))
+    ticks = weight_ticks()
+    left = numeric_axis_margin(str(n_layers - 1), font=INDEX_FONT_PX)
+    right = colorbar_px(ticks["ticktext"])
+    cell_w = (width - left - right) / n_heads
+    # square-ish cells, but a deep model's grid stays about one screen tall
+    cell_h = float(min(MAX_CELL_PX, max(MIN_CELL_PX, min(cell_w, MAX_GRID_PX / n_layers))))
+    font = _cell_font(n_layers, n_heads, cell_w)
+    layout = base_layout(
+        math.ceil(n_layers * cell_h),
+        width=width,
+        left=left,
+        right=right,
+        top=TOP_BARE_PX,
+        bottom=x_numeric_margin(font=INDEX_FONT_PX),
+        meta={
+            "role": role,
+            "range": [0.0, 1.0],
+            "values_shown": font is not None,
+            "selected": None if selected is None else [int(selected[0]), int(selected[1])],
+            "n_missing": int(np.isnan(a).sum()),
+        },
+        xaxis=_index_axis(tr("head"), n_heads),
+        yaxis=_index_axis(tr("layer"), n_layers, top_down=True),
+        shapes=[] if selected is None else [_outline(*selected)],
+        # an empty grid would look like a drawing error
+        annotations=[] if np.isfinite(a).any() else [_no_score_note(name)],
+    )
+    return go.Figure({"data": [_role_heatmap(a, name, ticks, font)], "layout": layout})
+
+
+def _check_role_grid(
+    scores: Mapping[str, npt.ArrayLike], role: str, selected: tuple[int, int] | None
+) -> Float32Array:
+    """``scores[role]`` as float32 [layer, head_index], checked: a known role, at least one head,
+    ``selected`` (when given) inside the grid."""
     if role not in scores:
         raise ValueError(f"role {role!r} is not one of {list(scores)}")
     a = as_float32(scores[role], 2, f"scores[{role!r}]", "[layer, head_index]")
@@ -107,17 +146,21 @@ def role_map_figure(
             raise ValueError(
                 f"selected={tuple(selected)} is outside the {n_layers} x {n_heads} [layer, head_index] grid"
             )
-    name = safe_label(role_name(role))
-    ticks = weight_ticks()
-    margin = {
-        "l": numeric_axis_margin(str(n_layers - 1), font=INDEX_FONT_PX),
-        "r": colorbar_px(ticks["ticktext"]),
-        "t": TOP_BARE_PX,
-        "b": x_numeric_margin(font=INDEX_FONT_PX),
-    }
-    cell_w = (width - margin["l"] - margin["r"]) / n_heads
-    # square-ish cells, but a deep model's grid stays about one screen tall
-    cell_h = float(min(MAX_CELL_PX, max(MIN_CELL_PX, min(cell_w, MAX_GRID_PX / n_layers))))
+    return a
+
+
+def _cell_font(n_layers: int, n_heads: int, cell_w: float) -> int | None:
+    """The largest of :data:`CELL_FONTS` at which a score fits a cell ``cell_w`` px wide, or
+    None when the grid is larger than :data:`MAX_VALUE_GRID` a side or no font fits."""
+    if n_layers > MAX_VALUE_GRID or n_heads > MAX_VALUE_GRID:
+        return None
+    widest = "0.00"
+    return next((f for f in CELL_FONTS if text_px(widest, f) + CELL_TEXT_PAD <= cell_w), None)
+
+
+def _role_heatmap(a: Float32Array, name: str, ticks: dict[str, Any], font: int | None) -> dict[str, Any]:
+    """The score grid's heatmap on the fixed 0..1 scale, NaN as gaps; the scores written in
+    the cells at ``font`` px (none when ``font`` is None)."""
     heat: dict[str, Any] = {
         "type": "heatmap",
         "name": name,
@@ -132,59 +175,38 @@ def role_map_figure(
         "ygap": 1,
         "colorbar": colorbar(tr("{role} score", role=name), ticks=ticks),
     }
-    cells = [[format_score(float(v)) for v in row] for row in a]
-    font = None
-    if n_layers <= MAX_VALUE_GRID and n_heads <= MAX_VALUE_GRID:
-        widest = "0.00"
-        font = next((f for f in CELL_FONTS if text_px(widest, f) + CELL_TEXT_PAD <= cell_w), None)
     if font is not None:
+        cells = [[format_score(float(v)) for v in row] for row in a]
         heat.update(text=cells, texttemplate="%{text}", textfont={"size": font})
-    shapes: list[dict[str, Any]] = []
-    if selected is not None:
-        layer, head = selected
-        shapes.append(
-            {
-                "type": "rect",
-                "xref": "x",
-                "yref": "y",
-                "x0": head - 0.5,
-                "x1": head + 0.5,
-                "y0": layer - 0.5,
-                "y1": layer + 0.5,
-                "line": {"color": HIGHLIGHT, "width": 3},
-                "fillcolor": "rgba(0,0,0,0)",
-            }
-        )
-    annotations: list[dict[str, Any]] = []
-    if not np.isfinite(a).any():  # an empty grid would look like a drawing error
-        annotations.append(
-            {
-                "text": tr("no head has a {role} score:<br>no query row counted", role=name),
-                "x": 0.5,
-                "y": 0.5,
-                "xref": "paper",
-                "yref": "paper",
-                "showarrow": False,
-                "font": {"size": PANEL_TITLE_PX},
-            }
-        )
-    layout = {
-        "height": math.ceil(n_layers * cell_h) + margin["t"] + margin["b"],
-        "margin": {**margin, "pad": 0},
-        "xaxis": _index_axis(tr("head"), n_heads),
-        "yaxis": _index_axis(tr("layer"), n_layers, top_down=True),
-        "shapes": shapes,
-        "annotations": annotations,
-        "meta": {
-            "role": role,
-            "width": width,
-            "range": [0.0, 1.0],
-            "values_shown": font is not None,
-            "selected": None if selected is None else [int(selected[0]), int(selected[1])],
-            "n_missing": int(np.isnan(a).sum()),
-        },
+    return heat
+
+
+def _outline(layer: int, head: int) -> dict[str, Any]:
+    """A rectangle around the cell of ``(layer, head)``."""
+    return {
+        "type": "rect",
+        "xref": "x",
+        "yref": "y",
+        "x0": head - 0.5,
+        "x1": head + 0.5,
+        "y0": layer - 0.5,
+        "y1": layer + 0.5,
+        "line": {"color": HIGHLIGHT, "width": 3},
+        "fillcolor": "rgba(0,0,0,0)",
     }
-    return go.Figure({"data": [heat], "layout": layout})
+
+
+def _no_score_note(name: str) -> dict[str, Any]:
+    """The words in the middle of a grid where no head has a score."""
+    return {
+        "text": tr("no head has a {role} score:<br>no query row counted", role=name),
+        "x": 0.5,
+        "y": 0.5,
+        "xref": "paper",
+        "yref": "paper",
+        "showarrow": False,
+        "font": {"size": PANEL_TITLE_PX},
+    }
 
 
 def role_ranking_figure(
@@ -230,18 +252,17 @@ def role_ranking_figure(
             "line": {"width": 0},
         },
     }
-    margin = {
-        "l": numeric_axis_margin(max(names, key=len), title=False, font=BAR_FONT_PX),
+    layout = base_layout(
+        n * BAR_PX,
+        width=width,
+        left=numeric_axis_margin(max(names, key=len), title=False, font=BAR_FONT_PX),
         # the score label of a full bar stands beyond the axis's end
-        "r": math.ceil(text_px("1.00", BAR_FONT_PX) + 12),
-        "t": TOP_BARE_PX - EDGE_PX // 2,
-        "b": x_numeric_margin(font=BAR_FONT_PX),
-    }
-    layout = {
-        "height": n * BAR_PX + margin["t"] + margin["b"],
-        "margin": {**margin, "pad": 0},
-        "bargap": 0.25,
-        "xaxis": {
+        right=math.ceil(text_px("1.00", BAR_FONT_PX) + 12),
+        top=TOP_BARE_PX - EDGE_PX // 2,
+        bottom=x_numeric_margin(font=BAR_FONT_PX),
+        meta={"role": role, "order": [list(h) for h in heads], "n_bars": n},
+        bargap=0.25,
+        xaxis={
             "title": axis_title(tr("{role} score", role=name)),
             "range": [0.0, 1.0],
             "tickmode": "array",
@@ -252,7 +273,7 @@ def role_ranking_figure(
             "showgrid": True,
             "zeroline": False,
         },
-        "yaxis": {
+        yaxis={
             "tickmode": "array",
             "tickvals": list(range(n)),
             "ticktext": names,
@@ -262,6 +283,5 @@ def role_ranking_figure(
             "zeroline": False,
             "range": [n - 0.5, -0.5],
         },
-        "meta": {"role": role, "width": width, "order": [list(h) for h in heads], "n_bars": n},
-    }
+    )
     return go.Figure({"data": [bars], "layout": layout})

@@ -32,7 +32,7 @@ import numpy.typing as npt
 import plotly.graph_objects as go
 
 from ..i18n import tr
-from .checks import as_float32, check_tokens
+from .checks import Float32Array, as_float32, check_tokens
 from .colors import (
     BLACK,
     BLUE,
@@ -63,9 +63,9 @@ from .layout import (
     LEGEND_PX,
     TOP_PANEL_TITLE_PX,
     TOP_TITLE_PX,
+    base_layout,
     colorbar,
     colorbar_px,
-    figure_title,
     panel_title,
     px_domain,
     top_legend,
@@ -130,6 +130,34 @@ def _legend_rows(entries: Sequence[str], room: float) -> int:
     return rows
 
 
+def _legend_layout(
+    data: Sequence[Mapping[str, Any]],
+    *,
+    left: float,
+    width: int,
+    title: str | None,
+    meta: dict[str, Any],
+    **extra: Any,
+) -> dict[str, Any]:
+    """The layout of a line chart of the chapter: a plot :data:`PLOT_PX` tall under its title
+    and a horizontal legend of the traces' names (as many rows as they need), numeric x ticks
+    below. ``extra`` adds the axes and the chart's own keys."""
+    rows = _legend_rows([t["name"] for t in data], width - left - EDGE_PX)
+    return base_layout(
+        PLOT_PX,
+        width=width,
+        left=left,
+        right=EDGE_PX,
+        top=(TOP_TITLE_PX if title else 8) + rows * LEGEND_PX + 8,
+        bottom=x_numeric_margin(font=TICK_PX),
+        title=title,
+        meta=meta,
+        showlegend=True,
+        legend={**top_legend(rows, PLOT_PX), "y": 1.0 + (rows * LEGEND_PX + 8) / PLOT_PX},
+        **extra,
+    )
+
+
 # --- the strip ---------------------------------------------------------------------------------------
 
 
@@ -152,7 +180,7 @@ def _strip_title(kind: str, filled: int, n: int) -> str:
 
 def state_strip_figure(
     panels: Sequence[StripPanel],
-    tokens: Sequence[object],
+    labels: Sequence[object],
     *,
     title: str | None = None,
     width: int = FULL_WIDTH,
@@ -161,25 +189,13 @@ def state_strip_figure(
     color the value (diverging around 0; -1..1 for the recurrent layers, whose states tanh and
     the GRU's interpolation keep inside it, ±the largest magnitude for attention's outputs).
     Positions a panel has not computed yet are blank; a dark line marks the step just taken.
+    ``labels`` are the token labels, one per position.
 
     ``title`` is shown as given. ``layout.meta``: ``width``, ``n_pos``, ``filled`` (per panel),
     ``zmax`` (per panel).
     """
-    if not panels:
-        raise ValueError("state_strip_figure needs at least one panel")
-    n = len(tokens)
-    if n == 0:
-        raise ValueError("tokens is empty: a strip needs at least one position")
-    arrays = []
-    for p in panels:
-        _kind(p.kind)
-        a = as_float32(p.states, 2, "states", "[pos, d_hidden]")
-        check_tokens(tokens, a.shape[0], "states", tuple(a.shape))
-        if a.size > MAX_STRIP_CELLS:
-            raise ValueError(f"states has shape {tuple(a.shape)}: at most {MAX_STRIP_CELLS} cells a panel")
-        if isinstance(p.filled, bool) or not isinstance(p.filled, int) or not 0 <= p.filled <= n:
-            raise ValueError(f"filled={p.filled!r} must be an integer in [0, {n}] (the token count)")
-        arrays.append(a)
+    arrays = _check_strips(panels, labels)
+    n = len(labels)
     d_max = max(a.shape[1] for a in arrays)
     row_px = min(STRIP_ROW_PX[1], max(STRIP_ROW_PX[0], 160 / d_max))
     heights = [max(STRIP_MIN_PX, a.shape[1] * row_px) for a in arrays]
@@ -187,93 +203,138 @@ def state_strip_figure(
         1.0 if p.kind != "attention" else max(float(np.nanmax(np.abs(a))), 1e-9)
         for p, a in zip(panels, arrays, strict=True)
     ]
-    bar_px = colorbar_px(["-1.0", "0.5"], title=False)
     left = numeric_axis_margin("256", font=TICK_PX)
-    right = bar_px + 8
+    right = colorbar_px(["-1.0", "0.5"], title=False) + 8
     plot_w = max(120.0, width - left - right)
-    step = tick_step(tokens, [("x", plot_w)])
-    x_axis = token_axis(tokens, plot_w, "x", step=step, title=tr("position (token)"))
-    top = TOP_TITLE_PX if title else 8
+    step = tick_step(labels, [("x", plot_w)])
+    x_axis = token_axis(labels, plot_w, "x", step=step, title=tr("position (token)"))
     total_h = sum(heights) + STRIP_GAP_PX * len(arrays)
-    names = token_labels(tokens)
+    layout = base_layout(
+        total_h,
+        width=width,
+        left=left,
+        right=right,
+        top=TOP_TITLE_PX if title else 8,
+        bottom=x_axis.margin,
+        title=title,
+        meta={"n_pos": n, "filled": [p.filled for p in panels], "zmax": zmaxes},
+        annotations=[],
+        shapes=[],
+        plot_bgcolor=EMPTY_COLOR,
+    )
+    names = token_labels(labels)
     data: list[dict[str, Any]] = []
-    layout: dict[str, Any] = {"annotations": [], "shapes": []}
     y0 = 0.0
     for i, (p, a, h, zmax) in enumerate(zip(panels, arrays, heights, zmaxes, strict=True)):
         y0 += STRIP_GAP_PX
         xd, yd = px_domain(0, plot_w, y0, y0 + h, plot_w, total_h)
         y0 += h
         sfx = "" if i == 0 else str(i + 1)
-        z = a.T.copy()  # [d_hidden, pos]
-        z[:, p.filled :] = np.nan  # not computed yet
-        data.append(
-            {
-                "type": "heatmap",
-                "z": z,
-                "x": list(range(n)),
-                "y": list(range(a.shape[1])),
-                "customdata": [names] * a.shape[1],
-                "zmin": -zmax,
-                "zmax": zmax,
-                "zmid": 0.0,
-                "colorscale": STRIP_COLORSCALE,
-                "xaxis": f"x{sfx}",
-                "yaxis": f"y{sfx}",
-                "colorbar": colorbar("", x=1.0, y=sum(yd) / 2, length=yd[1] - yd[0]),
-                "hovertemplate": f"%{{customdata}}<br>{tr('unit')} %{{y}}: %{{z:.3f}}<extra></extra>",
-                "hoverongaps": False,
-                "name": _kind_name(p.kind),
-            }
-        )
-        layout[f"xaxis{sfx}"] = {
-            **x_axis.props,
-            "type": "linear",
-            "range": [-0.5, n - 0.5],
-            "domain": xd,
-            "anchor": f"y{sfx}",
-            "showticklabels": i == len(arrays) - 1,
-        }
-        if i:
-            layout[f"xaxis{sfx}"]["matches"] = "x"
-        if i != len(arrays) - 1:
-            layout[f"xaxis{sfx}"].pop("title", None)
-        layout[f"yaxis{sfx}"] = {
-            "domain": yd,
-            "anchor": f"x{sfx}",
-            "title": axis_title(tr("unit")),
-            "tickfont": {"size": TICK_PX},
-            "range": [a.shape[1] - 0.5, -0.5],
-            "nticks": 5,
-            "zeroline": False,
-            "showgrid": False,
-            "ticks": "",
-        }
+        data.append(_strip_heatmap(p, a, zmax, names, sfx, yd))
+        layout.update(_strip_axes(a.shape[1], n, x_axis.props, sfx, xd, yd, last=i == len(arrays) - 1))
         layout["annotations"].append(panel_title(_strip_title(p.kind, p.filled, n), xd, yd))
         if 0 < p.filled < n:
-            layout["shapes"].append(
-                {
-                    "type": "line",
-                    "xref": f"x{sfx}",
-                    "yref": f"y{sfx} domain",
-                    "x0": p.filled - 0.5,
-                    "x1": p.filled - 0.5,
-                    "y0": 0,
-                    "y1": 1,
-                    "line": {"color": STEP_COLOR, "width": 2},
-                }
-            )
-    bottom = x_axis.margin
-    layout.update(
-        {
-            "height": total_h + top + bottom,
-            "margin": {"l": left, "r": right, "t": top, "b": bottom, "pad": 0},
-            "plot_bgcolor": EMPTY_COLOR,
-            "meta": {"width": width, "n_pos": n, "filled": [p.filled for p in panels], "zmax": zmaxes},
-        }
-    )
-    if title:
-        layout["title"] = figure_title(title)
+            layout["shapes"].append(_step_line(p.filled, sfx))
     return go.Figure({"data": data, "layout": layout})
+
+
+def _check_strips(panels: Sequence[StripPanel], labels: Sequence[object]) -> list[Float32Array]:
+    """Each panel's ``states`` as float32 [pos, d_hidden], checked: a known kind, one row per
+    token label, at most :data:`MAX_STRIP_CELLS` cells, ``filled`` a position count."""
+    if not panels:
+        raise ValueError("state_strip_figure needs at least one panel")
+    n = len(labels)
+    if n == 0:
+        raise ValueError("labels is empty: a strip needs at least one position")
+    arrays = []
+    for p in panels:
+        _kind(p.kind)
+        a = as_float32(p.states, 2, "states", "[pos, d_hidden]")
+        check_tokens(labels, a.shape[0], "states", tuple(a.shape))
+        if a.size > MAX_STRIP_CELLS:
+            raise ValueError(f"states has shape {tuple(a.shape)}: at most {MAX_STRIP_CELLS} cells a panel")
+        if isinstance(p.filled, bool) or not isinstance(p.filled, int) or not 0 <= p.filled <= n:
+            raise ValueError(f"filled={p.filled!r} must be an integer in [0, {n}] (the token count)")
+        arrays.append(a)
+    return arrays
+
+
+def _strip_heatmap(
+    p: StripPanel, a: Float32Array, zmax: float, names: list[str], sfx: str, yd: Sequence[float]
+) -> dict[str, Any]:
+    """One strip's heatmap [d_hidden, pos] on axes ``x{sfx}``/``y{sfx}``: the positions not
+    computed yet are gaps, its colorbar beside it and as tall (``yd`` its y domain)."""
+    z = a.T.copy()  # [d_hidden, pos]
+    z[:, p.filled :] = np.nan  # not computed yet
+    return {
+        "type": "heatmap",
+        "z": z,
+        "x": list(range(a.shape[0])),
+        "y": list(range(a.shape[1])),
+        "customdata": [names] * a.shape[1],
+        "zmin": -zmax,
+        "zmax": zmax,
+        "zmid": 0.0,
+        "colorscale": STRIP_COLORSCALE,
+        "xaxis": f"x{sfx}",
+        "yaxis": f"y{sfx}",
+        "colorbar": colorbar("", x=1.0, y=sum(yd) / 2, length=yd[1] - yd[0]),
+        "hovertemplate": f"%{{customdata}}<br>{tr('unit')} %{{y}}: %{{z:.3f}}<extra></extra>",
+        "hoverongaps": False,
+        "name": _kind_name(p.kind),
+    }
+
+
+def _strip_axes(
+    d_hidden: int,
+    n: int,
+    x_props: dict[str, Any],
+    sfx: str,
+    xd: Sequence[float],
+    yd: Sequence[float],
+    *,
+    last: bool,
+) -> dict[str, Any]:
+    """One strip's x axis (the token positions, matching the first strip's; labels and title
+    on the ``last`` strip only) and y axis (the hidden units, top down)."""
+    x_axis: dict[str, Any] = {
+        **x_props,
+        "type": "linear",
+        "range": [-0.5, n - 0.5],
+        "domain": xd,
+        "anchor": f"y{sfx}",
+        "showticklabels": last,
+    }
+    if sfx:
+        x_axis["matches"] = "x"
+    if not last:
+        x_axis.pop("title", None)
+    y_axis = {
+        "domain": yd,
+        "anchor": f"x{sfx}",
+        "title": axis_title(tr("unit")),
+        "tickfont": {"size": TICK_PX},
+        "range": [d_hidden - 0.5, -0.5],
+        "nticks": 5,
+        "zeroline": False,
+        "showgrid": False,
+        "ticks": "",
+    }
+    return {f"xaxis{sfx}": x_axis, f"yaxis{sfx}": y_axis}
+
+
+def _step_line(filled: int, sfx: str) -> dict[str, Any]:
+    """The dark line after the last position a recurrent strip has computed."""
+    return {
+        "type": "line",
+        "xref": f"x{sfx}",
+        "yref": f"y{sfx} domain",
+        "x0": filled - 0.5,
+        "x1": filled - 0.5,
+        "y0": 0,
+        "y1": 1,
+        "line": {"color": STEP_COLOR, "width": 2},
+    }
 
 
 # --- steps and time against n ----------------------------------------------------------------------------
@@ -433,17 +494,69 @@ def gradient_figure(
     lengths = {int(np.asarray(p.distance).shape[0]) for p in profiles}
     if len(lengths) != 1:
         raise ValueError(f"every profile must cover one text: their lengths differ {sorted(lengths)}")
+    n = lengths.pop()
+    data, scales, finite = _gradient_lines(profiles, bounds)
+    y_range, tickvals, ticktext = _log_norm_ticks(finite)
+    left = numeric_axis_margin(
+        max(ticktext, key=len).replace("<sup>", "").replace("</sup>", "") + "0", font=TICK_PX
+    )
+    layout = _legend_layout(
+        data,
+        left=left,
+        width=width,
+        title=title,
+        meta={"n_pos": n, "scales": scales, "y_range": y_range},
+        xaxis={
+            "title": axis_title(tr("distance n − i (positions back from the last token)")),
+            "tickfont": {"size": TICK_PX},
+            "range": [-0.5, max(n - 1, 1) + 0.5],
+            "zeroline": False,
+        },
+        yaxis={
+            "title": axis_title(tr("‖∂h<sub>n</sub>/∂x<sub>i</sub>‖ (log scale)")),
+            "tickmode": "array",
+            "tickvals": tickvals,
+            "ticktext": ticktext,
+            "tickfont": {"size": TICK_PX},
+            "range": y_range,
+            "zeroline": False,
+        },
+        hovermode="closest",
+    )
+    return go.Figure({"data": data, "layout": layout})
+
+
+def _profile_arrays(
+    p: ProfileLike, bounds: bool
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64] | None]:
+    """A profile's distances, log10 norms and (with ``bounds``, when it has one) log10 bound as
+    float64 [pos], checked: a known kind, one length, norms finite or -inf (exactly 0)."""
+    _kind(p.kind)
+    d = np.asarray(p.distance, dtype=np.float64)
+    y = np.asarray(p.log10_norm, dtype=np.float64)
+    if d.ndim != 1 or y.shape != d.shape:
+        raise ValueError(f"distance {d.shape} and log10_norm {y.shape} must be 1-D of one length [pos]")
+    if np.isnan(y).any() or np.isposinf(y).any():
+        raise ValueError("log10_norm must be finite or -inf (a norm of exactly 0)")
+    if not bounds or p.log10_bound is None:
+        return d, y, None
+    b = np.asarray(p.log10_bound, dtype=np.float64)
+    if b.shape != d.shape:
+        raise ValueError(f"log10_bound has shape {b.shape}, distance {d.shape}")
+    return d, y, b
+
+
+def _gradient_lines(
+    profiles: Sequence[ProfileLike], bounds: bool
+) -> tuple[list[dict[str, Any]], list[float], list[float]]:
+    """The line traces of :func:`gradient_figure` (each profile's norms, then its dotted bound),
+    the recurrent scales in the order first met (one dash each) and every log10 value drawn
+    (for the y range)."""
     data: list[dict[str, Any]] = []
     scales: list[float] = []
     finite: list[float] = []
     for p in profiles:
-        _kind(p.kind)
-        d = np.asarray(p.distance, dtype=np.float64)
-        y = np.asarray(p.log10_norm, dtype=np.float64)
-        if d.ndim != 1 or y.shape != d.shape:
-            raise ValueError(f"distance {d.shape} and log10_norm {y.shape} must be 1-D of one length [pos]")
-        if np.isnan(y).any() or np.isposinf(y).any():
-            raise ValueError("log10_norm must be finite or -inf (a norm of exactly 0)")
+        d, y, b = _profile_arrays(p, bounds)
         if p.kind != "attention" and p.scale not in scales:
             scales.append(p.scale)
         dash = DASHES[scales.index(p.scale) % len(DASHES)] if p.kind != "attention" else "solid"
@@ -461,10 +574,7 @@ def gradient_figure(
                 "hovertemplate": f"n − i = %{{x}}<br>10<sup>%{{y:.2f}}</sup><extra>{name}</extra>",
             }
         )
-        if bounds and p.log10_bound is not None:
-            b = np.asarray(p.log10_bound, dtype=np.float64)
-            if b.shape != d.shape:
-                raise ValueError(f"log10_bound has shape {b.shape}, distance {d.shape}")
+        if b is not None:
             bound_name = tr("bound s^(n−i)·‖W_ih‖ (s = {scale:g})", scale=p.scale)
             finite += [float(b.min()), float(b.max())]
             data.append(
@@ -478,46 +588,16 @@ def gradient_figure(
                     "hovertemplate": f"n − i = %{{x}}<br>10<sup>%{{y:.2f}}</sup><extra>{bound_name}</extra>",
                 }
             )
+    return data, scales, finite
+
+
+def _log_norm_ticks(finite: Sequence[float]) -> tuple[list[float], list[float], list[str]]:
+    """The y range (log10, padded around the values drawn) and its power-of-ten ticks."""
     lo, hi = (min(finite), max(finite)) if finite else (-1.0, 1.0)
     pad = max(0.05 * (hi - lo), 0.3)
     y_range = [lo - pad, hi + pad]
     tickvals, ticktext = _decade_ticks(y_range[0], y_range[1])
-    left = numeric_axis_margin(
-        max(ticktext, key=len).replace("<sup>", "").replace("</sup>", "") + "0", font=TICK_PX
-    )
-    right = EDGE_PX
-    plot_w = width - left - right
-    names = [t["name"] for t in data]
-    rows = _legend_rows(names, plot_w)
-    top = (TOP_TITLE_PX if title else 8) + rows * LEGEND_PX + 8
-    bottom = x_numeric_margin(font=TICK_PX)
-    n = lengths.pop()
-    layout: dict[str, Any] = {
-        "height": PLOT_PX + top + bottom,
-        "margin": {"l": left, "r": right, "t": top, "b": bottom, "pad": 0},
-        "showlegend": True,
-        "legend": {**top_legend(rows, PLOT_PX), "y": 1.0 + (rows * LEGEND_PX + 8) / PLOT_PX},
-        "xaxis": {
-            "title": axis_title(tr("distance n − i (positions back from the last token)")),
-            "tickfont": {"size": TICK_PX},
-            "range": [-0.5, max(n - 1, 1) + 0.5],
-            "zeroline": False,
-        },
-        "yaxis": {
-            "title": axis_title(tr("‖∂h<sub>n</sub>/∂x<sub>i</sub>‖ (log scale)")),
-            "tickmode": "array",
-            "tickvals": tickvals,
-            "ticktext": ticktext,
-            "tickfont": {"size": TICK_PX},
-            "range": y_range,
-            "zeroline": False,
-        },
-        "hovermode": "closest",
-        "meta": {"width": width, "n_pos": n, "scales": scales, "y_range": y_range},
-    }
-    if title:
-        layout["title"] = figure_title(title)
-    return go.Figure({"data": data, "layout": layout})
+    return y_range, tickvals, ticktext
 
 
 # --- the trained models ------------------------------------------------------------------------------------
@@ -595,16 +675,14 @@ def recall_figure(
         }
     )
     left = numeric_axis_margin("100%", font=TICK_PX)
-    rows = _legend_rows([t["name"] for t in data], width - left - EDGE_PX)
-    top = (TOP_TITLE_PX if title else 8) + rows * LEGEND_PX + 8
-    bottom = x_numeric_margin(font=TICK_PX)
-    layout: dict[str, Any] = {
-        "height": PLOT_PX + top + bottom,
-        "margin": {"l": left, "r": EDGE_PX, "t": top, "b": bottom, "pad": 0},
-        "showlegend": True,
-        "legend": {**top_legend(rows, PLOT_PX), "y": 1.0 + (rows * LEGEND_PX + 8) / PLOT_PX},
-        "xaxis": _distance_axis(d),
-        "yaxis": {
+    layout = _legend_layout(
+        data,
+        left=left,
+        width=width,
+        title=title,
+        meta={"distances": d.tolist(), "chance": chance},
+        xaxis=_distance_axis(d),
+        yaxis={
             "range": [-0.04, 1.04],
             "tickmode": "array",
             "tickvals": [0, 0.25, 0.5, 0.75, 1.0],
@@ -613,17 +691,14 @@ def recall_figure(
             "title": axis_title(tr("held-out accuracy")),
             "zeroline": False,
         },
-        "hovermode": "closest",
-        "meta": {"width": width, "distances": d.tolist(), "chance": chance},
-    }
-    if title:
-        layout["title"] = figure_title(title)
+        hovermode="closest",
+    )
     return go.Figure({"data": data, "layout": layout})
 
 
 def look_back_figure(
     weights: npt.ArrayLike,
-    tokens: Sequence[object],
+    labels: Sequence[object],
     *,
     head: int,
     answer: int = 0,
@@ -633,10 +708,10 @@ def look_back_figure(
     """Where the question looks: the trained attention head's weights from the last position
     (the blank) to every key position, one bar per token, the answer (position ``answer``,
     the first token) highlighted. ``weights`` [key_pos] (one row of the pattern, 0..1),
-    ``tokens`` one per position. ``layout.meta``: ``width``, ``n_pos``, ``head``,
+    ``labels`` the token labels, one per position. ``layout.meta``: ``width``, ``n_pos``, ``head``,
     ``weight_on_answer``."""
     w = as_float32(weights, 1, "weights", "[key_pos]")
-    check_tokens(tokens, w.shape[0], "weights", tuple(w.shape))
+    check_tokens(labels, w.shape[0], "weights", tuple(w.shape))
     n = w.shape[0]
     if n < 2:
         raise ValueError("weights has shape (1,): the question needs at least one position to look back to")
@@ -648,35 +723,39 @@ def look_back_figure(
         raise ValueError(f"head={head!r} must be a non-negative integer")
     left = numeric_axis_margin("0.75", font=TICK_PX)
     plot_w = max(120.0, width - left - EDGE_PX)
-    step = tick_step(tokens, [("x", plot_w)])
-    x_axis = token_axis(tokens, plot_w, "x", step=step, title=tr("key position (token)"))
+    step = tick_step(labels, [("x", plot_w)])
+    x_axis = token_axis(labels, plot_w, "x", step=step, title=tr("key position (token)"))
     colors = [ANSWER_COLOR if i == answer else BAR_COLOR for i in range(n)]
-    top = TOP_TITLE_PX if title else 8
-    bottom = x_axis.margin
     data = [
         {
             "type": "bar",
             "x": list(range(n)),
             "y": w,
-            "customdata": token_labels(tokens),
+            "customdata": token_labels(labels),
             "marker": {"color": colors, "line": {"width": 0}},
             "name": tr("weight from the blank"),
             "hovertemplate": "%{customdata}: %{y:.3f}<extra></extra>",
         }
     ]
-    layout: dict[str, Any] = {
-        "height": PLOT_PX + top + bottom,
-        "margin": {"l": left, "r": EDGE_PX, "t": top, "b": bottom, "pad": 0},
-        "showlegend": False,
-        "bargap": 0.15 if n <= 64 else 0.0,
-        "xaxis": {**x_axis.props, "type": "linear", "range": [-0.6, n - 0.4]},
-        "yaxis": {
+    layout = base_layout(
+        PLOT_PX,
+        width=width,
+        left=left,
+        right=EDGE_PX,
+        top=TOP_TITLE_PX if title else 8,
+        bottom=x_axis.margin,
+        title=title,
+        meta={"n_pos": n, "head": head, "weight_on_answer": float(w[answer])},
+        showlegend=False,
+        bargap=0.15 if n <= 64 else 0.0,
+        xaxis={**x_axis.props, "type": "linear", "range": [-0.6, n - 0.4]},
+        yaxis={
             "range": [0, 1.05],
             "tickfont": {"size": TICK_PX},
             "title": axis_title(tr("weight (head {head})", head=head)),
             "zeroline": False,
         },
-        "annotations": [
+        annotations=[
             {
                 "x": answer,
                 "y": float(w[answer]),
@@ -691,10 +770,7 @@ def look_back_figure(
                 "xanchor": "left",
             }
         ],
-        "meta": {"width": width, "n_pos": n, "head": head, "weight_on_answer": float(w[answer])},
-    }
-    if title:
-        layout["title"] = figure_title(title)
+    )
     return go.Figure({"data": data, "layout": layout})
 
 
@@ -731,23 +807,18 @@ def first_weight_figure(
             }
         )
     left = numeric_axis_margin("0.75", font=TICK_PX)
-    rows = _legend_rows([t["name"] for t in data], width - left - EDGE_PX)
-    top = (TOP_TITLE_PX if title else 8) + rows * LEGEND_PX + 8
-    bottom = x_numeric_margin(font=TICK_PX)
-    layout: dict[str, Any] = {
-        "height": PLOT_PX + top + bottom,
-        "margin": {"l": left, "r": EDGE_PX, "t": top, "b": bottom, "pad": 0},
-        "showlegend": True,
-        "legend": {**top_legend(rows, PLOT_PX), "y": 1.0 + (rows * LEGEND_PX + 8) / PLOT_PX},
-        "xaxis": _distance_axis(d),
-        "yaxis": {
+    layout = _legend_layout(
+        data,
+        left=left,
+        width=width,
+        title=title,
+        meta={"heads": int(w.shape[1])},
+        xaxis=_distance_axis(d),
+        yaxis={
             "range": [-0.03, 1.05],
             "tickfont": {"size": TICK_PX},
             "title": axis_title(tr("weight on the first token")),
             "zeroline": False,
         },
-        "meta": {"width": width, "heads": int(w.shape[1])},
-    }
-    if title:
-        layout["title"] = figure_title(title)
+    )
     return go.Figure({"data": data, "layout": layout})
