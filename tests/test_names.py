@@ -70,12 +70,15 @@ def _public_callables(package_name: str):
 
 @pytest.mark.parametrize("package", ["tformer.analysis", "tformer.efficiency", "tformer.questions"])
 def test_the_may_attend_mask_is_called_attn_mask_in_the_numpy_side(package):
-    named_allowed = [
-        qualname
-        for qualname, fn in _public_callables(package)
-        if "allowed" in inspect.signature(fn).parameters
-    ]
+    named_allowed, mask_arrays = [], []
+    for qualname, fn in _public_callables(package):
+        params = inspect.signature(fn).parameters
+        if "allowed" in params:
+            named_allowed.append(qualname)
+        if "mask" in params and params["mask"].annotation not in (str, "str"):
+            mask_arrays.append(qualname)  # `mask` is left to a question's mask kind ("causal", ...)
     assert named_allowed == []
+    assert mask_arrays == []
 
 
 def test_a_question_context_gives_a_heads_mask_as_attn_mask():
