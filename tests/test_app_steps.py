@@ -189,10 +189,10 @@ def fully_masked_script(offset: int) -> None:
         "fc2_w": np.eye(d, dtype=np.float32),
         "fc2_b": np.zeros(d, np.float32),
     }
-    allowed = np.tril(np.ones((n, n), dtype=bool))
-    allowed[2] = False  # query 2 may see no key: a fully masked row
+    attn_mask = np.tril(np.ones((n, n), dtype=bool))
+    attn_mask[2] = False  # query 2 may see no key: a fully masked row
     steps = walk_layer(
-        acts, w, n_heads=2, head=0, norm="post", act="relu", eps=1e-5, causal=True, allowed=allowed
+        acts, w, n_heads=2, head=0, norm="post", act="relu", eps=1e-5, causal=True, attn_mask=attn_mask
     )
     mask = next(i for i, s in enumerate(steps) if s.key == "mask")
     walk = Walk(tuple(steps), {})

@@ -36,15 +36,15 @@ def qkv(n: int = N, d: int = 8, seed: int = 0, n_k: int | None = None, spread: f
     return q, k, v
 
 
-def reference(q, k, v, allowed=None):
-    return explicit_attention(*(a.astype(np.float64) for a in (q, k, v)), allowed)
+def reference(q, k, v, attn_mask=None):
+    return explicit_attention(*(a.astype(np.float64) for a in (q, k, v)), attn_mask)
 
 
 def padding_mask(n_q: int, n_k: int, n_real: int) -> np.ndarray:
     """A batch-like padding mask: the last keys are [PAD] and nobody may attend to them."""
-    allowed = np.zeros((n_q, n_k), dtype=bool)
-    allowed[:, :n_real] = True
-    return allowed
+    attn_mask = np.zeros((n_q, n_k), dtype=bool)
+    attn_mask[:, :n_real] = True
+    return attn_mask
 
 
 def assert_no_nan(flash) -> None:
@@ -66,9 +66,9 @@ MASKS = {
 @pytest.mark.parametrize(("block_q", "block_k"), BLOCKS)
 def test_last_step_equals_the_explicit_attention(mask, block_q, block_k):
     q, k, v = qkv()
-    allowed = MASKS[mask](N)
-    flash = flash_attention(q, k, v, block_q=block_q, block_k=block_k, allowed=allowed)
-    assert np.abs(flash.out - reference(q, k, v, allowed)).max() <= 1e-5
+    attn_mask = MASKS[mask](N)
+    flash = flash_attention(q, k, v, block_q=block_q, block_k=block_k, attn_mask=attn_mask)
+    assert np.abs(flash.out - reference(q, k, v, attn_mask)).max() <= 1e-5
     assert flash.n_steps == len(flash.steps) == n_tiles(N, block_q) * n_tiles(N, block_k)
     # each query tile's last step holds that tile's final output
     for s in flash.steps:
@@ -80,25 +80,25 @@ def test_last_step_equals_the_explicit_attention(mask, block_q, block_k):
 @pytest.mark.parametrize(("block_q", "block_k"), [(1, 1), (2, 3), (4, 4), (16, 16), (64, 64)])
 def test_fully_masked_rows_give_zero_and_never_nan(block_q, block_k):
     q, k, v = qkv()
-    allowed = causal_mask(N)
-    allowed[[0, 5, 6, 11]] = False  # four queries that may attend to nothing
-    allowed[:, 9] = False  # and a key nobody may see
-    flash = flash_attention(q, k, v, block_q=block_q, block_k=block_k, allowed=allowed)
-    assert np.abs(flash.out - reference(q, k, v, allowed)).max() <= 1e-5
+    attn_mask = causal_mask(N)
+    attn_mask[[0, 5, 6, 11]] = False  # four queries that may attend to nothing
+    attn_mask[:, 9] = False  # and a key nobody may see
+    flash = flash_attention(q, k, v, block_q=block_q, block_k=block_k, attn_mask=attn_mask)
+    assert np.abs(flash.out - reference(q, k, v, attn_mask)).max() <= 1e-5
     assert np.all(flash.out[[0, 5, 6, 11]] == 0)
     assert_no_nan(flash)
     last = {s.i: s for s in flash.steps if s.last}
     for s in last.values():
         rows = np.arange(s.q0, s.q1)
-        dead = ~allowed[rows].any(axis=1)
+        dead = ~attn_mask[rows].any(axis=1)
         assert np.all(np.isneginf(s.m_new[dead]))
         assert np.all(s.l_new[dead] == 0)
 
 
 def test_everything_masked_gives_zero_and_skips_every_tile():
     q, k, v = qkv(n=5)
-    allowed = np.zeros((5, 5), dtype=bool)
-    flash = flash_attention(q, k, v, block_q=2, block_k=2, allowed=allowed)
+    attn_mask = np.zeros((5, 5), dtype=bool)
+    flash = flash_attention(q, k, v, block_q=2, block_k=2, attn_mask=attn_mask)
     assert np.all(flash.out == 0)
     assert all(s.skipped for s in flash.steps)
     assert_no_nan(flash)
@@ -108,11 +108,11 @@ def test_everything_masked_gives_zero_and_skips_every_tile():
 
 def test_causal_tiles_above_the_diagonal_are_skipped_and_unchanged():
     q, k, v = qkv()
-    allowed = causal_mask(N)
-    flash = flash_attention(q, k, v, block_q=4, block_k=4, allowed=allowed)
+    attn_mask = causal_mask(N)
+    flash = flash_attention(q, k, v, block_q=4, block_k=4, attn_mask=attn_mask)
     skipped = {(s.i, s.j) for s in flash.steps if s.skipped}
     assert skipped == {(i, j) for i in range(4) for j in range(4) if j > i}
-    assert np.array_equal(skipped_tiles(allowed, N, N, 4, 4), np.triu(np.ones((4, 4), bool), 1))
+    assert np.array_equal(skipped_tiles(attn_mask, N, N, 4, 4), np.triu(np.ones((4, 4), bool), 1))
     for s in flash.steps:
         if s.skipped:
             assert np.all(np.isneginf(s.scores))
@@ -125,24 +125,24 @@ def test_causal_tiles_above_the_diagonal_are_skipped_and_unchanged():
 @pytest.mark.parametrize(("block_q", "block_k"), [(1, 1), (4, 4), (3, 5), (8, 8)])
 def test_unequal_query_and_key_lengths_with_padding(block_q, block_k):
     q, k, v = qkv(n=6, n_k=13)
-    allowed = padding_mask(6, 13, 10)
-    flash = flash_attention(q, k, v, block_q=block_q, block_k=block_k, allowed=allowed)
+    attn_mask = padding_mask(6, 13, 10)
+    flash = flash_attention(q, k, v, block_q=block_q, block_k=block_k, attn_mask=attn_mask)
     assert flash.out.shape == (6, 8)
-    assert np.abs(flash.out - reference(q, k, v, allowed)).max() <= 1e-5
+    assert np.abs(flash.out - reference(q, k, v, attn_mask)).max() <= 1e-5
 
 
 @pytest.mark.parametrize("blocks", [(1, 1), (4, 4), (2, 9)])
 def test_one_token(blocks):
     q, k, v = qkv(n=1)
-    for allowed in (None, causal_mask(1)):
-        flash = flash_attention(q, k, v, block_q=blocks[0], block_k=blocks[1], allowed=allowed)
+    for attn_mask in (None, causal_mask(1)):
+        flash = flash_attention(q, k, v, block_q=blocks[0], block_k=blocks[1], attn_mask=attn_mask)
         assert flash.n_steps == 1
         np.testing.assert_allclose(flash.out, v, atol=1e-6)  # softmax over one key is 1
 
 
 def test_d_head_one():
     q, k, v = qkv(d=1)
-    flash = flash_attention(q, k, v, block_q=4, block_k=4, allowed=causal_mask(N))
+    flash = flash_attention(q, k, v, block_q=4, block_k=4, attn_mask=causal_mask(N))
     assert np.abs(flash.out - reference(q, k, v, causal_mask(N))).max() <= 1e-5
 
 
@@ -150,13 +150,13 @@ def test_d_head_one():
 @pytest.mark.parametrize(("block_q", "block_k"), [(1, 1), (3, 5), (4, 4), (N, N)])
 def test_running_max_and_sum_after_the_last_tile_are_the_rows(mask, block_q, block_k):
     q, k, v = qkv()
-    allowed = MASKS[mask](N)
+    attn_mask = MASKS[mask](N)
     s = (q.astype(np.float64) @ k.T.astype(np.float64)) / math.sqrt(q.shape[1])
-    if allowed is not None:
-        s = np.where(allowed, s, -np.inf)
+    if attn_mask is not None:
+        s = np.where(attn_mask, s, -np.inf)
     row_max = s.max(axis=1)
     row_sum = np.exp(s - row_max[:, None]).sum(axis=1)
-    flash = flash_attention(q, k, v, block_q=block_q, block_k=block_k, allowed=allowed)
+    flash = flash_attention(q, k, v, block_q=block_q, block_k=block_k, attn_mask=attn_mask)
     for step in flash.steps:
         if step.last:
             np.testing.assert_allclose(step.m_new, row_max[step.q0 : step.q1], rtol=1e-5, atol=1e-5)
@@ -203,14 +203,14 @@ def test_steps_come_query_tile_by_query_tile():
 
 def test_step_at_runs_one_query_tile_and_gives_the_same_record():
     q, k, v = qkv()
-    allowed = causal_mask(N)
-    flash = flash_attention(q, k, v, block_q=3, block_k=5, allowed=allowed)
+    attn_mask = causal_mask(N)
+    flash = flash_attention(q, k, v, block_q=3, block_k=5, attn_mask=attn_mask)
     for s in flash.steps:
-        one = step_at(q, k, v, s.index, block_q=3, block_k=5, allowed=allowed)
+        one = step_at(q, k, v, s.index, block_q=3, block_k=5, attn_mask=attn_mask)
         assert (one.i, one.j, one.skipped) == (s.i, s.j, s.skipped)
         np.testing.assert_array_equal(one.out, s.out)
         np.testing.assert_array_equal(one.m_new, s.m_new)
-    only = list(flash_steps(q, k, v, block_q=3, block_k=5, allowed=allowed, query_tiles=[2]))
+    only = list(flash_steps(q, k, v, block_q=3, block_k=5, attn_mask=attn_mask, query_tiles=[2]))
     assert [s.i for s in only] == [2] * n_tiles(N, 5)
 
 
@@ -219,7 +219,7 @@ def test_step_at_runs_one_query_tile_and_gives_the_same_record():
 )
 def test_the_largest_array_is_tile_sized_not_n_by_n(n, d, block_q, block_k):
     q, k, v = qkv(n=n, d=d)
-    flash = flash_attention(q, k, v, block_q=block_q, block_k=block_k, allowed=causal_mask(n), record=False)
+    flash = flash_attention(q, k, v, block_q=block_q, block_k=block_k, attn_mask=causal_mask(n), record=False)
     fp = flash.footprint
     assert flash.steps == []
     assert flash.n_steps == n_tiles(n, block_q) * n_tiles(n, block_k)
@@ -246,8 +246,8 @@ def test_bad_shapes_and_blocks_are_refused():
     q, k, v = qkv()
     with pytest.raises(ValueError, match="block_q=0"):
         flash_attention(q, k, v, block_q=0, block_k=2)
-    with pytest.raises(ValueError, match="allowed has shape"):
-        flash_attention(q, k, v, block_q=2, block_k=2, allowed=np.ones((3, 3), bool))
+    with pytest.raises(ValueError, match="attn_mask has shape"):
+        flash_attention(q, k, v, block_q=2, block_k=2, attn_mask=np.ones((3, 3), bool))
     with pytest.raises(ValueError, match="do not fit"):
         flash_attention(q, k[:, :3], v, block_q=2, block_k=2)
 
@@ -264,13 +264,13 @@ def test_bad_shapes_and_blocks_are_refused():
 )
 def test_any_shape_and_mask_equals_the_explicit_attention(n, n_k, d, block_q, block_k, seed, spread):
     q, k, v = qkv(n=n, d=d, n_k=n_k, seed=seed, spread=spread)
-    allowed = np.random.default_rng(seed + 1).random((n, n_k)) < 0.6
-    flash = flash_attention(q, k, v, block_q=block_q, block_k=block_k, allowed=allowed)
+    attn_mask = np.random.default_rng(seed + 1).random((n, n_k)) < 0.6
+    flash = flash_attention(q, k, v, block_q=block_q, block_k=block_k, attn_mask=attn_mask)
     # 1e-5, or float32's own rounding of scores as large as these (|s| reaches ~10^3 at spread 40:
     # exp(s - m) then carries a relative error of ~|s|·eps in any float32 order of summation)
     s_max = float(np.abs(q.astype(np.float64) @ k.T.astype(np.float64)).max()) / np.sqrt(d)
     tol = max(1e-5, 8 * np.finfo(np.float32).eps * s_max * float(np.abs(v).max()))
-    assert np.abs(flash.out - reference(q, k, v, allowed)).max() <= tol
+    assert np.abs(flash.out - reference(q, k, v, attn_mask)).max() <= tol
     assert_no_nan(flash)
 
 
@@ -279,12 +279,12 @@ def test_any_shape_and_mask_equals_the_explicit_attention(n, n_k, d, block_q, bl
 TEXT = "The animal didn't cross the street because it was too tired. 小猫跳了上去。"
 
 
-def check_head(cap, layer: int, head: int, allowed, blocks) -> None:
+def check_head(cap, layer: int, head: int, attn_mask, blocks) -> None:
     q, k, v, z = (cap.at(name, layer)[:, head] for name in ("q", "k", "v", "z"))
     pattern = cap.at("pattern", layer)[head]
     scores = cap.at("attn_scores", layer)[head]
     for block_q, block_k in blocks:
-        flash = flash_attention(q, k, v, block_q=block_q, block_k=block_k, allowed=allowed)
+        flash = flash_attention(q, k, v, block_q=block_q, block_k=block_k, attn_mask=attn_mask)
         assert np.abs(flash.out - z).max() <= 1e-5, (layer, head, block_q, block_k)
         for s in flash.steps:  # the page's tile scores are the model's scores
             mine, theirs = s.scores, scores[s.q0 : s.q1, s.k0 : s.k1]
@@ -317,10 +317,10 @@ def test_causal_from_scratch_head_gives_the_models_own_z():
     tok = scratch_tokenizer(max_len=64)
     model = Encoder(tiny(vocab_size=tok.vocab_size, causal=True)).eval()
     cap = capture_text(model, tok, TEXT, ["q", "k", "v", "attn_scores", "pattern", "z"])
-    allowed = causal_mask(cap.n_pos)
+    attn_mask = causal_mask(cap.n_pos)
     for layer in range(model.cfg.n_layers):
         for head in range(model.cfg.n_heads):
-            check_head(cap, layer, head, allowed, [(1, 1), (4, 4), (3, 8)])
+            check_head(cap, layer, head, attn_mask, [(1, 1), (4, 4), (3, 8)])
 
 
 def test_auto_tiles_step_any_length_in_at_most_64_steps():

@@ -47,3 +47,42 @@ def test_a_model_choice_names_its_source_as_the_view_and_a_link_do():
         ModelChoice("run")
     with pytest.raises(ValueError, match="needs path"):
         ModelChoice("local")
+
+
+def _public_callables(package_name: str):
+    """(qualified name, callable) for every public function and method defined in the package."""
+    import importlib
+    import pkgutil
+
+    package = importlib.import_module(package_name)
+    for info in pkgutil.iter_modules(package.__path__, f"{package_name}."):
+        module = importlib.import_module(info.name)
+        for name, obj in vars(module).items():
+            if name.startswith("_") or getattr(obj, "__module__", None) != module.__name__:
+                continue
+            if inspect.isfunction(obj):
+                yield f"{info.name}.{name}", obj
+            elif inspect.isclass(obj):
+                for attr, member in vars(obj).items():
+                    if inspect.isfunction(member) and (not attr.startswith("_") or attr == "__init__"):
+                        yield f"{info.name}.{name}.{attr}", member
+
+
+@pytest.mark.parametrize("package", ["tformer.analysis", "tformer.efficiency", "tformer.questions"])
+def test_the_may_attend_mask_is_called_attn_mask_in_the_numpy_side(package):
+    named_allowed, mask_arrays = [], []
+    for qualname, fn in _public_callables(package):
+        params = inspect.signature(fn).parameters
+        if "allowed" in params:
+            named_allowed.append(qualname)
+        if "mask" in params and params["mask"].annotation not in (str, "str"):
+            mask_arrays.append(qualname)  # `mask` is left to a question's mask kind ("causal", ...)
+    assert named_allowed == []
+    assert mask_arrays == []
+
+
+def test_a_question_context_gives_a_heads_mask_as_attn_mask():
+    from tformer.questions.context import QuestionContext
+
+    assert hasattr(QuestionContext, "attn_mask")
+    assert not hasattr(QuestionContext, "allowed")

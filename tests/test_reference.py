@@ -109,7 +109,7 @@ def test_the_numpy_lessons_compute_with_the_reference():
     for fn in (raw_scores, scale_scores, apply_mask, softmax_rows):
         assert getattr(walkthrough, fn.__name__) is fn
     q, k, v = (a[0, 0] for a in qkv(5))  # one head: [pos, d_head]
-    allowed = masks()["a dead row"][1, 0]
-    np.testing.assert_array_equal(explicit_attention(q, k, v, allowed), attention_np(q, k, v, allowed)[0])
-    p = temperature_pattern(q @ k.T, D, allowed=allowed)
-    np.testing.assert_allclose(p, attention_np(q, k, v, allowed)[1], atol=1e-6)
+    attn_mask = masks()["a dead row"][1, 0]
+    np.testing.assert_array_equal(explicit_attention(q, k, v, attn_mask), attention_np(q, k, v, attn_mask)[0])
+    p = temperature_pattern(q @ k.T, D, attn_mask=attn_mask)
+    np.testing.assert_allclose(p, attention_np(q, k, v, attn_mask)[1], atol=1e-6)

@@ -45,13 +45,13 @@ def test_tau_1_and_scaled_is_the_models_own_pattern(causal):
     cap = capture_text(model, tok, TEXT, ["q", "k", "pattern"])
     d_k = model.cfg.d_model // model.cfg.n_heads
     n = len(cap.encoded.ids)
-    allowed = np.tril(np.ones((n, n), dtype=bool)) if causal else None
+    attn_mask = np.tril(np.ones((n, n), dtype=bool)) if causal else None
     for layer in range(model.cfg.n_layers):
         for head in range(model.cfg.n_heads):
             q = cap["q"][layer][:, head]  # [pos, d_head]
             k = cap["k"][layer][:, head]
             assert q.shape == (n, d_k)
-            mine = temperature_pattern(q @ k.T, d_k, allowed=allowed)
+            mine = temperature_pattern(q @ k.T, d_k, attn_mask=attn_mask)
             theirs = cap["pattern"][layer, head]
             assert mine.dtype == np.float32
             assert mine.shape == theirs.shape == (n, n)
@@ -87,11 +87,11 @@ def test_a_very_low_temperature_stays_finite():
 
 def test_masked_keys_get_zero_and_a_fully_masked_row_is_zero_not_nan():
     raw = np.random.default_rng(3).normal(size=(4, 4))
-    allowed = np.tril(np.ones((4, 4), dtype=bool))
-    allowed[2] = False  # query 2 may attend to nothing
-    p = temperature_pattern(raw, 16, tau=0.5, allowed=allowed)
+    attn_mask = np.tril(np.ones((4, 4), dtype=bool))
+    attn_mask[2] = False  # query 2 may attend to nothing
+    p = temperature_pattern(raw, 16, tau=0.5, attn_mask=attn_mask)
     assert np.isfinite(p).all()
-    assert np.all(p[~allowed] == 0.0)
+    assert np.all(p[~attn_mask] == 0.0)
     np.testing.assert_array_equal(p[2], np.zeros(4, np.float32))
     np.testing.assert_allclose(p[[0, 1, 3]].sum(-1), 1.0, atol=1e-6)
     np.testing.assert_allclose(p[3], softmax(raw[3] / 4 / 0.5), atol=1e-6)
@@ -117,8 +117,8 @@ def test_minus_infinity_scores_count_as_masked():
         ({"raw": np.zeros((2, 2)), "d_k": 4, "tau": float("nan")}, "tau must be"),
         ({"raw": np.zeros((2, 2)), "d_k": 4, "tau": float("inf")}, "tau must be"),
         (
-            {"raw": np.zeros((2, 3)), "d_k": 4, "allowed": np.ones((3, 2), bool)},
-            r"allowed has shape \(3, 2\)",
+            {"raw": np.zeros((2, 3)), "d_k": 4, "attn_mask": np.ones((3, 2), bool)},
+            r"attn_mask has shape \(3, 2\)",
         ),
         ({"raw": np.array([[0.0, np.nan]]), "d_k": 4}, "1 NaN or \\+inf"),
         ({"raw": np.array([[0.0, np.inf]]), "d_k": 4}, "1 NaN or \\+inf"),
@@ -131,7 +131,7 @@ def test_temperature_pattern_rejects_bad_input_naming_it(kwargs, needle):
 
 def test_a_nan_score_where_attention_is_masked_is_ignored():
     raw = np.array([[0.0, np.nan]])
-    p = temperature_pattern(raw, 4, allowed=np.array([[True, False]]))
+    p = temperature_pattern(raw, 4, attn_mask=np.array([[True, False]]))
     np.testing.assert_array_equal(p, [[1.0, 0.0]])
 
 

@@ -45,7 +45,7 @@ ROLES: dict[str, str] = {
     "previous": "weight on the key just before the query, p[q, q-1]",
     "next": "weight on the key just after the query, p[q, q+1]",
     "self": "weight on the query's own position, p[q, q]",
-    "first": "weight on the first token ([CLS]), p[q, cls_pos]",
+    "first": "weight on the tokenizer's leading special ([CLS]), p[q, cls_pos]; position 0 without one",
     "duplicate": "total weight on earlier copies of the query's own token (repeated tokens only)",
     "broad": "spread: entropy / log2(visible keys); 0 = one key, 1 = uniform",
 }
@@ -133,10 +133,10 @@ def role_scores(
         raise ValueError(
             f"ids must be {n} integer token ids [pos] for pattern of shape {p.shape}, got shape {t.shape}"
         )
-    c = 0 if cls_pos is None else cls_pos
-    if not (isinstance(c, (int, np.integer)) and 0 <= c < n):
+    cls = 0 if cls_pos is None else cls_pos  # the key "first" measures: [CLS], not always position 0
+    if not (isinstance(cls, (int, np.integer)) and 0 <= cls < n):
         raise ValueError(f"cls_pos={cls_pos!r} must be a position in 0..{n - 1} (or None)")
-    c = int(c)
+    cls = int(cls)
     q = np.arange(n)
     counted = ~_skip_mask(skip_special, n)  # [query_pos]
 
@@ -148,7 +148,7 @@ def role_scores(
         "previous": counted & (q >= 1),
         "next": counted & (q <= n - 2),
         "self": counted,
-        "first": counted & (q != c),
+        "first": counted & (q != cls),
         "duplicate": counted & earlier.any(-1),
         "broad": counted,
     }
@@ -164,7 +164,7 @@ def role_scores(
         values["previous"][:, 1:] = pl[:, q[1:], q[1:] - 1]
         values["next"][:, :-1] = pl[:, q[:-1], q[:-1] + 1]
         values["self"] = pl[:, q, q]
-        values["first"] = pl[:, :, c]
+        values["first"] = pl[:, :, cls]
         values["duplicate"] = np.einsum("hqk,qk->hq", pl, earlier_f)
         values["broad"] = normalised_entropy(row_entropy(pl), pl)  # entropy_norm of metrics
         # 3. The mean over the rows that count.

@@ -28,18 +28,18 @@ from ..model.attention import MultiHeadAttention, dead_rows_of, scaled_dot_produ
 from ..model.encoder import Encoder
 
 
-def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask: torch.Tensor | None) -> torch.Tensor:
     """Steps 2-6 on [batch, head_index, pos, d_head]; returns z [batch, head_index, query_pos, d_head].
 
-    mask: bool or 0/1, broadcastable to [batch, head_index, query_pos, key_pos]; nonzero = may attend.
+    attn_mask: bool or 0/1, broadcastable to [batch, head_index, query_pos, key_pos]; nonzero = may attend.
     """
-    if mask is None:
+    if attn_mask is None:
         return scaled_dot_product_attention(q, k, v)[0]
-    allowed = mask != 0
+    attn_mask = attn_mask != 0
     # A query that may attend to nothing has a row of -inf scores, and softmax of it is
     # exp(-inf) / sum(exp(-inf)) = 0/0 = NaN; such a query reads no value, so its output is 0.
-    dead_rows = dead_rows_of(allowed)  # [batch, head_index, query_pos, 1]
-    return scaled_dot_product_attention(q, k, v, allowed, dead_rows)[0]
+    dead_rows = dead_rows_of(attn_mask)  # [batch, head_index, query_pos, 1]
+    return scaled_dot_product_attention(q, k, v, attn_mask, dead_rows)[0]
 
 
 class SeparateQKV(nn.Module):
@@ -55,7 +55,7 @@ class SeparateQKV(nn.Module):
         self.W_v = nn.Linear(d_model, d_model)
         self.W_o = nn.Linear(d_model, d_model)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None) -> torch.Tensor:
         B, T, D = x.shape  # [batch, pos, d_model]
         H, Dh = self.n_heads, self.d_head
         # 1. project: three matmuls, each output split into heads
@@ -63,7 +63,7 @@ class SeparateQKV(nn.Module):
         k = self.W_k(x).view(B, T, H, Dh).transpose(1, 2)  # [batch, head_index, pos, d_head]
         v = self.W_v(x).view(B, T, H, Dh).transpose(1, 2)  # [batch, head_index, pos, d_head]
         # 2.-6. score, scale, mask, softmax, weight the values
-        z = attend(q, k, v, mask)  # [batch, head_index, query_pos, d_head]
+        z = attend(q, k, v, attn_mask)  # [batch, head_index, query_pos, d_head]
         # 7. concat heads, 8. output projection
         z = z.transpose(1, 2).reshape(B, T, D)  # [batch, pos, d_model]
         out: torch.Tensor = self.W_o(z)  # [batch, pos, d_model]
@@ -81,7 +81,7 @@ class FusedQKV(nn.Module):
         self.qkv_proj = nn.Linear(d_model, 3 * d_model)  # weight rows: W_q; W_k; W_v
         self.out_proj = nn.Linear(d_model, d_model)  # W_o
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None) -> torch.Tensor:
         B, T, D = x.shape  # [batch, pos, d_model]
         H, Dh = self.n_heads, self.d_head
         # 1. project: one matmul, then cut its output into q, k, v
@@ -91,7 +91,7 @@ class FusedQKV(nn.Module):
         k = k.view(B, T, H, Dh).transpose(1, 2)  # [batch, head_index, pos, d_head]
         v = v.view(B, T, H, Dh).transpose(1, 2)  # [batch, head_index, pos, d_head]
         # 2.-6. score, scale, mask, softmax, weight the values
-        z = attend(q, k, v, mask)  # [batch, head_index, query_pos, d_head]
+        z = attend(q, k, v, attn_mask)  # [batch, head_index, query_pos, d_head]
         # 7. concat heads, 8. output projection
         z = z.transpose(1, 2).reshape(B, T, D)  # [batch, pos, d_model]
         out: torch.Tensor = self.out_proj(z)  # [batch, pos, d_model]
@@ -129,12 +129,12 @@ def fused_from_model(attn: MultiHeadAttention) -> FusedQKV:
 
 
 def compare_layouts(
-    model: Encoder, layer: int, x: torch.Tensor, mask: torch.Tensor | None = None
+    model: Encoder, layer: int, x: torch.Tensor, attn_mask: torch.Tensor | None = None
 ) -> dict[str, float]:
     """Run layer ``layer``'s attention three ways on x [batch, pos, d_model] (that layer's attention
     input) and return the largest absolute differences between them.
 
-    mask: bool or 0/1, broadcastable to [batch, 1, query_pos, key_pos]; nonzero = may attend.
+    attn_mask: bool or 0/1, broadcastable to [batch, 1, query_pos, key_pos]; nonzero = may attend.
     Returns ``separate_vs_fused`` (`SeparateQKV` from `split_fused` vs `FusedQKV`),
     ``fused_vs_model`` (`FusedQKV` vs the model's own attention) and ``max_abs_output`` (the
     largest absolute value of the model's output, the scale the differences compare with).
@@ -146,17 +146,17 @@ def compare_layouts(
         raise TypeError(f"blocks[{layer}].attn is a {type(attn).__name__}, not a MultiHeadAttention")
     x = x.to(device=attn.out.weight.device, dtype=attn.out.weight.dtype)
     B, T, _ = x.shape  # [batch, pos, d_model]
-    mask4 = dead_rows = None
-    if mask is not None:
-        mask4 = (mask.to(x.device) != 0).expand(B, 1, T, T)  # [batch, 1, query_pos, key_pos]
-        dead = ~mask4.any(dim=-1, keepdim=True)  # [batch, 1, query_pos, 1]
+    attn_mask4 = dead_rows = None
+    if attn_mask is not None:
+        attn_mask4 = (attn_mask.to(x.device) != 0).expand(B, 1, T, T)  # [batch, 1, query_pos, key_pos]
+        dead = ~attn_mask4.any(dim=-1, keepdim=True)  # [batch, 1, query_pos, 1]
         dead_rows = dead if bool(dead.any()) else None  # as Encoder.layer_attn_mask passes it
     fused = fused_from_model(attn)
     separate = split_fused(fused)
     with torch.inference_mode():
-        out_fused = fused(x, mask4)  # [batch, pos, d_model]
-        out_separate = separate(x, mask4)  # [batch, pos, d_model]
-        out_model = attn(x, mask4, dead_rows)  # [batch, pos, d_model]
+        out_fused = fused(x, attn_mask4)  # [batch, pos, d_model]
+        out_separate = separate(x, attn_mask4)  # [batch, pos, d_model]
+        out_model = attn(x, attn_mask4, dead_rows)  # [batch, pos, d_model]
     return {
         "separate_vs_fused": (out_separate - out_fused).abs().max().item(),
         "fused_vs_model": (out_fused - out_model).abs().max().item(),

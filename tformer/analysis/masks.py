@@ -58,8 +58,8 @@ def window_mask(n: int, w: int) -> np.ndarray:
     if isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 0:
         raise ValueError(tr("window w={w!r} must be an integer >= 0", w=w))
     pos = np.arange(n)
-    allowed: npt.NDArray[np.bool_] = np.abs(pos[:, None] - pos[None, :]) <= w
-    return allowed
+    attn_mask: npt.NDArray[np.bool_] = np.abs(pos[:, None] - pos[None, :]) <= w
+    return attn_mask
 
 
 def _shown(item: str) -> str:
@@ -120,7 +120,7 @@ def custom_mask(n: int, spec: str) -> np.ndarray:
     items = [item for item in _SEPARATORS.split(spec) if item.strip()]
     if len(items) > MAX_ITEMS:
         raise ValueError(tr("the mask spec has {n} items; at most {most}", n=len(items), most=MAX_ITEMS))
-    mask = full_mask(n)
+    attn_mask = full_mask(n)
     for item in items:
         match = _ITEM.match(item)
         if match is None:
@@ -132,26 +132,26 @@ def custom_mask(n: int, spec: str) -> np.ndarray:
             )
         q0, q1 = _span(match.group(1), n, "query", item)
         k0, k1 = _span(match.group(2), n, "key", item)
-        mask[q0 : q1 + 1, k0 : k1 + 1] = False
-    return mask
+        attn_mask[q0 : q1 + 1, k0 : k1 + 1] = False
+    return attn_mask
 
 
-def describe(mask: np.ndarray) -> dict[str, object]:
-    """What a bool [query_pos, key_pos] mask allows.
+def describe(attn_mask: np.ndarray) -> dict[str, object]:
+    """What a bool [query_pos, key_pos] ``attn_mask`` (True = may attend) allows.
 
     Returns ``{"n": query count, "allowed": allowed entries, "allowed_share": allowed / n²,
     "dead_rows": queries that may attend to nothing (their weights and z will be 0)}``.
     """
-    mask = np.asarray(mask)
-    if mask.ndim != 2 or mask.shape[0] != mask.shape[1] or mask.shape[0] == 0:
-        raise ValueError(f"mask must be square [query_pos, key_pos], got shape {mask.shape}")
-    mask = mask.astype(bool)
-    allowed = int(mask.sum())
+    attn_mask = np.asarray(attn_mask)
+    if attn_mask.ndim != 2 or attn_mask.shape[0] != attn_mask.shape[1] or attn_mask.shape[0] == 0:
+        raise ValueError(f"attn_mask must be square [query_pos, key_pos], got shape {attn_mask.shape}")
+    attn_mask = attn_mask.astype(bool)
+    allowed = int(attn_mask.sum())  # a count, the facts' "allowed"
     return {
-        "n": int(mask.shape[0]),
+        "n": int(attn_mask.shape[0]),
         "allowed": allowed,
-        "allowed_share": allowed / mask.size,
-        "dead_rows": [int(i) for i in np.flatnonzero(~mask.any(axis=1))],
+        "allowed_share": allowed / attn_mask.size,
+        "dead_rows": [int(i) for i in np.flatnonzero(~attn_mask.any(axis=1))],
     }
 
 

@@ -36,15 +36,16 @@ FloatArray = npt.NDArray[np.float64]
 Positions = int | Iterable[int] | npt.NDArray[np.integer] | npt.NDArray[np.bool_]
 
 # One line per metric, in the order head_metrics returns them: usable as column help in a table.
-# "cls" and "sep" are returned only when their positions are given.
+# "cls" and "sep" are returned only when their positions are given. "first" is always position 0 and
+# "cls" always ``cls_pos`` (the head_roles role "first" measures what "cls" measures here).
 METRICS: dict[str, str] = {
     "entropy": "mean over queries of H(p) = -sum_k p_k log2 p_k (bits); 0 = one key, log2 n = uniform over n",
     "entropy_norm": "entropy / log2(number of visible keys); 0 = one key, 1 = uniform",
     "mean_distance": "mean over queries of sum_k p_k |q - k| (positions)",
     "self": "mean weight on the query's own position, p[q, q]",
     "prev": "mean weight on the previous position, p[q, q-1], over q >= 1",
-    "first": "mean weight on position 0, p[q, 0]",
-    "cls": "mean weight on the position of the tokenizer's leading special token (e.g. [CLS])",
+    "first": "mean weight on position 0, p[q, 0], whatever token stands there",
+    "cls": "mean weight on the tokenizer's leading special token (e.g. [CLS]), p[q, cls_pos]",
     "sep": "mean total weight on the positions of the trailing special token(s) (e.g. [SEP])",
     "max": "mean over queries of the row maximum, max_k p_k",
 }
@@ -107,7 +108,8 @@ def head_metrics(
 
     ``pattern``: [layer, head_index, query_pos, key_pos], rows summing to 1; all-zero rows
     (fully masked queries) are ignored. ``cls_pos``: the position of the tokenizer's leading
-    special token (e.g. [CLS]), one int. ``sep_pos``: the positions of its trailing special
+    special token (e.g. [CLS]), one int: the key "cls" measures ("first" is always position 0,
+    whatever token stands there). ``sep_pos``: the positions of its trailing special
     token(s) (e.g. [SEP]), an int, ints or a bool mask [key_pos]. Returns
     ``{name: array [layer, head_index]}`` (float64) with the keys of :data:`METRICS`, in that
     order, each a mean over the valid query rows q (NaN for a head with no valid row); "cls"
@@ -163,9 +165,9 @@ def head_metrics(
         for name, v in rows.items():
             out[name][layer] = np.where(has_rows, _masked_mean(v, valid), np.nan)
         if n_q > 1:
-            prev_valid = valid[:, 1:]  # query 0 has no previous position
-            prev = _masked_mean(pl[:, q_idx[1:], q_idx[1:] - 1], prev_valid)
-            out["prev"][layer] = np.where(prev_valid.any(-1), prev, np.nan)
+            previous_valid = valid[:, 1:]  # query 0 has no previous position
+            previous = _masked_mean(pl[:, q_idx[1:], q_idx[1:] - 1], previous_valid)
+            out["prev"][layer] = np.where(previous_valid.any(-1), previous, np.nan)  # "prev": a link value
     return out
 
 

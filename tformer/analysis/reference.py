@@ -44,16 +44,16 @@ def scale_scores(scores: npt.NDArray[F], d_k: int) -> npt.NDArray[F]:
     return (scores / math.sqrt(d_k)).astype(scores.dtype, copy=False)  # float32 stays float32
 
 
-def apply_mask(scaled: npt.NDArray[F], allowed: npt.NDArray[np.bool_] | None) -> npt.NDArray[F]:
+def apply_mask(scaled: npt.NDArray[F], attn_mask: npt.NDArray[np.bool_] | None) -> npt.NDArray[F]:
     r"""Masked positions get −∞, so the softmax gives them weight exactly 0.
 
     .. math::
         s_{ij} = -\infty \ \text{for every masked pair } (i, j)
     """
-    if allowed is None:
+    if attn_mask is None:
         return scaled
-    # allowed: bool, broadcastable to [..., query_pos, key_pos], True where a query may attend
-    return np.where(allowed, scaled, -np.inf)
+    # attn_mask: bool, broadcastable to [..., query_pos, key_pos], True where a query may attend
+    return np.where(attn_mask, scaled, -np.inf)
 
 
 def softmax_rows(masked: npt.NDArray[F]) -> npt.NDArray[F]:
@@ -85,7 +85,7 @@ def attention_np(
     q: npt.NDArray[F],
     k: npt.NDArray[F],
     v: npt.NDArray[F],
-    mask: npt.NDArray[np.bool_] | None = None,
+    attn_mask: npt.NDArray[np.bool_] | None = None,
     *,
     scale: float | None = None,
 ) -> tuple[npt.NDArray[F], npt.NDArray[F]]:
@@ -95,11 +95,11 @@ def attention_np(
     .. math::
         z = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V
 
-    q, k, v: [..., pos, d_head]; mask: bool, broadcastable to [..., query_pos, key_pos], True
+    q, k, v: [..., pos, d_head]; attn_mask: bool, broadcastable to [..., query_pos, key_pos], True
     where a query may attend. ``scale`` multiplies the scores instead of the division by
     √d_head. A query whose every key is masked gets a zero row of the pattern and z = 0.
     """
     s = raw_scores(q, k)
     s = scale_scores(s, q.shape[-1]) if scale is None else (s * scale).astype(s.dtype, copy=False)
-    pattern = softmax_rows(apply_mask(s, mask))
+    pattern = softmax_rows(apply_mask(s, attn_mask))
     return weighted_values(pattern, v), pattern

@@ -47,7 +47,7 @@ def temperature_pattern(
     *,
     tau: float = 1.0,
     scaled: bool = True,
-    allowed: npt.NDArray[np.bool_] | None = None,
+    attn_mask: npt.NDArray[np.bool_] | None = None,
 ) -> Float32Array:
     r"""The attention pattern recomputed from one head's unscaled scores, with or without the
     division by √d_k and at softmax temperature τ.
@@ -59,7 +59,7 @@ def temperature_pattern(
 
     ``raw``: q·kᵀ before any scaling, [query_pos, key_pos]. With ``tau=1`` and ``scaled=True``
     this is the model's own pattern. τ < 1 sharpens every row, τ > 1 flattens it.
-    ``allowed`` [query_pos, key_pos] (True = may attend): the other keys get weight exactly 0,
+    ``attn_mask`` [query_pos, key_pos] (True = may attend): the other keys get weight exactly 0,
     as do keys whose score is −∞; a row with no allowed key is all 0, never NaN. Computed in
     float64, returned as float32 (rows sum to 1).
     """
@@ -69,10 +69,10 @@ def temperature_pattern(
     d_k = _check_positive_int("d_k", d_k)
     if not (math.isfinite(tau) and tau > 0):
         raise ValueError(f"tau must be a finite number > 0, got {tau!r}")
-    keep = np.ones(s.shape, dtype=bool) if allowed is None else np.asarray(allowed, dtype=bool)
+    keep = np.ones(s.shape, dtype=bool) if attn_mask is None else np.asarray(attn_mask, dtype=bool)
     if keep.shape != s.shape:
         raise ValueError(
-            f"allowed has shape {tuple(keep.shape)} but raw has shape {tuple(s.shape)} [query_pos, key_pos]"
+            f"attn_mask has shape {tuple(keep.shape)} but raw has shape {tuple(s.shape)} [query_pos, key_pos]"
         )
     bad = keep & (np.isnan(s) | (s == np.inf))
     if bad.any():

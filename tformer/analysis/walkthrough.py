@@ -241,7 +241,7 @@ def _walk_attention(
     *,
     n_heads: int,
     head: int,
-    allowed: npt.NDArray[np.bool_] | None,
+    attn_mask: npt.NDArray[np.bool_] | None,
 ) -> list[Step]:
     """The attention sublayer's steps for one head, from its input [pos, d_model] (X, or X
     after the pre-norm LayerNorm) to W_O: project, score, scale, mask, softmax, weight the
@@ -263,7 +263,7 @@ def _walk_attention(
     steps.append(Step("raw", "scores q·k", s, raw_scores, axes=scores))
     s = scale_scores(s, dh)
     steps.append(Step("scale", "÷ √d_k", s, scale_scores, axes=scores))
-    s = apply_mask(s, allowed)
+    s = apply_mask(s, attn_mask)
     steps.append(Step("mask", "mask", s, apply_mask, {"attn_scores": s}, axes=scores))
     p = softmax_rows(s)
     steps.append(Step("softmax", "softmax", p, softmax_rows, {"pattern": p}, axes=scores))
@@ -299,17 +299,17 @@ def walk_layer(
     act: str,
     eps: float,
     causal: bool,
-    allowed: npt.NDArray[np.bool_] | None = None,
+    attn_mask: npt.NDArray[np.bool_] | None = None,
 ) -> list[Step]:
     """Every step of one layer for one head, each computed from the previous step's value,
     starting from the layer's input ``acts["resid_pre"]`` [pos, d_model]. ``acts`` holds this
     layer's captured arrays (for the Q, K, V and z of every head: [pos, head_index, d_head]).
-    ``allowed`` [query_pos, key_pos] (True = may attend) replaces the mask that ``causal``
+    ``attn_mask`` [query_pos, key_pos] (True = may attend) replaces the mask that ``causal``
     implies, e.g. with a fully masked row."""
     x = acts["resid_pre"]
     n = x.shape[0]
-    if allowed is None and causal:
-        allowed = np.tril(np.ones((n, n), dtype=bool))
+    if attn_mask is None and causal:
+        attn_mask = np.tril(np.ones((n, n), dtype=bool))
     steps: list[Step] = [Step("input", "the layer's input X", x, input_sum, {"resid_pre": x})]
 
     # 1. attention, with its LayerNorm before it (pre-norm) or after the residual (post-norm)
@@ -318,7 +318,7 @@ def walk_layer(
         ln = layer_norm(x, weights["ln1_g"], weights["ln1_b"], eps)
         steps.append(_ln_step("ln1", "LayerNorm before attention", ln, {}))
         attn_in = ln.out
-    steps += _walk_attention(attn_in, acts, weights, n_heads=n_heads, head=head, allowed=allowed)
+    steps += _walk_attention(attn_in, acts, weights, n_heads=n_heads, head=head, attn_mask=attn_mask)
     mid = add_residual(x, steps[-1].value)
     steps.append(Step("add1", "+ residual", mid, add_residual, {} if norm == "post" else {"resid_mid": mid}))
     if norm == "post":
@@ -365,9 +365,9 @@ def neuron_view(q: Array, k: Array, query: int, key: int, *, causal: bool) -> Ne
     if not (0 <= query < n and 0 <= key < n):
         raise ValueError(f"query={query} and key={key} must be positions in 0..{n - 1}")
     products = (q[query] * k[key]).astype(np.float32)
-    allowed = np.tril(np.ones((n, n), dtype=bool))[query] if causal else None
+    attn_mask = np.tril(np.ones((n, n), dtype=bool))[query] if causal else None
     row = apply_mask(
-        scale_scores(raw_scores(q[query : query + 1], k), dh), None if allowed is None else allowed[None]
+        scale_scores(raw_scores(q[query : query + 1], k), dh), None if attn_mask is None else attn_mask[None]
     )
     share = softmax_rows(row)[0, key]
     return NeuronView(q[query], k[key], products, float(products.sum()), float(row[0, key]), float(share))

@@ -121,23 +121,23 @@ def tile_of(step: int, n_q: int, n_k: int, block_q: int, block_k: int) -> tuple[
     return i, j, i * block_q, min((i + 1) * block_q, n_q), j * block_k, min((j + 1) * block_k, n_k)
 
 
-def skipped_tiles(allowed: Mask | None, n_q: int, n_k: int, block_q: int, block_k: int) -> Mask:
+def skipped_tiles(attn_mask: Mask | None, n_q: int, n_k: int, block_q: int, block_k: int) -> Mask:
     """bool [query tile, key tile]: True where every cell of the tile is masked."""
     t_r, t_c = n_tiles(n_q, block_q), n_tiles(n_k, block_k)
-    if allowed is None:
+    if attn_mask is None:
         return np.zeros((t_r, t_c), dtype=bool)
-    counts = np.add.reduceat(allowed.astype(np.int32), np.arange(0, n_q, block_q), axis=0)
+    counts = np.add.reduceat(attn_mask.astype(np.int32), np.arange(0, n_q, block_q), axis=0)
     counts = np.add.reduceat(counts, np.arange(0, n_k, block_k), axis=1)
     return np.asarray(counts == 0)
 
 
-def _check(q: Array, k: Array, v: Array, allowed: Mask | None, block_q: int, block_k: int) -> None:
+def _check(q: Array, k: Array, v: Array, attn_mask: Mask | None, block_q: int, block_k: int) -> None:
     if q.ndim != 2 or k.ndim != 2 or v.ndim != 2:
         raise ValueError(f"q, k, v must be [pos, d_head]; got {q.shape}, {k.shape}, {v.shape}")
     if q.shape[1] != k.shape[1] or k.shape[0] != v.shape[0]:
         raise ValueError(f"q {q.shape}, k {k.shape} and v {v.shape} do not fit together")
-    if allowed is not None and allowed.shape != (q.shape[0], k.shape[0]):
-        raise ValueError(f"allowed has shape {allowed.shape}; expected {(q.shape[0], k.shape[0])}")
+    if attn_mask is not None and attn_mask.shape != (q.shape[0], k.shape[0]):
+        raise ValueError(f"attn_mask has shape {attn_mask.shape}; expected {(q.shape[0], k.shape[0])}")
     if block_q < 1 or block_k < 1:
         raise ValueError(f"block_q={block_q} and block_k={block_k} must be at least 1")
 
@@ -149,7 +149,7 @@ def flash_steps(
     *,
     block_q: int,
     block_k: int,
-    allowed: Mask | None = None,
+    attn_mask: Mask | None = None,
     query_tiles: Iterable[int] | None = None,
 ) -> Iterator[FlashStep]:
     r"""The tiled loop with the online softmax; yields one `FlashStep` per tile it visits.
@@ -169,12 +169,12 @@ def flash_steps(
 
         \mathrm{out}_i = O_i^{(T_c)} / \ell_i^{(T_c)}
 
-    starting from :math:`m^{(0)} = -\infty,\ \ell^{(0)} = 0,\ O^{(0)} = 0`. ``allowed``: bool
+    starting from :math:`m^{(0)} = -\infty,\ \ell^{(0)} = 0,\ O^{(0)} = 0`. ``attn_mask``: bool
     [query_pos, key_pos], True where a query may attend (None: everywhere). ``query_tiles``:
     run only these query tiles (each one is independent of the others; on a GPU they run in
     parallel, one thread block each).
     """
-    _check(q, k, v, allowed, block_q, block_k)
+    _check(q, k, v, attn_mask, block_q, block_k)
     (n_q, d), n_k, dt = q.shape, k.shape[0], q.dtype
     t_r, t_c = n_tiles(n_q, block_q), n_tiles(n_k, block_k)
     scale = 1.0 / math.sqrt(d)
@@ -187,7 +187,7 @@ def flash_steps(
         for j in range(t_c):  # the key tiles, in order
             k0, k1 = j * block_k, min((j + 1) * block_k, n_k)
             tile = (i, j, t_c, q0, q1, k0, k1)
-            ok = None if allowed is None else allowed[q0:q1, k0:k1]
+            ok = None if attn_mask is None else attn_mask[q0:q1, k0:k1]
             if ok is not None and not ok.any():
                 # every cell masked: a real kernel skips it
                 yield _skipped(tile, m, ell, o)
@@ -291,7 +291,7 @@ def flash_attention(
     *,
     block_q: int,
     block_k: int,
-    allowed: Mask | None = None,
+    attn_mask: Mask | None = None,
     record: bool = True,
 ) -> Flash:
     r"""Run `flash_steps` to the end: the attention output [query_pos, d_head], every step
@@ -308,7 +308,7 @@ def flash_attention(
     largest: tuple[int, str, tuple[int, ...]] = (0, "", ())
     score_tile: tuple[int, ...] = ()
     count = 0
-    for step in flash_steps(q, k, v, block_q=block_q, block_k=block_k, allowed=allowed):
+    for step in flash_steps(q, k, v, block_q=block_q, block_k=block_k, attn_mask=attn_mask):
         count += 1
         for name, shape in step.held:
             size = math.prod(shape)
@@ -335,19 +335,21 @@ def step_at(
     *,
     block_q: int,
     block_k: int,
-    allowed: Mask | None = None,
+    attn_mask: Mask | None = None,
 ) -> FlashStep:
     """Step ``step`` of the loop, computed by running its query tile only (the other query
     tiles never touch its m, ℓ and O)."""
     q, k, v = (np.asarray(a, dtype=np.result_type(a.dtype, np.float32)) for a in (q, k, v))
     i, j, *_ = tile_of(step, q.shape[0], k.shape[0], block_q, block_k)
-    for record in flash_steps(q, k, v, block_q=block_q, block_k=block_k, allowed=allowed, query_tiles=(i,)):
+    for record in flash_steps(
+        q, k, v, block_q=block_q, block_k=block_k, attn_mask=attn_mask, query_tiles=(i,)
+    ):
         if record.j == j:
             return record
     raise AssertionError("unreachable: the query tile visits every key tile")
 
 
-def explicit_attention(q: Array, k: Array, v: Array, allowed: Mask | None = None) -> Array:
+def explicit_attention(q: Array, k: Array, v: Array, attn_mask: Mask | None = None) -> Array:
     r"""The reference: the whole n × n matrix, softmaxed row by row (fully masked rows give 0).
 
     .. math::
@@ -357,4 +359,4 @@ def explicit_attention(q: Array, k: Array, v: Array, allowed: Mask | None = None
     dtype: the loop above must equal it (float64 inputs make it the exact answer to compare a
     float32 loop against).
     """
-    return attention_np(q, k, v, allowed)[0]  # [query_pos, d_head]
+    return attention_np(q, k, v, attn_mask)[0]  # [query_pos, d_head]

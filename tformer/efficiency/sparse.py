@@ -58,8 +58,8 @@ def strided_mask(n: int, s: int, *, causal: bool = False) -> npt.NDArray[np.bool
     n, s = _positive("n", n, 1), _positive("stride s", s, 1)
     pos = np.arange(n)
     diff = pos[:, None] - pos[None, :]  # [query_pos, key_pos]: i − j
-    mask: npt.NDArray[np.bool_] = (np.abs(diff) < s) | (diff % s == 0)
-    return mask & (diff >= 0) if causal else mask
+    attn_mask: npt.NDArray[np.bool_] = (np.abs(diff) < s) | (diff % s == 0)
+    return attn_mask & (diff >= 0) if causal else attn_mask
 
 
 def allowed_count(kind: str, n: int, size: int, *, causal: bool = False) -> int:

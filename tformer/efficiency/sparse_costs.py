@@ -76,8 +76,8 @@ def sparse_sweep(
     def dense(make_mask: Callable[[int], torch.Tensor]) -> Callable[[int], Callable[[], Any]]:
         def setup(n: int) -> Callable[[], Any]:
             q, k, v = qkv(n)
-            mask = make_mask(n)  # made here, before the call: not part of what is measured
-            return lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+            attn_mask = make_mask(n)  # made here, before the call: not part of what is measured
+            return lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
 
         return setup
 

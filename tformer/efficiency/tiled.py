@@ -106,7 +106,7 @@ def tiled_attention(
     n_k = k.shape[-2]
     scale = 1.0 / math.sqrt(d_head) if scale is None else scale
     acc = torch.float32 if q.dtype in (torch.float16, torch.bfloat16) else q.dtype
-    mask = None if attn_mask is None else attn_mask.expand(batch, heads, n_q, n_k)  # a view, no copy
+    attn_mask4 = None if attn_mask is None else attn_mask.expand(batch, heads, n_q, n_k)  # a view, no copy
     out = q.new_zeros(batch, heads, n_q, v.shape[-1])
     neg_inf = torch.tensor(float("-inf"), dtype=acc, device=q.device)
     for q0 in range(0, n_q, block_q):
@@ -118,8 +118,8 @@ def tiled_attention(
         for k0 in range(0, n_k, block_k):
             k1 = min(k0 + block_k, n_k)
             s = torch.matmul(qi, k[:, :, k0:k1].to(acc).transpose(-2, -1))  # [batch, head, block_q, block_k]
-            if mask is not None:
-                s = torch.where(mask[:, :, q0:q1, k0:k1], s, neg_inf)
+            if attn_mask4 is not None:
+                s = torch.where(attn_mask4[:, :, q0:q1, k0:k1], s, neg_inf)
             m_new = torch.maximum(m, s.amax(dim=-1))
             # a row that has seen no allowed key yet keeps m = −∞: shift by 0 there, so that
             # exp(−∞ − shift) is 0 and never exp(−∞ + ∞) = NaN

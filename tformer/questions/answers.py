@@ -409,6 +409,7 @@ class Question:
         )
 
 
-def token_candidates(labels: Sequence[str], allowed: Sequence[bool] | None = None) -> tuple[int, ...]:
-    """The positions a learner may pick: every one, or those ``allowed`` marks."""
-    return tuple(i for i in range(len(labels)) if allowed is None or allowed[i])
+def token_candidates(labels: Sequence[str], pickable: Sequence[bool] | None = None) -> tuple[int, ...]:
+    """The positions a learner may pick: every one, or those ``pickable`` marks (bool [pos], a
+    choice of answers, not an attention mask)."""
+    return tuple(i for i in range(len(labels)) if pickable is None or pickable[i])

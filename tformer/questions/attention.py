@@ -50,7 +50,7 @@ MASKS = ("none", "causal", "window", "padding")
 def _scores_row(ctx: QuestionContext, layer: int, head: int) -> tuple[np.ndarray, np.ndarray]:
     """(q·kᵀ before any scaling, the cells the model allowed), both [query_pos, key_pos]."""
     q, k = ctx.array("q", layer)[:, head], ctx.array("k", layer)[:, head]  # [pos, d_head]
-    return raw_scores(q, k), ctx.allowed(layer, head)
+    return raw_scores(q, k), ctx.attn_mask(layer, head)
 
 
 # --- why attention ---------------------------------------------------------------------------
@@ -225,8 +225,8 @@ def argmax_key(
     layer, head = ctx.head_at(layer, head)
     qpos = ctx.position(query)
     row = ctx.array("pattern", layer)[head, qpos].astype(np.float64)  # [key_pos]
-    allowed = ctx.allowed(layer, head)[qpos]
-    if not allowed.any():
+    attn_mask = ctx.attn_mask(layer, head)[qpos]  # [key_pos]: this query's row
+    if not attn_mask.any():
         raise NotAvailable(
             tr(
                 "the query {token} may attend to no key here: its row is all 0",
@@ -236,7 +236,7 @@ def argmax_key(
             "query",
         )
     top = float(row.max())
-    right = frozenset(int(k) for k in np.flatnonzero(allowed & (row >= top - TIE)))
+    right = frozenset(int(k) for k in np.flatnonzero(attn_mask & (row >= top - TIE)))
     best = int(np.argmax(row))
     others = np.where(np.isin(np.arange(row.size), list(right)), -1.0, row)
     runner = int(np.argmax(others))
@@ -265,7 +265,7 @@ def argmax_key(
             head=head,
             query=qlabel,
         ),
-        answer=TokenAnswer(right, tuple(labels), tuple(int(k) for k in np.flatnonzero(allowed))),
+        answer=TokenAnswer(right, tuple(labels), tuple(int(k) for k in np.flatnonzero(attn_mask))),
         explanation=explanation,
         hint=tr(
             "The weight goes to the key whose vector points most the way the query of {query} points: "
@@ -309,10 +309,10 @@ def _max_weight(
 ) -> Question:
     layer, head = ctx.head_at(layer, head)
     qpos = ctx.position(query)
-    raw, allowed = _scores_row(ctx, layer, head)
-    with_scale = temperature_pattern(raw, ctx.cfg.d_head, scaled=True, allowed=allowed)[qpos]
-    without = temperature_pattern(raw, ctx.cfg.d_head, scaled=False, allowed=allowed)[qpos]
-    if not allowed[qpos].any():
+    raw, attn_mask = _scores_row(ctx, layer, head)
+    with_scale = temperature_pattern(raw, ctx.cfg.d_head, scaled=True, attn_mask=attn_mask)[qpos]
+    without = temperature_pattern(raw, ctx.cfg.d_head, scaled=False, attn_mask=attn_mask)[qpos]
+    if not attn_mask[qpos].any():
         raise NotAvailable(
             tr(
                 "the query {token} may attend to no key here: its row is all 0",
@@ -358,7 +358,7 @@ def _max_weight(
         ),
         hint=tr(
             "A row's weights sum to 1: the largest is between 1/{n} (all equal) and 1 (one key takes all).",
-            n=int(allowed[qpos].sum()),
+            n=int(attn_mask[qpos].sum()),
         ),
         mark=Mark(
             "pattern",
@@ -424,9 +424,9 @@ def entropy_change(
 ) -> Question:
     layer, head = ctx.head_at(layer, head)
     qpos = ctx.position(query)
-    raw, allowed = _scores_row(ctx, layer, head)
-    base = temperature_pattern(raw, ctx.cfg.d_head, allowed=allowed)[qpos]
-    moved = temperature_pattern(raw, ctx.cfg.d_head, tau=tau, scaled=scaled, allowed=allowed)[qpos]
+    raw, attn_mask = _scores_row(ctx, layer, head)
+    base = temperature_pattern(raw, ctx.cfg.d_head, attn_mask=attn_mask)[qpos]
+    moved = temperature_pattern(raw, ctx.cfg.d_head, tau=tau, scaled=scaled, attn_mask=attn_mask)[qpos]
     h0, h1 = (float(row_entropy(p[None])[0]) for p in (base, moved))
     change = h1 - h0
     direction = "same" if abs(change) < SAME_BITS else ("higher" if change > 0 else "lower")
@@ -571,7 +571,7 @@ def masked_weight(
 ) -> Question:
     layer, head = ctx.head_at(layer, head)
     qpos = ctx.position(query)
-    raw, allowed = _scores_row(ctx, layer, head)
+    raw, attn_mask = _scores_row(ctx, layer, head)
     blocked = ~_mask(mask, ctx.n_pos, window, 0)
     qlabel, name = quoted(ctx.labels[qpos]), _mask_name(mask, window, 0)
     if key is None:
@@ -600,7 +600,7 @@ def masked_weight(
                 "token",
                 "key",
             )
-    p = temperature_pattern(raw, ctx.cfg.d_head, allowed=allowed & ~blocked)  # the run with the mask
+    p = temperature_pattern(raw, ctx.cfg.d_head, attn_mask=attn_mask & ~blocked)  # the run with the mask
     value = float(p[qpos, kpos])
     klabel = quoted(ctx.labels[kpos])
     return Question(
@@ -623,7 +623,7 @@ def masked_weight(
             query=qlabel,
             key=klabel,
             w=format_number(value, 2),
-            n=int((allowed & ~blocked)[qpos].sum()),
+            n=int((attn_mask & ~blocked)[qpos].sum()),
             top=format_number(float(p[qpos].max()), 2),
         ),
         hint=tr("What does the softmax make of a score of −∞?"),

@@ -166,7 +166,7 @@ class QuestionContext:
             raise NotAvailable(tr("this question runs the model, which this view did not provide"), "model")
         return self.model
 
-    def allowed(self, layer: int, head: int) -> np.ndarray:
+    def attn_mask(self, layer: int, head: int) -> np.ndarray:
         """bool [query_pos, key_pos]: the cells the model let this head attend to (its causal
         mask, padding and any extra mask of the run), read off the scores' −∞."""
         return np.asarray(np.isfinite(self.array("attn_scores", layer)[head]))

@@ -103,7 +103,7 @@ def flash_ratio(
         )
     q, k, v = (ctx.array(name, layer)[:, head] for name in ("q", "k", "v"))  # [pos, d_head]
     fp = flash_attention(
-        q, k, v, block_q=side, block_k=side, allowed=ctx.allowed(layer, head), record=False
+        q, k, v, block_q=side, block_k=side, attn_mask=ctx.attn_mask(layer, head), record=False
     ).footprint
     return Question(
         template="flash_ratio",

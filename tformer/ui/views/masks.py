@@ -17,7 +17,7 @@ from ..caches import ModelChoice, get_capture, get_model
 
 @dataclass(frozen=True)
 class MaskRun:
-    mask: np.ndarray  # [query_pos, key_pos] the mask asked for (True = may attend)
+    attn_mask: np.ndarray  # [query_pos, key_pos] the mask asked for (True = may attend)
     base: TextCapture  # no extra mask
     masked: TextCapture  # the same text through the encoder with the mask
     shift: np.ndarray  # [pos] how far each token's output moved (relative L2)
@@ -39,10 +39,10 @@ def build_mask(kind: str, n: int, window: int, spec: str) -> np.ndarray:
 def masked_run(choice: ModelChoice, text: str, kind: str, window: int, spec: str) -> MaskRun:
     model, _ = get_model(choice)
     base = get_capture(choice, text, ATTENTION)
-    mask = build_mask(kind, base.n_pos, window, spec)
+    attn_mask = build_mask(kind, base.n_pos, window, spec)
     with st.spinner(tr("Running with the mask...")):
-        masked = capture_ids(model, base.encoded, ATTENTION, attn_mask=mask)
-    return MaskRun(mask, base, masked, output_shift(base.output, masked.output), describe(mask))
+        masked = capture_ids(model, base.encoded, ATTENTION, attn_mask=attn_mask)
+    return MaskRun(attn_mask, base, masked, output_shift(base.output, masked.output), describe(attn_mask))
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)

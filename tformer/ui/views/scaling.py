@@ -23,8 +23,8 @@ def tempered(
     cap = get_capture(choice, text, ATTENTION)
     q, k = cap.q[layer, :, head], cap.k[layer, :, head]
     n = q.shape[0]
-    allowed = np.tril(np.ones((n, n), dtype=bool)) if cap.cfg.causal else None
-    p = temperature_pattern(q @ k.T, q.shape[1], tau=tau, scaled=scaled, allowed=allowed)
+    attn_mask = np.tril(np.ones((n, n), dtype=bool)) if cap.cfg.causal else None
+    p = temperature_pattern(q @ k.T, q.shape[1], tau=tau, scaled=scaled, attn_mask=attn_mask)
     return {"pattern": p, "entropy": row_entropy(p), "max": row_max(p)}
 
 

@@ -23,8 +23,8 @@ def full_run(
     q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool, block_q: int, block_k: int
 ) -> tuple[np.ndarray, Footprint]:
     """The whole loop (no records kept), once per head, text and tile sizes."""
-    allowed = causal_mask(len(q)) if causal else None
-    flash = flash_attention(q, k, v, block_q=block_q, block_k=block_k, allowed=allowed, record=False)
+    attn_mask = causal_mask(len(q)) if causal else None
+    flash = flash_attention(q, k, v, block_q=block_q, block_k=block_k, attn_mask=attn_mask, record=False)
     return flash.out, flash.footprint
 
 

@@ -31,7 +31,7 @@ class Loop:
     k: np.ndarray
     v: np.ndarray
     z: np.ndarray  # the model's own output of the head: what the loop must reproduce
-    allowed: np.ndarray | None  # the causal mask, None when nothing is masked
+    attn_mask: np.ndarray | None  # the causal mask, None when nothing is masked
     block_q: int
     block_k: int
 
@@ -91,7 +91,9 @@ def step_part(ctx: PageContext, loop: Loop) -> int:
     (1-based)."""
     shown = step_bar(loop.n_steps)
     s = shown - 1
-    rec = step_at(loop.q, loop.k, loop.v, s, block_q=loop.block_q, block_k=loop.block_k, allowed=loop.allowed)
+    rec = step_at(
+        loop.q, loop.k, loop.v, s, block_q=loop.block_q, block_k=loop.block_k, attn_mask=loop.attn_mask
+    )
     st.subheader(
         tr(
             "Step {shown} of {n}: query tile {i} (tokens {q0}–{q1}) × key tile {j} (tokens {k0}–{k1})",
@@ -157,7 +159,7 @@ def _step_charts(ctx: PageContext, loop: Loop, rec: FlashStep, s: int) -> None:
     row_title, col_title = tr("query token (row)"), tr("key token (column)")
     left, right = st.columns(2)
     with left:
-        skipped = skipped_tiles(loop.allowed, loop.n, loop.n, loop.block_q, loop.block_k)
+        skipped = skipped_tiles(loop.attn_mask, loop.n, loop.n, loop.block_q, loop.block_k)
         grid = tile_grid(
             labels, block_q=loop.block_q, block_k=loop.block_k, step=s, width=WIDTH, skipped=skipped
         )

@@ -146,9 +146,9 @@ def layouts_agree(choice: ModelChoice, text: str, layer: int) -> dict[str, float
         x = x * ln.weight.detach().cpu().numpy() + ln.bias.detach().cpu().numpy()
     xt = torch.as_tensor(np.array(x), device=model.device)[None]  # [batch, pos, d_model]
     n = xt.shape[1]
-    mask = (
+    attn_mask = (
         torch.ones(n, n, dtype=torch.bool, device=model.device).tril()[None, None]
         if model.cfg.causal
         else None
     )
-    return compare_layouts(model, layer, xt, mask)
+    return compare_layouts(model, layer, xt, attn_mask)
