@@ -1,0 +1,242 @@
+r"""What one training step holds in memory, and two ways to hold less (seed 004's lessons).
+
+**Activation checkpointing.** Autograd keeps every block's intermediate results (the q, k, v,
+the [query_pos, key_pos] scores and weights, the FFN's hidden layer ...) from the forward pass
+until the backward pass needs them. `checkpointed` wraps each block in
+``torch.utils.checkpoint``: the forward pass keeps only each block's input, and the backward
+pass runs the block again to get the rest. Memory falls from all the layers' activations to one
+layer's (plus every layer's input); time rises by about one more forward pass.
+
+**Gradient accumulation.** A batch too large for memory is split into micro-batches: each runs
+forward and backward on its own, and its gradients add up in ``.grad``. Weighting micro-batch
+i's mean loss by :math:`n_i / N` (its share of the batch's tokens) makes the sum exactly the
+gradient of the whole batch's mean loss,
+
+.. math::
+    \nabla \frac{1}{N}\sum_{t=1}^{N} \ell_t
+    = \sum_i \frac{n_i}{N}\,\nabla \frac{1}{n_i} \sum_{t \in i} \ell_t ,
+
+while the activations held at once are those of one micro-batch.
+
+Peak memory is what the allocator (CUDA) or the profiler's memory events (CPU) saw above what
+was held when the step began (`tformer.efficiency.measure.peak_memory`); times follow the
+project's rule (`tformer.timing.measure`: repeated until the spread is small).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.checkpoint import checkpoint
+
+from ..efficiency.measure import memory_method, peak_memory
+from ..model.encoder import Encoder
+from ..timing import Timing, measure
+from .recipe import Recipe, model_config
+from .tasks import TaskSpec, make_batch
+from .trainer import label_smoothed_loss, training_memory_bytes
+
+__all__ = [
+    "MemoryRow",
+    "StepCost",
+    "accumulated_gradients",
+    "accumulation_sweep",
+    "checkpoint_sweep",
+    "checkpointed",
+    "step_cost",
+]
+
+Batch = tuple[torch.Tensor, torch.Tensor]  # inputs [batch, pos], targets [batch, pos]
+
+
+@contextmanager
+def checkpointed(model: Encoder) -> Iterator[Encoder]:
+    """Inside the block, each of ``model``'s blocks runs under ``torch.utils.checkpoint``: its
+    activations are recomputed in the backward pass instead of kept. The model's parameters,
+    outputs and gradients are the same; on leaving, the blocks run as before."""
+    originals = [block.forward for block in model.blocks]
+
+    def wrap(forward: Any) -> Any:
+        def run(*args: Any) -> Any:
+            if not torch.is_grad_enabled():  # nothing to save: checkpointing would only cost
+                return forward(*args)
+            return checkpoint(forward, *args, use_reentrant=False)
+
+        return run
+
+    for block, forward in zip(model.blocks, originals, strict=True):
+        block.forward = wrap(forward)
+    try:
+        yield model
+    finally:
+        for block in model.blocks:
+            del block.forward  # the instance attribute goes; the class's forward is back
+
+
+def accumulated_gradients(
+    model: Encoder, batches: Sequence[Batch], *, smoothing: float = 0.0
+) -> dict[str, torch.Tensor]:
+    """The gradient of the mean token loss over all ``batches`` together, accumulated one
+    micro-batch at a time (each loss weighted by its share of the tokens): a copy of every
+    parameter's gradient, by name. The model's ``.grad`` are left zeroed (set to None)."""
+    if not batches:
+        raise ValueError("accumulated_gradients needs at least one micro-batch")
+    total = sum(int(targets.numel()) for _, targets in batches)
+    model.zero_grad(set_to_none=True)
+    for inputs, targets in batches:
+        loss = label_smoothed_loss(model.logits(inputs), targets, smoothing)
+        (loss * (targets.numel() / total)).backward()
+    grads = {
+        name: (p.grad.detach().clone() if p.grad is not None else torch.zeros_like(p))
+        for name, p in model.named_parameters()
+    }
+    model.zero_grad(set_to_none=True)
+    return grads
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """One training step's cost: ``peak_bytes`` above what was held before it (None where the
+    device has no measurement), how it was measured (``memory_method``), and its time."""
+
+    peak_bytes: int | None
+    memory_method: str
+    timing: Timing
+
+
+def step_cost(
+    model: Encoder,
+    batches: Sequence[Batch],
+    *,
+    checkpoint_blocks: bool = False,
+    smoothing: float = 0.0,
+    max_seconds: float = 1.0,
+) -> StepCost:
+    """Peak memory and time of one forward and backward pass over ``batches`` (accumulated as
+    `accumulated_gradients` does), with or without `checkpointed` blocks."""
+    device = next(model.parameters()).device
+
+    def one_step() -> None:
+        if checkpoint_blocks:
+            with checkpointed(model):
+                accumulated_gradients(model, batches, smoothing=smoothing)
+        else:
+            accumulated_gradients(model, batches, smoothing=smoothing)
+
+    peak = peak_memory(one_step, device)
+    sync = torch.cuda.synchronize if device.type == "cuda" else None
+    timing = measure(one_step, max_seconds=max_seconds, sync=sync)
+    return StepCost(peak, memory_method(device), timing)
+
+
+# --- sweeps: one row per shape, each guarded before anything is built -------------------------
+
+
+@dataclass(frozen=True)
+class MemoryRow:
+    """One measured (or refused) training step: the shape, how it ran, and its cost.
+
+    ``micro`` micro-batches of ``batch // micro`` sequences each; ``estimate_bytes`` is
+    `training_memory_bytes` for the shape, checked against the budget before the model is
+    built; ``skipped`` says why a row was not run (``cost`` is then None)."""
+
+    layers: int
+    length: int
+    batch: int
+    micro: int
+    checkpoint: bool
+    estimate_bytes: int
+    cost: StepCost | None
+    skipped: str | None = None
+
+
+def _batches(spec: TaskSpec, batch: int, micro: int, device: torch.device, seed: int) -> list[Batch]:
+    """``batch`` sequences of the task, cut into ``micro`` micro-batches (the same sequences
+    whatever ``micro``, so rows differ only in how the step is split)."""
+    x, y = make_batch(spec, np.random.default_rng(seed), batch)
+    xs = torch.from_numpy(np.ascontiguousarray(x, dtype=np.int64)).to(device)
+    ys = torch.from_numpy(np.ascontiguousarray(y, dtype=np.int64)).to(device)
+    return list(zip(xs.chunk(micro), ys.chunk(micro), strict=True))
+
+
+@dataclass(frozen=True)
+class _Setup:
+    """What every row of a sweep shares."""
+
+    d_model: int
+    budget_bytes: int
+    device: torch.device
+    max_seconds: float
+    seed: int
+
+
+def _row(
+    spec: TaskSpec, layers: int, batch: int, micro: int, checkpoint_blocks: bool, setup: _Setup
+) -> MemoryRow:
+    """One shape: refused when its estimate exceeds the budget, else built and measured."""
+    cfg = model_config(spec, n_layers=layers, d_model=setup.d_model)
+    estimate = training_memory_bytes(cfg, Recipe(batch=batch))
+    skipped = None
+    cost = None
+    if estimate > setup.budget_bytes:
+        skipped = (
+            f"needs up to {estimate / 2**20:.0f} MiB, over the budget of {setup.budget_bytes / 2**20:.0f} MiB"
+        )
+    else:
+        torch.manual_seed(setup.seed)
+        model = Encoder(cfg).to(setup.device).train()
+        batches = _batches(spec, batch, micro, setup.device, setup.seed)
+        cost = step_cost(model, batches, checkpoint_blocks=checkpoint_blocks, max_seconds=setup.max_seconds)
+    return MemoryRow(layers, spec.length, batch, micro, checkpoint_blocks, estimate, cost, skipped)
+
+
+def checkpoint_sweep(
+    lengths: Sequence[int],
+    layers: Sequence[int],
+    *,
+    task: str = "reverse",
+    batch: int = 32,
+    d_model: int = 64,
+    budget_bytes: int,
+    device: str | torch.device = "cpu",
+    max_seconds: float = 1.0,
+    seed: int = 0,
+) -> list[MemoryRow]:
+    """A training step with and without `checkpointed` blocks, for every length and layer
+    count: two rows per shape (plain first). A shape whose estimate exceeds ``budget_bytes``
+    is refused before anything is built."""
+    setup = _Setup(d_model, budget_bytes, torch.device(device), max_seconds, seed)
+    return [
+        _row(TaskSpec(task, length=n), n_layers, batch, 1, ck, setup)
+        for n in lengths
+        for n_layers in layers
+        for ck in (False, True)
+    ]
+
+
+def accumulation_sweep(
+    batches: Sequence[int],
+    *,
+    micro: int = 4,
+    task: str = "reverse",
+    length: int = 64,
+    layers: int = 4,
+    d_model: int = 64,
+    budget_bytes: int,
+    device: str | torch.device = "cpu",
+    max_seconds: float = 1.0,
+    seed: int = 0,
+) -> list[MemoryRow]:
+    """For every batch size: one step over the whole batch, and the same sequences as
+    ``micro`` accumulated micro-batches (two rows per size, the whole batch first)."""
+    uneven = [b for b in batches if b % micro]
+    if uneven:
+        raise ValueError(f"batch sizes {uneven} do not split into {micro} equal micro-batches")
+    setup = _Setup(d_model, budget_bytes, torch.device(device), max_seconds, seed)
+    spec = TaskSpec(task, length=length)
+    return [_row(spec, layers, b, k, False, setup) for b in batches for k in (1, micro)]
