@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _timing import print_table
 
-from tformer.training.memory import MemoryRow, accumulation_sweep, checkpoint_sweep
+from tformer.training.memory import MemoryRow, SweepSetup, accumulation_sweep, checkpoint_sweep
 
 
 def _cells(row: MemoryRow) -> list[object]:
@@ -49,13 +49,13 @@ def main() -> None:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    budget = args.budget_mib * 2**20
+    setup = SweepSetup(args.budget_mib * 2**20, device=args.device)
     print(f"device {args.device}, {args.threads} thread(s), load average {os.getloadavg()[0]:.2f}")
     print("\nActivation checkpointing (batch 32):")
-    rows = checkpoint_sweep([32, 64, 128], [2, 4, 8], budget_bytes=budget, device=args.device)
+    rows = checkpoint_sweep([32, 64, 128], [2, 4, 8], setup)
     print_table(HEADER, [_cells(r) for r in rows])
     print("\nGradient accumulation (length 64, 4 layers; micro = 4 accumulated micro-batches):")
-    rows = accumulation_sweep([16, 32, 64, 128], micro=4, budget_bytes=budget, device=args.device)
+    rows = accumulation_sweep([16, 32, 64, 128], setup, micro=4)
     print_table(HEADER, [_cells(r) for r in rows])
 
 

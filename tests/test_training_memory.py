@@ -8,6 +8,7 @@ import torch
 
 from tformer.model.encoder import Encoder
 from tformer.training.memory import (
+    SweepSetup,
     accumulated_gradients,
     accumulation_sweep,
     checkpoint_sweep,
@@ -89,10 +90,10 @@ def test_checkpointing_and_micro_batches_hold_less_memory() -> None:
 
 
 def test_sweeps_give_two_rows_per_shape_and_refuse_what_the_budget_cannot_hold() -> None:
-    rows = checkpoint_sweep([16], [1, 2], batch=8, d_model=32, budget_bytes=2**30, max_seconds=0.02)
+    rows = checkpoint_sweep([16], [1, 2], SweepSetup(2**30, d_model=32, max_seconds=0.02), batch=8)
     assert [(r.layers, r.checkpoint) for r in rows] == [(1, False), (1, True), (2, False), (2, True)]
     assert all(r.cost is not None and r.skipped is None for r in rows)
-    refused = accumulation_sweep([8, 16], micro=4, length=16, layers=1, d_model=32, budget_bytes=1)
+    refused = accumulation_sweep([8, 16], SweepSetup(1, d_model=32), micro=4, length=16, layers=1)
     assert [(r.batch, r.micro) for r in refused] == [(8, 1), (8, 4), (16, 1), (16, 4)]
     assert all(r.cost is None for r in refused)
     assert all(r.skipped is not None and "over the budget" in r.skipped for r in refused)
@@ -100,4 +101,4 @@ def test_sweeps_give_two_rows_per_shape_and_refuse_what_the_budget_cannot_hold()
 
 def test_accumulation_sweep_wants_equal_micro_batches() -> None:
     with pytest.raises(ValueError, match=r"\[10\] do not split into 4"):
-        accumulation_sweep([8, 10], micro=4, budget_bytes=2**30)
+        accumulation_sweep([8, 10], SweepSetup(2**30), micro=4)

@@ -44,6 +44,7 @@ from .trainer import label_smoothed_loss, training_memory_bytes
 __all__ = [
     "MemoryRow",
     "StepCost",
+    "SweepSetup",
     "accumulated_gradients",
     "accumulation_sweep",
     "checkpoint_sweep",
@@ -165,18 +166,20 @@ def _batches(spec: TaskSpec, batch: int, micro: int, device: torch.device, seed:
 
 
 @dataclass(frozen=True)
-class _Setup:
-    """What every row of a sweep shares."""
+class SweepSetup:
+    """What every row of a sweep shares: the task, the model width, the memory budget a shape's
+    estimate must fit, the device, the time each row's timing may take, the seed."""
 
-    d_model: int
     budget_bytes: int
-    device: torch.device
-    max_seconds: float
-    seed: int
+    task: str = "reverse"
+    d_model: int = 64
+    device: str = "cpu"
+    max_seconds: float = 1.0
+    seed: int = 0
 
 
 def _row(
-    spec: TaskSpec, layers: int, batch: int, micro: int, checkpoint_blocks: bool, setup: _Setup
+    spec: TaskSpec, layers: int, batch: int, micro: int, checkpoint_blocks: bool, setup: SweepSetup
 ) -> MemoryRow:
     """One shape: refused when its estimate exceeds the budget, else built and measured."""
     cfg = model_config(spec, n_layers=layers, d_model=setup.d_model)
@@ -188,9 +191,10 @@ def _row(
             f"needs up to {estimate / 2**20:.0f} MiB, over the budget of {setup.budget_bytes / 2**20:.0f} MiB"
         )
     else:
+        device = torch.device(setup.device)
         torch.manual_seed(setup.seed)
-        model = Encoder(cfg).to(setup.device).train()
-        batches = _batches(spec, batch, micro, setup.device, setup.seed)
+        model = Encoder(cfg).to(device).train()
+        batches = _batches(spec, batch, micro, device, setup.seed)
         cost = step_cost(model, batches, checkpoint_blocks=checkpoint_blocks, max_seconds=setup.max_seconds)
     return MemoryRow(layers, spec.length, batch, micro, checkpoint_blocks, estimate, cost, skipped)
 
@@ -198,21 +202,15 @@ def _row(
 def checkpoint_sweep(
     lengths: Sequence[int],
     layers: Sequence[int],
+    setup: SweepSetup,
     *,
-    task: str = "reverse",
     batch: int = 32,
-    d_model: int = 64,
-    budget_bytes: int,
-    device: str | torch.device = "cpu",
-    max_seconds: float = 1.0,
-    seed: int = 0,
 ) -> list[MemoryRow]:
     """A training step with and without `checkpointed` blocks, for every length and layer
-    count: two rows per shape (plain first). A shape whose estimate exceeds ``budget_bytes``
+    count: two rows per shape (plain first). A shape whose estimate exceeds the budget
     is refused before anything is built."""
-    setup = _Setup(d_model, budget_bytes, torch.device(device), max_seconds, seed)
     return [
-        _row(TaskSpec(task, length=n), n_layers, batch, 1, ck, setup)
+        _row(TaskSpec(setup.task, length=n), n_layers, batch, 1, ck, setup)
         for n in lengths
         for n_layers in layers
         for ck in (False, True)
@@ -221,22 +219,16 @@ def checkpoint_sweep(
 
 def accumulation_sweep(
     batches: Sequence[int],
+    setup: SweepSetup,
     *,
     micro: int = 4,
-    task: str = "reverse",
     length: int = 64,
     layers: int = 4,
-    d_model: int = 64,
-    budget_bytes: int,
-    device: str | torch.device = "cpu",
-    max_seconds: float = 1.0,
-    seed: int = 0,
 ) -> list[MemoryRow]:
     """For every batch size: one step over the whole batch, and the same sequences as
     ``micro`` accumulated micro-batches (two rows per size, the whole batch first)."""
     uneven = [b for b in batches if b % micro]
     if uneven:
         raise ValueError(f"batch sizes {uneven} do not split into {micro} equal micro-batches")
-    setup = _Setup(d_model, budget_bytes, torch.device(device), max_seconds, seed)
-    spec = TaskSpec(task, length=length)
+    spec = TaskSpec(setup.task, length=length)
     return [_row(spec, layers, b, k, False, setup) for b in batches for k in (1, micro)]
