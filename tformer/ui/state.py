@@ -155,7 +155,7 @@ class FinderState:
 
 @dataclass
 class TrainState:
-    section: str = _one_of("train", ("train", "heads"))
+    section: str = _one_of("train", ("train", "heads", "memory"))
     # the task
     task: str = _one_of("reverse", ("copy", "reverse", "sort", "shift", "lookup"))
     length: int = _bounded(16, 4, 64)

@@ -20,10 +20,12 @@ from .jobs import (
     start_race,
     start_training,
 )
+from .memory import memory_view
 
 __all__ = [
     "current_run",
     "live_view",
+    "memory_view",
     "model_controls",
     "open_saved_run",
     "race_caption",
