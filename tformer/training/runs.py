@@ -302,6 +302,10 @@ class RunHandle:
         """Record a copy of ``array`` (numpy or torch) as it was at ``step``."""
         self._run.progress.add_snapshot(step, array)
 
+    def history(self) -> dict[str, list[dict[str, Any]]]:
+        """What the run reported so far (`Progress.history`): the shape `save_run` takes."""
+        return self._run.progress.history()
+
     def set_result(self, obj: Any) -> None:
         """Hand back what the run produced (e.g. the trained model); readable as `Run.result`."""
         self._run._result = obj

@@ -20,6 +20,7 @@ from ....i18n import tr
 from ....model.config import EncoderConfig
 from ....timing import timing_of, watch
 from ....training.checkpoints import sanitize_run_name, save_run
+from ....training.compare import saved_history
 from ....training.recipe import Recipe
 from ....training.runs import Run, RunHandle, RunManager
 from ....training.tasks import TaskSpec, example_texts, task_tokenizer
@@ -179,7 +180,7 @@ def _train(
             task_tokenizer(spec),
             task=dataclasses.asdict(spec),
             recipe=dataclasses.asdict(recipe),
-            history={"final": {"accuracy": acc, "step": trainer.step_count}},
+            history=saved_history(**handle.history(), accuracy=acc, step=trainer.step_count),
             examples=example_texts(spec, 6),
         )
         trainer.model.train()
