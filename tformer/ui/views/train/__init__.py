@@ -1,8 +1,10 @@
 """The Train page's view: the server's training runs and heads races (`jobs`: a worker shared by
-every session) and the page's controls, live view and race times (`draw`)."""
+every session), the page's controls, live view and race times (`draw`), and the saved runs side
+by side (`compare`)."""
 
 from __future__ import annotations
 
+from .compare import compare_view
 from .draw import (
     live_view,
     model_controls,
@@ -23,6 +25,7 @@ from .jobs import (
 from .memory import memory_view
 
 __all__ = [
+    "compare_view",
     "current_run",
     "live_view",
     "memory_view",
