@@ -8,6 +8,7 @@ import dataclasses
 import json
 import os
 import shutil
+import statistics
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import numpy as np
 import pytest
 
 from tformer.i18n import use_language
+from tformer.timing import Load
 from tformer.training import compare
 from tformer.training.checkpoints import is_run_name, list_runs
 from tformer.training.compare import (
@@ -65,6 +67,19 @@ def test_the_saved_history_keeps_every_update_and_sums_it_up():
     assert h["final"]["step"] == 25
     assert h["final"]["loss"] == pytest.approx(sum(3.0 / i for i in range(16, 26)) / 10)  # the last 10
     assert h["final"]["seconds"] == pytest.approx(25 * 0.5)
+
+
+def test_the_saved_history_holds_the_time_per_update_and_what_else_ran():
+    steps = steps_of(25)
+    for s, seconds in zip(steps, [9.0] * 5 + [0.01 * i for i in range(1, 21)], strict=True):
+        s["seconds"] = seconds  # the first 5 updates are slow (allocation, kernel choice)
+    busy = Load(2.0, 0.4, ((7, "training run"),))
+    final = saved_history(steps, [], accuracy=0.5, step=25, load=busy)["final"]
+    q1, median, q3 = statistics.quantiles([10.0 * i for i in range(1, 21)], n=4, method="inclusive")
+    assert final["ms_per_update"] == pytest.approx([q1, median, q3])  # the first 5 left out
+    assert (final["busy"], final["other_work"], final["other_cpu"]) == (True, ["training run"], 0.4)
+    quiet = saved_history(steps, [], accuracy=0.5, step=25, load=Load(2.0, 0.01))["final"]
+    assert quiet["busy"] is False
 
 
 def test_a_long_history_is_thinned_to_every_kth_update_and_the_last(monkeypatch):
@@ -174,6 +189,9 @@ def test_a_saved_run_reads_back_what_was_trained(saved):
     assert run.loss == pytest.approx(np.mean([s["loss"] for s in base.steps]))  # 8 updates < 10
     assert run.seconds == pytest.approx(sum(s["seconds"] for s in base.steps))
     assert run.accuracy == pytest.approx(base.trainer.evaluate())
+    times = sorted(1e3 * s["seconds"] for s in base.steps[5:])
+    assert times[0] <= run.ms_per_update[0] <= run.ms_per_update[1] <= run.ms_per_update[2] <= times[-1]
+    assert run.busy is None  # train_and_save watched nothing
     assert run.curves.step.tolist() == [s["step"] for s in base.steps]
     assert run.curves.lr.tolist() == pytest.approx([s["lr"] for s in base.steps])
     assert run.curves.grad_norm.tolist() == pytest.approx([s["grad_norm"] for s in base.steps])
@@ -188,8 +206,17 @@ def test_a_run_saved_before_the_curves_were_kept_reads_as_not_recorded(tmp_path,
     (tmp_path / "old" / "run.json").write_text(json.dumps(meta))
     run = read_saved_run(tmp_path / "old")
     assert (run.updates, run.accuracy, run.loss, run.seconds) == (8, 0.5, None, None)
+    assert (run.ms_per_update, run.busy) == (None, None)
     assert run.curves.empty
     assert run.curves.loss is None
+
+
+def test_summary_numbers_that_are_not_numbers_read_as_not_recorded(tmp_path, template):
+    copy(template, tmp_path / "odd")
+    odd = {"loss": "low", "seconds": -1e400, "ms_per_update": [3, 2, 1], "busy": "yes", "step": -4}
+    _edit(tmp_path / "odd", lambda m: m["history"]["final"].update(odd))
+    run = read_saved_run(tmp_path / "odd")
+    assert (run.loss, run.seconds, run.ms_per_update, run.busy, run.updates) == (None, None, None, None, None)
 
 
 def test_retraining_a_saved_runs_settings_draws_the_same_batches_from_the_same_weights(saved):
@@ -232,6 +259,7 @@ HOSTILE = {
     "loss-text": lambda f: _edit(f, lambda m: m["history"]["steps"][0].update(loss="x")),
     "created-junk": lambda f: _edit(f, lambda m: m.update(created="yesterday")),
     "big-lr": lambda f: _edit(f, lambda m: m["recipe"].update(lr=10**400)),
+    "final-list": lambda f: _edit(f, lambda m: m["history"].update(final=[1, 2])),
     "no-config": lambda f: (f / "config.json").unlink(),
     "big-config": lambda f: (f / "config.json").write_text(" " * (2 * 2**20) + "{}"),
 }
@@ -304,12 +332,23 @@ def test_a_scan_reads_the_newest_folders_up_to_its_bound(tmp_path, template):
 
 
 def run(name: str, recipe: Recipe | None = None, **model) -> SavedRun:
-    cfg = dataclasses.replace(model_config(TASK), **model)
+    """A run as the table holds it, made here (no folder): for the labels."""
     none = np.empty(0)
     return SavedRun(
-        name, Path(name), datetime.now(timezone.utc), TASK, cfg, recipe or Recipe(), None, None, None, None,
-        Curves(none, None, None, None, none, None),
-    )  # fmt: skip
+        name=name,
+        path=Path(name),
+        created=datetime.now(timezone.utc),
+        task=TASK,
+        cfg=dataclasses.replace(model_config(TASK), **model),
+        recipe=recipe or Recipe(),
+        updates=None,
+        loss=None,
+        accuracy=None,
+        seconds=None,
+        ms_per_update=None,
+        busy=None,
+        curves=Curves(none, None, None, None, none, None),
+    )
 
 
 def test_labels_say_what_differs_between_the_runs_chosen():

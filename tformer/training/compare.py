@@ -36,6 +36,7 @@ import numpy.typing as npt
 from ..i18n import tr
 from ..model.config import EncoderConfig
 from ..model.model_files import inside
+from ..timing import Load, timing_of
 from .checkpoints import (
     CheckpointError,
     is_run_name,
@@ -54,6 +55,7 @@ __all__ = [
     "MAX_TABLE_RUNS",
     "SETTINGS",
     "VARIANTS",
+    "WARMUP_UPDATES",
     "Curves",
     "Refused",
     "RunsScan",
@@ -81,6 +83,7 @@ MAX_SAVED_STEPS = 20_000  # update entries a run.json keeps (beyond: every k-th 
 MAX_CURVE_POINTS = 200_000  # entries of one curve read back (run.json's byte bound comes first)
 MAX_TABLE_RUNS = 200  # run folders one scan reads, the newest first
 FINAL_LOSS_UPDATES = 10  # the final loss: the mean of the last updates' batch losses
+WARMUP_UPDATES = 5  # the first updates pay for allocation and kernel choice: not in the quartiles
 STEP_FIELDS = ("step", "loss", "lr", "grad_norm", "seconds")
 EVAL_FIELDS = ("step", "accuracy")
 UNCOMPARED = frozenset({"steps", "eval_every", "snapshot_every"})  # a run's length and watching
@@ -104,22 +107,35 @@ def _thinned(entries: Sequence[Mapping[str, Any]], most: int) -> list[dict[str, 
 
 
 def saved_history(
-    steps: Sequence[Mapping[str, Any]], evals: Sequence[Mapping[str, Any]], *, accuracy: float, step: int
+    steps: Sequence[Mapping[str, Any]],
+    evals: Sequence[Mapping[str, Any]],
+    *,
+    accuracy: float,
+    step: int,
+    load: Load | None = None,
 ) -> dict[str, Any]:
     """The ``history`` `save_run` keeps of a run, from what it reported (`RunHandle.history`).
 
     ``steps``: one dict an update (``step``, ``loss``, ``lr``, ``grad_norm``, ``seconds``), thinned to
     `MAX_SAVED_STEPS` entries; ``evals``: ``step`` and ``accuracy``; ``final``: the held-out
     ``accuracy`` at update ``step``, the ``loss`` (the mean of the last `FINAL_LOSS_UPDATES`
-    updates' batch losses) and ``seconds`` (the sum of every update's own time; evaluations and
-    snapshots not counted). A history of ``"every"`` > 1 was thinned.
+    updates' batch losses), ``seconds`` (the sum of every update's own time; evaluations and
+    snapshots not counted), ``ms_per_update`` (the quartiles q1, median, q3 of the updates' own
+    times, the first `WARMUP_UPDATES` left out) and, given the ``load`` watched while it
+    trained (`tformer.timing.watch`), ``busy``, ``other_work`` and ``other_cpu``: what else ran
+    meanwhile. A history of ``"every"`` > 1 was thinned.
     """
     losses = [float(s["loss"]) for s in steps[-FINAL_LOSS_UPDATES:] if "loss" in s]
     final: dict[str, Any] = {"accuracy": float(accuracy), "step": int(step)}
     if losses:
         final["loss"] = sum(losses) / len(losses)
     if steps and all("seconds" in s for s in steps):
-        final["seconds"] = float(sum(float(s["seconds"]) for s in steps))
+        times = [float(s["seconds"]) for s in steps]
+        final["seconds"] = sum(times)
+        t = timing_of(times[WARMUP_UPDATES:] or times)
+        final["ms_per_update"] = [1e3 * t.q1, 1e3 * t.median, 1e3 * t.q3]
+    if load is not None:
+        final |= {"busy": load.busy, "other_work": list(load.others), "other_cpu": load.other_cpu}
     kept = _thinned(steps, MAX_SAVED_STEPS)
     return {
         "steps": [{k: s[k] for k in STEP_FIELDS if k in s} for s in kept],
@@ -268,6 +284,8 @@ class SavedRun:
     loss: float | None  # the final loss (mean of the last updates'), None if not recorded
     accuracy: float | None  # the final held-out token accuracy
     seconds: float | None  # the updates' own time, summed
+    ms_per_update: tuple[float, float, float] | None  # q1, median, q3 of an update's own time
+    busy: bool | None  # other work ran while it trained (None: not recorded)
     curves: Curves | None  # None when read for the table alone (`read_saved_run`)
 
 
@@ -328,6 +346,16 @@ def _whole(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
+def _quartiles(value: Any) -> tuple[float, float, float] | None:
+    """Three ordered finite numbers (q1 <= median <= q3), else None."""
+    if not isinstance(value, list) or len(value) != 3:
+        return None
+    q = [_number(v) for v in value]
+    if q[0] is None or q[1] is None or q[2] is None or not 0 <= q[0] <= q[1] <= q[2]:
+        return None
+    return q[0], q[1], q[2]
+
+
 def _created(run: Mapping[str, Any]) -> datetime:
     created = datetime.fromisoformat(str(run.get("created")))
     return created if created.tzinfo is not None else created.replace(tzinfo=timezone.utc)
@@ -346,7 +374,9 @@ def read_saved_run(folder: Path, *, curves: bool = True) -> SavedRun:
         history = run.get("history") or {}
         if not isinstance(history, dict):
             raise ValueError(tr("history is not a JSON object"))
-        final: dict[str, Any] = history["final"] if isinstance(history.get("final"), dict) else {}
+        final: dict[str, Any] = history.get("final") or {}
+        if not isinstance(final, dict):
+            raise ValueError(tr("history.final is not a JSON object"))
         series = curves_of(history.get("steps"), history.get("evals"))
         created = _created(run)
     except (ValueError, TypeError, OverflowError) as exc:
@@ -365,6 +395,8 @@ def read_saved_run(folder: Path, *, curves: bool = True) -> SavedRun:
         loss=_number(final.get("loss")),
         accuracy=accuracy if accuracy is None or 0 <= accuracy <= 1 else None,
         seconds=_number(final.get("seconds")),
+        ms_per_update=_quartiles(final.get("ms_per_update")),
+        busy=final["busy"] if isinstance(final.get("busy"), bool) else None,
         curves=series if curves else None,
     )
 

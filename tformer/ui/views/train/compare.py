@@ -25,9 +25,11 @@ from ....figures.training import runs_overlay
 from ....i18n import language, tr
 from ....model.config import EncoderConfig
 from ....model.model_files import folder_stamp
+from ....timing import watch
 from ....training.checkpoints import runs_dir, save_run
 from ....training.compare import (
     VARIANTS,
+    WARMUP_UPDATES,
     Refused,
     RunsScan,
     SavedRun,
@@ -51,12 +53,17 @@ from ....training.trainer import StepStats, Trainer
 from ...binding import bind, set_values, view
 from ...caches import device
 from ...charts import chart
+from ...timing_view import busy_method
 from .jobs import MAX_RUN_SECONDS, MAX_STEPS, manager, over_budget, session_id
 
 _COMPARE_KEY = "_train_compare"  # session_state: this session's latest comparison run id
 _ADDED_KEY = "_train_compare_added"  # the comparison whose saved run was added to the overlay
 RUN_FILES = ("run.json", "config.json")  # what the table reads of a run folder
 TITLE_CHARS = 110  # the overlay's title (what differs) is cut beyond this
+BUSY_MARK = (
+    "* Other work ran while it trained (another training run, or other programs using much of the "
+    "CPU): its times are slower than on a quiet machine."
+)
 
 
 # --- reading the runs folder (cached per folder state and language) ---------------------------
@@ -112,7 +119,10 @@ def table_row(r: SavedRun) -> dict[str, str]:
         tr("updates"): _or_not_recorded(r.updates, "{:,}"),
         tr("final loss"): _or_not_recorded(r.loss, "{:.3g}"),
         tr("held-out accuracy"): _or_not_recorded(r.accuracy, "{:.1%}"),
-        tr("time (s)"): _or_not_recorded(r.seconds, "{:.1f}"),
+        tr("time (s)"): _or_not_recorded(r.seconds, "{:.1f}") + (" *" if r.busy else ""),
+        tr("ms per update (quartiles)"): tr("not recorded")
+        if r.ms_per_update is None
+        else "{1:.3g} ({0:.3g}–{2:.3g})".format(*r.ms_per_update) + (" *" if r.busy else ""),
     }
 
 
@@ -124,9 +134,14 @@ def runs_table(scan: RunsScan) -> None:
         st.caption(
             tr(
                 "Final loss: the mean of the last 10 updates' batch losses. Time: the updates' own time "
-                "added up (evaluations not counted). Runs saved before the curves were kept show "
-                "\u201cnot recorded\u201d."
+                "added up (evaluations not counted); per update, the median and quartiles, the first "
+                "{skip} updates left out. Runs saved before the curves were kept show "
+                "\u201cnot recorded\u201d.",
+                skip=WARMUP_UPDATES,
             )
+            + (" " + tr(BUSY_MARK) if any(r.busy for r in scan.runs) else "")
+            + " "
+            + busy_method()
         )
     if scan.unread:
         st.caption(
@@ -168,6 +183,8 @@ def _live_run(run: Run) -> SavedRun | None:
         loss=None,
         accuracy=None,
         seconds=None,
+        ms_per_update=None,
+        busy=None,
         curves=curves_of(run.progress.steps(), run.progress.evals(), "progress"),
     )
 
@@ -245,7 +262,8 @@ def _comparison(
         def stop() -> bool:
             return handle.should_stop() or trainer.step_count >= updates
 
-        summary = trainer.run(stop=stop, on_step=on_step, on_eval=on_eval)
+        with watch() as watching:  # what else ran while it trained (saved with the times)
+            summary = trainer.run(stop=stop, on_step=on_step, on_eval=on_eval)
         problem = trainer.divergence(last) if summary.reason == "diverged" and last is not None else None
         if problem is not None:  # not saved: its weights are broken; the curves stay on the chart
             handle.fail(problem[0], **problem[1])
@@ -262,7 +280,9 @@ def _comparison(
             task_tokenizer(base.task),
             task=dataclasses.asdict(base.task),
             recipe=dataclasses.asdict(recipe),
-            history=saved_history(**handle.history(), accuracy=acc, step=trainer.step_count),
+            history=saved_history(
+                **handle.history(), accuracy=acc, step=trainer.step_count, load=watching.load
+            ),
             examples=example_texts(base.task, 6),
         )
         handle.set_result({**info, "saved": saved})

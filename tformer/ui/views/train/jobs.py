@@ -18,7 +18,7 @@ import streamlit as st
 
 from ....i18n import tr
 from ....model.config import EncoderConfig
-from ....timing import timing_of, watch
+from ....timing import open_watch, timing_of, watch
 from ....training.checkpoints import sanitize_run_name, save_run
 from ....training.compare import saved_history
 from ....training.recipe import Recipe
@@ -140,6 +140,7 @@ def _train(
         # snapshot must not record that step twice (the curves need increasing steps)
         evals = trainer.step_count  # both were recorded at the start (or carried over)
         snaps = trainer.step_count
+        watching = open_watch()  # what else ran while it trained (saved with its times)
         while trainer.step_count < last and not handle.should_stop():
             stats = trainer.step()
             handle.report_step(
@@ -180,7 +181,9 @@ def _train(
             task_tokenizer(spec),
             task=dataclasses.asdict(spec),
             recipe=dataclasses.asdict(recipe),
-            history=saved_history(**handle.history(), accuracy=acc, step=trainer.step_count),
+            history=saved_history(
+                **handle.history(), accuracy=acc, step=trainer.step_count, load=watching.close()
+            ),
             examples=example_texts(spec, 6),
         )
         trainer.model.train()
