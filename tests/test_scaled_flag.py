@@ -103,3 +103,21 @@ def test_unscaled_as_scaled_is_the_same_function_in_the_papers_form():
 def test_a_scaled_model_is_returned_as_it_is():
     model = Encoder(tiny())
     assert unscaled_as_scaled(model) is model
+
+
+def test_the_app_opens_a_run_trained_without_the_scaling_as_the_same_function(tmp_path, monkeypatch):
+    """Every page divides by √d_head: the app's model of such a run is `unscaled_as_scaled`'s."""
+    from tformer.training.checkpoints import load_run
+    from tformer.ui.caches import ModelChoice, get_model
+
+    from ._saved_runs import train_and_save
+
+    monkeypatch.setenv("TFORMER_RUNS_DIR", str(tmp_path))
+    train_and_save(tmp_path / "unscaled", updates=2, scaled=False)
+    trained, tokenizer, _ = load_run("unscaled")
+    assert trained.cfg.scaled is False  # the run keeps how it was trained
+    shown, _ = get_model(ModelChoice("run", run="unscaled"))
+    assert shown.cfg.scaled is True
+    ids = torch.tensor([tokenizer.encode("a b c d e a").ids])
+    with torch.no_grad():
+        torch.testing.assert_close(shown.logits(ids), trained.logits(ids), rtol=1e-5, atol=1e-5)

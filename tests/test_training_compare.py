@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import statistics
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +20,6 @@ from tformer.training import compare
 from tformer.training.checkpoints import is_run_name, list_runs
 from tformer.training.compare import (
     VARIANTS,
-    Curves,
     Refused,
     SavedRun,
     comparison_title,
@@ -333,22 +331,8 @@ def test_a_scan_reads_the_newest_folders_up_to_its_bound(tmp_path, template):
 
 def run(name: str, recipe: Recipe | None = None, **model) -> SavedRun:
     """A run as the table holds it, made here (no folder): for the labels."""
-    none = np.empty(0)
-    return SavedRun(
-        name=name,
-        path=Path(name),
-        created=datetime.now(timezone.utc),
-        task=TASK,
-        cfg=dataclasses.replace(model_config(TASK), **model),
-        recipe=recipe or Recipe(),
-        updates=None,
-        loss=None,
-        accuracy=None,
-        seconds=None,
-        ms_per_update=None,
-        busy=None,
-        curves=Curves(none, None, None, None, none, None),
-    )
+    cfg = dataclasses.replace(model_config(TASK), **model)
+    return SavedRun.unsaved(name, TASK, cfg, recipe or Recipe(), curves_of(None, None))
 
 
 def test_labels_say_what_differs_between_the_runs_chosen():

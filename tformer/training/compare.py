@@ -288,6 +288,17 @@ class SavedRun:
     busy: bool | None  # other work ran while it trained (None: not recorded)
     curves: Curves | None  # None when read for the table alone (`read_saved_run`)
 
+    @classmethod
+    def unsaved(
+        cls, name: str, task: TaskSpec, cfg: EncoderConfig, recipe: Recipe, curves: Curves
+    ) -> SavedRun:
+        """A run not saved (yet): one still training, drawn beside saved ones. Its settings
+        and curves only; no summary numbers, no folder (``path`` is its name)."""
+        return cls(
+            name, Path(name), datetime.now(timezone.utc), task, cfg, recipe,
+            None, None, None, None, None, None, curves,
+        )  # fmt: skip
+
 
 @dataclass(frozen=True)
 class Refused:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -172,21 +171,8 @@ def _live_run(run: Run) -> SavedRun | None:
     info = run.result if isinstance(run.result, dict) else None
     if info is None or "saved" in info or "recipe" not in info:
         return None
-    return SavedRun(
-        name=str(info["name"]),
-        path=runs_dir() / str(info["name"]),
-        created=datetime.now(timezone.utc),
-        task=info["task"],
-        cfg=info["cfg"],
-        recipe=info["recipe"],
-        updates=None,
-        loss=None,
-        accuracy=None,
-        seconds=None,
-        ms_per_update=None,
-        busy=None,
-        curves=curves_of(run.progress.steps(), run.progress.evals(), "progress"),
-    )
+    curves = curves_of(run.progress.steps(), run.progress.evals(), "progress")
+    return SavedRun.unsaved(str(info["name"]), info["task"], info["cfg"], info["recipe"], curves)
 
 
 def overlay(chosen: Sequence[str], live: Run | None, smooth: int) -> None:
