@@ -255,6 +255,7 @@ HOSTILE = {
     "task-list": lambda f: _edit(f, lambda m: m.update(task=[1, 2])),
     "steps-dict": lambda f: _edit(f, lambda m: m["history"].update(steps={"1": 2})),
     "loss-text": lambda f: _edit(f, lambda m: m["history"]["steps"][0].update(loss="x")),
+    "loss-huge": lambda f: _edit(f, lambda m: m["history"]["steps"][0].update(loss=10**400)),
     "created-junk": lambda f: _edit(f, lambda m: m.update(created="yesterday")),
     "big-lr": lambda f: _edit(f, lambda m: m["recipe"].update(lr=10**400)),
     "final-list": lambda f: _edit(f, lambda m: m["history"].update(final=[1, 2])),

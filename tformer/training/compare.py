@@ -177,6 +177,9 @@ class Curves:
         return dataclasses.replace(self, loss=mean(self.loss), grad_norm=mean(self.grad_norm), window=window)
 
 
+_NUMBERS = frozenset({int, float})  # what json.loads gives for a number
+
+
 def _column(rows: Sequence[Mapping[str, Any]], key: str, where: str) -> FloatArray | None:
     """``key`` of every row as float64 (None when no row has it; an error when some lack it)."""
     have = [key in r for r in rows]
@@ -185,13 +188,11 @@ def _column(rows: Sequence[Mapping[str, Any]], key: str, where: str) -> FloatArr
     if not all(have):
         i = have.index(False)
         raise ValueError(tr("{where}[{i}] has no {key}", where=where, i=i, key=key))
-    out = np.empty(len(rows), dtype=np.float64)
-    for i, r in enumerate(rows):
-        v = r[key]
-        if isinstance(v, bool) or not isinstance(v, int | float):
-            raise ValueError(tr("{where}[{i}].{key} is not a number", where=where, i=i, key=key))
-        out[i] = float(v)
-    return _frozen(out)
+    values = [r[key] for r in rows]
+    if not {type(v) for v in values} <= _NUMBERS:  # exact types: a bool is no number here
+        i = next(i for i, v in enumerate(values) if type(v) not in _NUMBERS)
+        raise ValueError(tr("{where}[{i}].{key} is not a number", where=where, i=i, key=key))
+    return _frozen(np.array(values, dtype=np.float64))  # OverflowError for an int past float's range
 
 
 def _frozen(a: FloatArray) -> FloatArray:
