@@ -55,11 +55,15 @@ def test_a_series_one_run_lacks_says_not_recorded_by_that_run():
     ]
 
 
-def test_a_run_saved_before_the_curves_were_kept_still_has_its_legend_entry():
+def test_a_run_saved_before_the_curves_were_kept_says_so_in_the_legend():
     empty = curves_of(None, None)
     fig = runs_overlay([empty, empty], ["a", "b"])
-    assert texts(fig).count("not recorded") == 4
-    assert [t.name for t in fig.data if t.showlegend] == ["a", "b"]
+    assert texts(fig).count("not recorded") == 4  # no run has any series
+    legend = [t.name for t in fig.data if t.showlegend]
+    assert legend == ["a (curves not recorded)", "b (curves not recorded)"]
+    mixed = runs_overlay([curves(), empty], ["new", "old"])
+    assert [t.name for t in mixed.data if t.showlegend] == ["new", "old (curves not recorded)"]
+    assert not [t for t in texts(mixed) if "not recorded" in t]  # the legend says it, not each panel
 
 
 def test_the_averaging_window_is_named_in_the_panel_titles():

@@ -725,19 +725,28 @@ def _overlay_traces(
     return data
 
 
+# where a "not recorded by" note sits in each panel: a corner the curves seldom reach (the loss
+# falls, the accuracy rises, the learning rate ends above 0, the gradient norm starts near its top)
+NOTE_CORNERS = ((1.0, 1.0), (1.0, 0.0), (1.0, 0.0), (0.0, 0.0))
+
+
 def _overlay_notes(labels: Sequence[str], recorded: Sequence[set[str]]) -> list[dict[str, Any]]:
-    """In each panel a run has no series for: "not recorded" (no run has it) or "not recorded
-    by <its label>" (low, at the right: the curves of the others stay visible)."""
+    """In each panel: "not recorded" when no run has its series, else "not recorded by <label>"
+    for the runs that lack it but have other series (a run with no curve at all says so in the
+    legend instead), in a corner the curves seldom reach."""
     notes = []
+    partial = [bool(have) for have in recorded]
     for p, (name, _) in enumerate(OVERLAY_SERIES):
         sfx = "" if p == 0 else str(p + 1)
-        missing = [label for label, have in zip(labels, recorded, strict=True) if name not in have]
-        if len(missing) == len(labels):
+        lack = [name not in have for have in recorded]
+        missing = [label for label, no, some in zip(labels, lack, partial, strict=True) if no and some]
+        if all(lack):
             notes.append(_note(tr(NOT_RECORDED), sfx))
         elif missing:
+            x, y = NOTE_CORNERS[p]
             note = _note(tr(NOT_RECORDED_BY, runs="; ".join(missing)), sfx)
-            notes.append({**note, "x": 0.98, "y": 0.04, "xanchor": "right", "yanchor": "bottom",
-                          "font": {**note["font"], "size": LABEL_FONT_PX}})  # fmt: skip
+            notes.append({**note, "x": 0.02 + 0.96 * x, "y": 0.04 + 0.92 * y, "xanchor": "right" if x else "left",
+                          "yanchor": "top" if y else "bottom", "font": {**note["font"], "size": LABEL_FONT_PX}})  # fmt: skip
     return notes
 
 
@@ -785,7 +794,12 @@ def runs_overlay(
     x_gap = x_numeric_margin(title=False, font=TICK_PX) + TOP_PANEL_TITLE_PX + 6
     boxes, stacked, left = _curve_boxes([_y_margin(a["ticktext"]) for a in y_axes], width, right, x_gap)
     paper_w, plot_h = width - left - right, boxes[-1][3]
-    legend_rows = _legend_rows(labels, paper_w)
+    # a run with no curve at all (saved before they were kept) says so in the legend
+    names = [
+        label if have else tr("{label} (curves not recorded)", label=label)
+        for label, have in zip(labels, recorded, strict=True)
+    ]
+    legend_rows = _legend_rows(names, paper_w)
     panels = _curve_panels(boxes, paper_w=paper_w, y_axes=y_axes, titles=titles, x_max=x_max, stacked=stacked,
                            waiting=(False, False))  # fmt: skip
     panels["annotations"] += _overlay_notes(labels, recorded)
@@ -812,7 +826,7 @@ def runs_overlay(
     for clip_at in clip_lines:
         _curve_lines(layout, None, clip_at)
     _with_title(layout, title, layout["height"])
-    return go.Figure({"data": _overlay_traces(drawn, labels, recorded), "layout": layout})
+    return go.Figure({"data": _overlay_traces(drawn, names, recorded), "layout": layout})
 
 
 # ---------------------------------------------------------------------------------------------

@@ -109,19 +109,20 @@ def _or_not_recorded(value: float | None, fmt: str) -> str:
 
 
 def table_row(r: SavedRun) -> dict[str, str]:
-    """One run's row, every cell text (a column of numbers and "not recorded" alike)."""
+    """One run's row, every cell text (a column of numbers and "not recorded" alike): the
+    numbers first, so a narrow screen scrolls past the descriptions, not the results."""
+    busy = " *" if r.busy else ""
+    per_update = None if r.ms_per_update is None else "{1:.3g} ({0:.3g}–{2:.3g})".format(*r.ms_per_update)
     return {
         tr("run"): r.name,
-        tr("task"): task_text(r.task),
-        tr("model"): model_text(r),
         tr("recipe: not the default"): listed(recipe_changes(r.recipe)) or tr("the defaults"),
-        tr("updates"): _or_not_recorded(r.updates, "{:,}"),
-        tr("final loss"): _or_not_recorded(r.loss, "{:.3g}"),
         tr("held-out accuracy"): _or_not_recorded(r.accuracy, "{:.1%}"),
-        tr("time (s)"): _or_not_recorded(r.seconds, "{:.1f}") + (" *" if r.busy else ""),
-        tr("ms per update (quartiles)"): tr("not recorded")
-        if r.ms_per_update is None
-        else "{1:.3g} ({0:.3g}–{2:.3g})".format(*r.ms_per_update) + (" *" if r.busy else ""),
+        tr("final loss"): _or_not_recorded(r.loss, "{:.3g}"),
+        tr("updates"): _or_not_recorded(r.updates, "{:,}"),
+        tr("time (s)"): _or_not_recorded(r.seconds, "{:.1f}") + busy,
+        tr("ms per update (quartiles)"): tr("not recorded") if per_update is None else per_update + busy,
+        tr("model"): model_text(r),
+        tr("task"): task_text(r.task),
     }
 
 
@@ -129,7 +130,12 @@ def runs_table(scan: RunsScan) -> None:
     if not scan.runs:
         st.info(tr("No saved run yet: train one in the first section (it is saved when it ends)."))
     else:
-        st.dataframe([table_row(r) for r in scan.runs], hide_index=True, width="stretch")
+        st.dataframe(
+            [table_row(r) for r in scan.runs],
+            hide_index=True,
+            width="stretch",
+            column_config={tr("run"): st.column_config.TextColumn(pinned=True)},  # seen while scrolling
+        )
         st.caption(
             tr(
                 "Final loss: the mean of the last 10 updates' batch losses. Time: the updates' own time "
