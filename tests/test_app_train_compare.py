@@ -134,6 +134,25 @@ def test_one_click_trains_the_run_again_without_clipping_and_overlays_both(two_r
     assert again.curves.loss[0] == pytest.approx(base.curves.loss[0], abs=1e-6)  # same weights, batch
     table = at.dataframe[0].value
     assert "r1-no-clip" in set(table[table.columns[0]])
+    from tformer.ui.views.train.jobs import MAX_RUN_SECONDS, manager
+
+    [run] = [r for r in manager().runs() if r.label == "r1: without clipping"]
+    assert run.time_limit_s == MAX_RUN_SECONDS  # the limits of any training run
+
+
+def test_a_comparison_over_the_memory_limit_is_refused_with_the_figures(two_runs):
+    meta = json.loads((two_runs / BASE / "run.json").read_text())
+    meta["recipe"]["batch"] = 1_000_000  # edited by hand: the run reads, its retraining cannot fit
+    (two_runs / BASE / "run.json").write_text(json.dumps(meta))
+    at = open_compare(**{"train.runs": BASE})
+    at.button(key="train.without.clip").click().run()
+    assert not at.exception
+    refusal = " ".join(w.value for w in at.warning)
+    assert "MB of memory while training" in refusal
+    assert "the limit for one run here is 1,536 MB" in refusal
+    from tformer.ui.views.train.jobs import manager
+
+    assert manager().runs() == []  # nothing started
 
 
 def test_a_comparison_that_blows_up_is_not_saved_and_its_curves_stay(two_runs, monkeypatch):
