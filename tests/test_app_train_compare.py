@@ -140,6 +140,28 @@ def test_one_click_trains_the_run_again_without_clipping_and_overlays_both(two_r
     assert run.time_limit_s == MAX_RUN_SECONDS  # the limits of any training run
 
 
+def test_a_comparison_stops_on_request_and_keeps_what_it_trained(two_runs):
+    meta = json.loads((two_runs / BASE / "run.json").read_text())
+    meta["history"]["final"]["step"] = 20_000  # a long run: its comparison trains as long
+    (two_runs / BASE / "run.json").write_text(json.dumps(meta))
+    at = open_compare(**{"train.runs": BASE})
+    at.button(key="train.without.clip").click().run()
+    poll(
+        at,
+        lambda at: any(
+            "update" in p.proto.text and "update 0" not in p.proto.text for p in at.get("progress")
+        ),
+    )
+    at.button(key="train.compare.stop").click().run()
+    poll(at, ended)
+    at.run()
+    assert "stopped on request" in at.success[0].value
+    again = read_saved_run(two_runs / "r1-no-clip")
+    assert 0 < again.updates < 20_000
+    assert legend(at) == ["clip 1", "no clipping"]
+    assert "train.compare.stop" not in [b.key for b in at.button]  # nothing left to stop
+
+
 def test_a_comparison_over_the_memory_limit_is_refused_with_the_figures(two_runs):
     meta = json.loads((two_runs / BASE / "run.json").read_text())
     meta["recipe"]["batch"] = 1_000_000  # edited by hand: the run reads, its retraining cannot fit

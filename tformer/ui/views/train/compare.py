@@ -361,6 +361,9 @@ def comparisons(scan: RunsScan, chosen: Sequence[str]) -> None:
             )
         )
     _variant_buttons(base, active)
+    if active and st.button(tr("■ Stop the comparison"), key="train.compare.stop"):
+        assert run is not None
+        run.stop()  # it saves what it trained so far, as a stopped training run does
     if run is not None and not active and run.state == "failed":
         st.caption(
             tr(
