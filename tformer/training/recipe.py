@@ -67,10 +67,7 @@ class Recipe:
     warmup: int = field(default=50, metadata=_help("Steps of linear warm-up from 0 to the peak lr."))
     ramp: bool = field(
         default=True,
-        metadata=_help(
-            "Ramp the lr up from 0 during warm-up; off: start at the peak and hold it through the "
-            "warm-up steps (the decay after them is the same)."
-        ),
+        metadata=_help("Ramp the lr up from 0 in warm-up; off: the peak from step 1, the same decay after."),
     )
     clip: float = field(
         default=1.0,
