@@ -229,3 +229,19 @@ def test_the_section_in_chinese_shows_no_english_before_and_after_a_comparison(t
     assert "已保存为 r1-no-clip" in at.success[0].value
     left = english_words(visible_strings(at), names)
     assert not left, left
+
+
+def test_the_runs_in_a_link_are_bounded_to_four_run_names():
+    from tformer.ui.state import ViewState
+
+    view, notices = ViewState.from_query({"train.runs": "a,b,c,d"})
+    assert view.get("train.runs") == ["a", "b", "c", "d"]
+    assert not notices
+    assert ViewState().max_items("train.runs") == 4
+    for bad in ("a,b,c,d,e", "a,../etc", "a,b c"):
+        view, notices = ViewState.from_query({"train.runs": bad})
+        assert view.get("train.runs") is None, bad
+        assert len(notices) == 1, bad
+    view, notices = ViewState.from_query({"train.base": "x/y"})
+    assert view.get("train.base") is None
+    assert notices
