@@ -210,7 +210,7 @@ def test_a_run_trained_on_the_page_saves_its_curves_for_the_table(runs_dir):
     assert row["updates"] == "30"
     assert re.fullmatch(r"[0-9.]+", row["final loss"])
     assert re.fullmatch(r"[0-9.]+( \*)?", row["time (s)"])  # *: other work ran meanwhile
-    assert re.fullmatch(r"[0-9.]+ \([0-9.]+–[0-9.]+\)( \*)?", row["ms per update (quartiles)"])
+    assert re.fullmatch(r"[0-9.,]+ \([0-9.,]+–[0-9.,]+\)( \*)?", row["ms per update (quartiles)"])
     assert overlay(at)["layout"]["meta"]["recorded"] == [["accuracy", "grad_norm", "loss", "lr"]]
     assert overlay(at)["layout"]["meta"]["n_steps"] == [30]
 

@@ -108,11 +108,17 @@ def _or_not_recorded(value: float | None, fmt: str) -> str:
     return tr("not recorded") if value is None else fmt.format(value)
 
 
+def _ms(value: float) -> str:
+    """Milliseconds to three figures, without an exponent: 0.812, 12.3, 1,230."""
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
 def table_row(r: SavedRun) -> dict[str, str]:
     """One run's row, every cell text (a column of numbers and "not recorded" alike): the
     numbers first, so a narrow screen scrolls past the descriptions, not the results."""
     busy = " *" if r.busy else ""
-    per_update = None if r.ms_per_update is None else "{1:.3g} ({0:.3g}–{2:.3g})".format(*r.ms_per_update)
+    q = r.ms_per_update
+    per_update = None if q is None else f"{_ms(q[1])} ({_ms(q[0])}–{_ms(q[2])})"
     return {
         tr("run"): r.name,
         tr("recipe: not the default"): listed(recipe_changes(r.recipe)) or tr("the defaults"),
