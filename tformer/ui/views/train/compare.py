@@ -71,7 +71,8 @@ BUSY_MARK = (
 @st.cache_resource(max_entries=512, show_spinner=False)
 def _summary(path: str, stamp: tuple[Any, ...], lang: str) -> SavedRun | Refused:
     """One folder for the table (no curves): shared by every session until a file changes."""
-    return read_or_refuse(Path(path), curves=False)
+    with st.spinner(tr("Reading the saved runs...")):  # shown only while one is read
+        return read_or_refuse(Path(path), curves=False)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
