@@ -66,7 +66,7 @@ CELL_TEXT_PAD = 8
 JS_TITLE = "JS divergence, 0 = identical"  # an English template, translated where drawn
 # The head metrics (:data:`tformer.analysis.metrics.METRICS` keys) are named on screen by their key in
 # English, and by the key's translation (the key is the template) in another language.
-METRIC_NAMES = ("entropy", "entropy_norm", "mean_distance", "self", "prev", "first", "cls", "sep", "max")
+METRIC_NAMES = ("entropy", "entropy_norm", "mean_distance", "self", "previous", "first", "cls", "sep", "max")
 
 
 def panel_max_side(n_panels: int) -> int:
