@@ -149,7 +149,9 @@ class QKSpaceState:
 
 @dataclass
 class FinderState:
-    role: str = _one_of("previous", ("previous", "next", "self", "cls", "duplicate", "broad"))
+    role: str = _one_of(
+        "previous", ("previous", "next", "self", "cls", "duplicate", "antidiagonal", "broad")
+    )
     over: str = _one_of("text", ("text", "examples"))
 
 
