@@ -43,6 +43,7 @@ def test_three_panels_share_one_update_axis_and_the_heads_keep_their_order():
     assert z.dtype == np.float32
     np.testing.assert_allclose(z[5], np.linspace(0.05, 0.9, STEPS.size), rtol=1e-6)  # L1H2 is the last row
     assert (heat.zmin, heat.zmax) == (0.0, 1.0)
+    assert heat.ygap == 1  # strips tall enough to label, a gap between them
     rows = axis(fig, "heads", "y")
     assert list(rows.ticktext) == ["L0H0", "L0H1", "L0H2", "L1H0", "L1H1", "L1H2"]
     assert rows.range[0] > rows.range[1]  # layer 0 on top
@@ -74,6 +75,7 @@ def test_the_forming_heads_are_marked_and_the_first_is_carried_through_the_curve
 def test_without_curves_only_the_heads_are_drawn_and_nothing_is_marked():
     fig = role_timeline_figure(STEPS, scores(1, 1), role="previous-token")
     assert fig.layout.meta["panels"] == ["heads"]
+    assert fig.layout.meta["row_px"] * 1 >= 96  # one head: a strip tall enough for its colorbar
     assert not [t for t in fig.data if t.type == "scatter" and t.mode == "markers"]
     assert not fig.layout.shapes
     assert fig.layout.xaxis.title.text == "update step"
@@ -86,6 +88,9 @@ def test_many_heads_get_thin_strips_labelled_by_layer_and_long_curves_are_thinne
     rows = fig.layout.yaxis2
     assert fig.layout.meta["row_px"] < 12
     assert list(rows.ticktext) == [f"L{layer}H0" for layer in range(6)]
+    assert next(t for t in fig.data if t.type == "heatmap").ygap == 0  # no gap: a line between layers
+    rules = [s for s in fig.layout.shapes if s.line.color == "#ffffff"]
+    assert sorted(s.y0 for s in rules) == [16 * layer - 0.5 for layer in range(1, 6)]
     line = next(t for t in fig.data if t.type == "scatter")
     assert len(line.x) <= MAX_POINTS + 1
     assert line.x[-1] == n  # the last update is always drawn

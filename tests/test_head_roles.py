@@ -413,6 +413,10 @@ def test_telling_heads_pick_the_clearest_habit_and_leave_out_cls_and_broad_heads
     assert per_layer == [0, 2, 3]
     with pytest.raises(ValueError, match="lack the roles"):
         telling_heads({"previous": np.zeros(shape)})
+    # a model trained to reverse opens on the head that draws the anti-diagonal
+    scores["antidiagonal"][2, 0] = 0.95
+    assert telling_heads(scores)[0] == (2, 0)
+    assert telling_heads(scores)[2] == "antidiagonal"
 
 
 def test_minilm_opens_on_its_previous_token_head_not_layer_0_head_0(minilm_scores):

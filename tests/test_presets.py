@@ -78,6 +78,9 @@ def test_a_presets_sentence_names_its_measured_numbers_in_both_languages(key):
         chinese = tr(template, **{**values, "role": tr(values["role"])})
     assert chinese != english
     assert str(c.around) in chinese
+    with use_language("zh"):
+        assert tr(preset.title) != preset.title
+        assert tr(preset.shows) != preset.shows
     assert preset.recipe.snapshot_every * 100 >= preset.recipe.steps  # the slider shows every snapshot
 
 

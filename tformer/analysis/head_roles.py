@@ -246,9 +246,9 @@ def rank_heads(
 
 
 # The roles whose heads show a pattern a class can see and name (a line beside the diagonal,
-# the diagonal itself, links between repeated words); "cls" heads rest on [CLS] and "broad"
-# ones spread out: neither is a telling first sight.
-TELLING_ROLES = ("previous", "next", "self", "duplicate")
+# the diagonal itself, links between repeated words, the anti-diagonal of a model trained to
+# reverse); "cls" heads rest on [CLS] and "broad" ones spread out: neither is a telling first sight.
+TELLING_ROLES = ("previous", "next", "self", "duplicate", "antidiagonal")
 
 
 def telling_heads(

@@ -51,6 +51,7 @@ PANEL_AIR_PX = 8  # between a panel and the next one's title
 MIN_ROW_PX = 5
 MAX_ROW_PX = 26
 MAX_HEADS_PX = 520
+MIN_HEADS_PX = 96  # a model of one or two heads: strips tall enough for the colorbar beside them
 LABEL_ROW_PX = 12  # below this a strip has no label of its own (each layer's first one has)
 MAX_POINTS = 2000  # a curve's points sent at most (every k-th, and the last)
 MIN_X = 10
@@ -113,7 +114,7 @@ def _update_ticks(x_max: float, plot_w: float) -> dict[str, Any]:
 
 
 def _row_px(n_rows: int) -> float:
-    return float(min(MAX_ROW_PX, max(MIN_ROW_PX, MAX_HEADS_PX / n_rows)))
+    return float(max(MIN_HEADS_PX / n_rows, min(MAX_ROW_PX, max(MIN_ROW_PX, MAX_HEADS_PX / n_rows))))
 
 
 def _row_axis(n_layers: int, n_heads: int, row_px: float) -> dict[str, Any]:
@@ -167,8 +168,16 @@ def _curve_trace(
 
 
 def _heads_trace(
-    x: Float32Array, z: Float32Array, names: list[str], role: str, axis: str, bar: dict[str, Any]
+    x: Float32Array,
+    z: Float32Array,
+    names: list[str],
+    role: str,
+    axis: str,
+    bar: dict[str, Any],
+    row_px: float,
 ) -> dict[str, Any]:
+    """The strips: one row a head; a 1 px gap between rows tall enough to be labelled (thin
+    rows would be more gap than color: `_layer_rules` sets the layers apart instead)."""
     return {
         "type": "heatmap",
         "x": x,
@@ -186,8 +195,26 @@ def _heads_trace(
         + role
         + " %{z:.2f}<extra></extra>",
         "colorbar": bar,
-        "ygap": 1,
+        "ygap": 1 if row_px >= LABEL_ROW_PX else 0,
     }
+
+
+def _layer_rules(n_layers: int, n_heads: int, axis: str) -> list[dict[str, Any]]:
+    """A white line between the strips of one layer and the next."""
+    return [
+        {
+            "type": "line",
+            "xref": f"x{axis} domain",
+            "yref": f"y{axis}",
+            "x0": 0,
+            "x1": 1,
+            "y0": layer * n_heads - 0.5,
+            "y1": layer * n_heads - 0.5,
+            "line": {"color": WHITE, "width": 2},
+            "layer": "above",
+        }
+        for layer in range(1, n_layers)
+    ]
 
 
 def _marker_trace(formed: Sequence[tuple[int, int, int, str]], n_heads: int, axis: str) -> dict[str, Any]:
@@ -200,6 +227,7 @@ def _marker_trace(formed: Sequence[tuple[int, int, int, str]], n_heads: int, axi
         "yaxis": f"y{axis}",
         "text": [sentence for *_, sentence in formed],
         "hovertemplate": "%{text}<extra></extra>",
+        "cliponaxis": False,  # a diamond on the first or last strip stays whole
         "marker": {
             "symbol": "diamond",
             "size": MARKER_PX,
@@ -258,7 +286,7 @@ def role_timeline_figure(
     boxes = _panel_boxes(z.shape[0] * row_px, (loss_c is not None, acc_c is not None))
     row_axis = _row_axis(n_layers, n_heads, row_px)
     loss_top = float(np.nanmax(loss_c[1])) if loss_c is not None and np.isfinite(loss_c[1]).any() else 1.0
-    loss_ticks = _nice_ticks(max(loss_top, 1e-6) * 1.05)
+    loss_ticks = _nice_ticks(max(loss_top, 1e-6) * 1.05, 4)
     bar_ticks = weight_ticks()
     left = numeric_axis_margin(
         max(
@@ -278,7 +306,7 @@ def role_timeline_figure(
         tr("{role} score", role=role), y=(hy[0] + hy[1]) / 2, length=hy[1] - hy[0], ticks=bar_ticks
     )
     names = [head_name(layer, head) for layer in range(n_layers) for head in range(n_heads)]
-    data = [_heads_trace(x, z, names, role, heads_axis, bar)]
+    data = [_heads_trace(x, z, names, role, heads_axis, bar, row_px)]
     if formed:
         data.append(_marker_trace(formed, n_heads, heads_axis))
     for panel, c in (("loss", loss_c), ("accuracy", acc_c)):
@@ -303,7 +331,7 @@ def role_timeline_figure(
         },
         showlegend=False,
         hovermode="closest",
-        shapes=shapes,
+        shapes=[*_layer_rules(n_layers, n_heads, heads_axis), *shapes],
         annotations=[*_titles(domains, role), *notes],
         **axes,
     )

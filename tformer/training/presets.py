@@ -102,8 +102,8 @@ PRESETS: Mapping[str, Preset] = MappingProxyType(
                     high=(700, 0.99),
                 ),
                 shows="Point at layer 1 in the snapshots: its heads start as a blur and draw the "
-                "anti-diagonal, query i reading key 15 - i. Layer 0 stays blurred: one layer of "
-                "attention is enough to reverse.",
+                "anti-diagonal, query i reading key 15 - i. No head of layer 0 draws it: one layer "
+                "of attention is enough to reverse.",
             ),
             Preset(
                 key="shift",

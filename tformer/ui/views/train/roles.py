@@ -18,7 +18,6 @@ import streamlit as st
 
 from ....figures.role_timeline import role_timeline_figure
 from ....i18n import tr
-from ....training.checkpoints import list_runs
 from ....training.presets import PRESETS, ROLE_PHRASES, Preset, check_claim, claim_sentence
 from ....training.recipe import model_config
 from ....training.role_timeline import MAX_SAVED_SNAPSHOTS, Change, RoleRecorder, RoleTimeline, Rule
@@ -27,6 +26,7 @@ from ...binding import bind, set_values, view
 from ...caches import run_meta
 from ...charts import chart
 from ...opening import ROLE_NAMES
+from ...sidebar import saved_runs
 
 if TYPE_CHECKING:
     from ....training.trainer import Trainer
@@ -300,7 +300,7 @@ def roles_view(run: Run) -> None:
 
 def saved_roles_view() -> None:
     """A saved run's role timeline, under its loss and accuracy when its file keeps them."""
-    names = [r.name for r in list_runs()]
+    names = saved_runs()  # the sidebar's list: read again only when the runs folder changed
     with st.expander(tr("Heads of a saved run"), expanded=bool(view().get("train.roles_run"))):
         if not names:
             st.caption(tr("No run is saved yet: a run is saved when it ends."))
