@@ -57,6 +57,15 @@ def test_each_part_of_a_claim_is_checked(first, accuracy, says):
     assert says in template.format(**values)
 
 
+def test_the_train_pages_preset_field_offers_every_preset():
+    import dataclasses
+
+    from tformer.ui.state import TrainState
+
+    field = next(f for f in dataclasses.fields(TrainState) if f.name == "preset")
+    assert field.metadata["choices"] == ("", *PRESETS)
+
+
 def test_a_claim_checks_its_own_numbers():
     with pytest.raises(ValueError, match="not one of"):
         Claim(role="broad", layer=0, window=(0, 10), around=5, low=(0, 0.1), high=(10, 0.9))

@@ -10,7 +10,7 @@ role a head takes, the layer it is in, the updates between which the first such 
 `tests/test_presets.py` trains every preset with its seed and checks its claim.
 
 The titles and the sentences are English catalog templates (a page shows them through
-`tformer.i18n.tr`). Torch-free: the Train page imports this before any model loads.
+`tformer.i18n.tr`). Importing this module loads no torch (`run_preset` does, when called).
 """
 
 from __future__ import annotations
