@@ -104,6 +104,47 @@ def test_nan_never_forms_and_broad_is_never_named():
         t.changes(roles=["nope"])
 
 
+def _slow_changes(x: np.ndarray, rule: Rule, final: bool) -> list[tuple[int, str]]:
+    """The rule read straight off the module docstring, one snapshot at a time."""
+    y = np.nan_to_num(x, nan=-1.0)
+    out, formed = [], False
+
+    def holds(t: int, ok: np.ndarray) -> bool:
+        window = ok[t : t + rule.held]
+        return bool(window.all()) and (window.size == rule.held or final)
+
+    for t in range(y.size):
+        if not formed and y[t] >= rule.on and holds(t, y >= rule.off):
+            formed = True
+            out.append((t, "formed"))
+        elif formed and y[t] < rule.off and holds(t, y < rule.on):
+            formed = False
+            out.append((t, "faded"))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_changes_match_the_rule_read_one_snapshot_at_a_time(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 40))
+    a = rng.random((n, 3, 2))
+    a[rng.random(a.shape) < 0.1] = np.nan
+    t = RoleTimeline(tuple(range(0, 5 * n, 5)), MappingProxyType(dict.fromkeys(ROLES, a)), "", (3, 2))
+    for rule in (Rule(), Rule(held=1), Rule(on=0.7, off=0.2, held=4)):
+        for final in (False, True):
+            got = [
+                (c.layer, c.head, t.steps.index(c.step), c.kind)
+                for c in t.changes(rule, final=final, roles=["self"])
+            ]
+            want = sorted(
+                (t_, layer, head, kind)
+                for layer in range(3)
+                for head in range(2)
+                for t_, kind in _slow_changes(a[:, layer, head], rule, final)
+            )
+            assert got == [(layer, head, t_, kind) for t_, layer, head, kind in want]
+
+
 def test_changes_come_in_order_of_update_then_head_then_role():
     n = 6
     scores = {role: np.zeros((n, 2, 2)) for role in ROLES}

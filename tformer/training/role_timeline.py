@@ -58,9 +58,9 @@ __all__ = [
 ]
 
 # A head takes a role when more than half of its attention (averaged over the probe's rows) goes
-# to that role's key; 0.4 to keep it; for 3 snapshots in a row. Measured on the presets: a
-# forming head's score climbs steadily through 0.5 (reverse: 0.42, 0.49, 0.56, 0.63 at 50-update
-# steps), while an untrained head of a 16-token input scores about 1/16 on every key.
+# to that role's key; 0.4 to keep it; for 3 snapshots in a row. On the presets a forming head's
+# score climbs steadily through 0.5 (the reverse preset's layer 1 head 0: 0.38, 0.46, 0.53, 0.60
+# at updates 450 to 600), while an untrained head of a 16-token input scores about 1/16 on every key.
 ON = 0.5
 OFF = 0.4
 HELD = 3
@@ -117,25 +117,37 @@ def snapshot_scores(pattern: npt.ArrayLike, ids: npt.ArrayLike) -> dict[str, Flo
     return role_scores(pattern, ids, cls_pos=None, skip_special=None)
 
 
-def _window_holds(x: FloatArray, t: int, held: int, final: bool, ok: npt.NDArray[np.bool_]) -> bool:
-    """Whether ``ok`` holds for the ``held`` snapshots from ``t`` (or all that remain, ``final``)."""
-    window = ok[t : t + held]
-    return bool(window.all()) and (window.size == held or final)
+def _holds(ok: npt.NDArray[np.bool_], held: int, final: bool) -> npt.NDArray[np.bool_]:
+    """[snap, series]: whether ``ok`` holds for the ``held`` snapshots from each one on (or for
+    all that remain, once the run is ``final``), by a running count of ``ok``."""
+    n = ok.shape[0]
+    count = np.concatenate([np.zeros((1, ok.shape[1]), dtype=np.int64), np.cumsum(ok, axis=0)])
+    start = np.arange(n)
+    end = np.minimum(start + held, n)
+    whole = (end - start == held) | final  # a shorter window confirms nothing while training goes on
+    held_all: npt.NDArray[np.bool_] = ((count[end] - count[start]) == (end - start)[:, None]) & whole[:, None]
+    return held_all
 
 
-def _series_changes(x: FloatArray, rule: Rule, final: bool) -> list[tuple[int, Kind]]:
-    """The snapshot indices where one head's series ``x`` [snap] forms and fades."""
-    y = np.nan_to_num(x, nan=-1.0)  # NaN: nothing counted, below every threshold
-    keeps, drops = y >= rule.off, y < rule.on
-    out: list[tuple[int, Kind]] = []
-    formed = False
-    for t in range(y.size):
-        if not formed and y[t] >= rule.on and _window_holds(y, t, rule.held, final, keeps):
-            formed = True
-            out.append((t, "formed"))
-        elif formed and y[t] < rule.off and _window_holds(y, t, rule.held, final, drops):
-            formed = False
-            out.append((t, "faded"))
+def _series_changes(a: FloatArray, rule: Rule, final: bool) -> list[list[tuple[int, Kind]]]:
+    """For each series (column) of ``a`` [snap, series], the snapshot indices where it forms and
+    fades. The windows are counted for every snapshot at once; the walk visits changes only."""
+    y = np.nan_to_num(a, nan=-1.0)  # NaN: nothing counted, below every threshold
+    can_form = (y >= rule.on) & _holds(y >= rule.off, rule.held, final)
+    can_fade = (y < rule.off) & _holds(y < rule.on, rule.held, final)
+    out: list[list[tuple[int, Kind]]] = []
+    for j in range(y.shape[1]):
+        forms, fades = np.flatnonzero(can_form[:, j]), np.flatnonzero(can_fade[:, j])
+        found: list[tuple[int, Kind]] = []
+        t, formed = -1, False
+        while True:  # alternate: the first form after t, then the first fade after it...
+            candidates = fades if formed else forms
+            i = int(np.searchsorted(candidates, t, side="right"))
+            if i == candidates.size:
+                break
+            t, formed = int(candidates[i]), not formed
+            found.append((t, "formed" if formed else "faded"))
+        out.append(found)
     return out
 
 
@@ -198,11 +210,12 @@ class RoleTimeline:
         found: list[tuple[int, int, int, int, Change]] = []
         for r_index, role in enumerate(names):
             a = self.scores[role]
-            for layer in range(self.n_layers):
-                for head in range(self.n_heads):
-                    for t, kind in _series_changes(a[:, layer, head], rule, final):
-                        change = Change(layer, head, role, self.steps[t], float(a[t, layer, head]), kind)
-                        found.append((t, layer, head, r_index, change))
+            series = _series_changes(a.reshape(len(self.steps), -1), rule, final)
+            for j, changes in enumerate(series):
+                layer, head = divmod(j, max(self.n_heads, 1))
+                for t, kind in changes:
+                    change = Change(layer, head, role, self.steps[t], float(a[t, layer, head]), kind)
+                    found.append((t, layer, head, r_index, change))
         return [c for *_, c in sorted(found, key=lambda f: f[:4])]
 
     def formed(self, rule: Rule | None = None, *, final: bool = False) -> list[Change]:
