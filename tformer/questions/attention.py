@@ -691,6 +691,7 @@ def role_name(role: str) -> str:
         "self": tr("the token itself"),
         "cls": tr("the first token ([CLS])"),
         "duplicate": tr("an earlier copy of the same token"),
+        "antidiagonal": tr("the mirrored position (the anti-diagonal)"),
         "broad": tr("every token alike"),
     }[role]
 

@@ -285,6 +285,11 @@ class RunHandle:
     def run_id(self) -> str:
         return self._run.id
 
+    @property
+    def progress(self) -> Progress:
+        """What the run has recorded so far (what a page reads too)."""
+        return self._run.progress
+
     def should_stop(self) -> bool:
         """True once a stop was asked for, `fail` was called, or nobody watched for
         ``idle_timeout_s``. Poll it between steps and return soon after it turns True."""

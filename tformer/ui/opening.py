@@ -126,6 +126,7 @@ ROLE_NAMES = {
     "self": "itself",
     "cls": "first token / [CLS]",
     "duplicate": "earlier copy of the same token",
+    "antidiagonal": "mirrored position (anti-diagonal)",
     "broad": "broad (spread out)",
 }
 

@@ -149,7 +149,7 @@ class QKSpaceState:
 
 @dataclass
 class FinderState:
-    role: str = _one_of("previous", ("previous", "next", "self", "cls", "duplicate", "broad"))
+    role: str = _one_of("previous", ("previous", "next", "self", "cls", "duplicate", "antidiagonal", "broad"))
     over: str = _one_of("text", ("text", "examples"))
 
 
@@ -187,6 +187,10 @@ class TrainState:
     snapshot_every: int = _bounded(5, 1, 500)
     stop_at_99: bool = True
     snapshot: int = _bounded(0, 0, 100_000)  # the snapshot slider's position (-> its step)
+    # a run for a class (`tformer.training.presets.PRESETS`; "" = the settings as they are) and
+    # the saved run whose role timeline is shown (issue 26)
+    preset: str = _one_of("", ("", "reverse", "shift"))
+    roles_run: str | None = field(default=None, metadata={"pattern": RUN_NAME})
 
 
 @dataclass
