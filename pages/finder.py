@@ -1,5 +1,6 @@
 """Heads found by what they do: previous token, next token, self, first token / [CLS], the earlier
-copy of the same token, broad; each role ranked, and a click opens the head."""
+copy of the same token, the mirrored position (anti-diagonal), broad; each role ranked, and a
+click opens the head."""
 
 import streamlit as st
 

@@ -24,6 +24,8 @@ with ui.frame(__file__) as fr:
     elif part == "compare":
         view.compare_view()  # the saved runs side by side
     else:
+        if part == "train":
+            view.preset_controls()  # a run for a class: fills the settings below, says what to watch for
         spec = view.task_controls()
         cfg = view.model_controls(spec) if spec is not None else None
         recipe = view.recipe_controls()
@@ -114,3 +116,5 @@ with ui.frame(__file__) as fr:
             st.session_state["_train_was_active"] = not run.is_final
 
         live()
+        if part == "train":
+            view.saved_roles_view()  # a saved run's heads, named as they formed

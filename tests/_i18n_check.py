@@ -216,6 +216,14 @@ def english_words(strings: Iterable[str], tokens: Iterable[str] = ()) -> dict[st
     return found
 
 
+def saved_run_words() -> list[str]:
+    """The words of the saved runs' names (``copy-2L4H64-s10-...``): names of the reader's data,
+    shown as they are in a picker, where the 中文 interface shows them too."""
+    from tformer.training.checkpoints import list_runs
+
+    return [w for info in list_runs() for w in _WORD.findall(info.name)]
+
+
 _BUTTON_LIKE = ("button", "download_button", "page_link", "button_group", "tab", "expander")
 _ELLIPSIS = ("…", "...", "⋯")
 

@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest
 
-from ._i18n_check import english_words, visible_strings
+from ._i18n_check import english_words, saved_run_words, visible_strings
 from .test_app_pages import assert_clean
 from .test_app_train import open_train, poll
 
@@ -21,7 +21,7 @@ def open_train_zh(**params: str) -> AppTest:
 
 
 def english_left(at: AppTest) -> dict[str, str]:
-    return english_words(visible_strings(at))
+    return english_words(visible_strings(at), saved_run_words())  # a saved run's name is data
 
 
 def ended(at: AppTest) -> bool:

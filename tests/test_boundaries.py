@@ -178,6 +178,8 @@ TORCH_FREE = [
     "tformer.training.tasks",
     "tformer.training.recipe",
     "tformer.training.runs",
+    "tformer.training.role_timeline",
+    "tformer.training.presets",
     "tformer.questions",  # every template registered, none run: the lesson bar imports them
     "tformer.ui",
     "tformer.ui.state",

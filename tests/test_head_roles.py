@@ -40,6 +40,7 @@ def _slow_scores(p, ids, cls_pos=0, skip=(), unk_id=None):
     """Loop-per-row reference, straight from the docstring's formulas and row rules."""
     n_layer, n_head, n, _ = p.shape
     out = {role: np.full((n_layer, n_head), np.nan) for role in ROLES}
+    part = [q for q in range(n) if q not in skip]  # the input part, in order
     for layer in range(n_layer):
         for head in range(n_head):
             acc: dict[str, list[float]] = {role: [] for role in ROLES}
@@ -53,10 +54,13 @@ def _slow_scores(p, ids, cls_pos=0, skip=(), unk_id=None):
                     acc["next"].append(row[q + 1])
                 acc["self"].append(row[q])
                 if q != cls_pos:
-                    acc["first"].append(row[cls_pos])
+                    acc["cls"].append(row[cls_pos])
                 copies = [k for k in range(q) if ids[k] == ids[q]]
                 if copies and ids[q] != unk_id:
                     acc["duplicate"].append(sum(row[k] for k in copies))
+                mirrored = part[len(part) - 1 - part.index(q)]
+                if mirrored != q:
+                    acc["antidiagonal"].append(row[mirrored])
                 nz = row[row > 0]
                 acc["broad"].append(
                     float(-(nz * np.log2(nz)).sum() / np.log2(nz.size)) if nz.size > 1 else 0.0
@@ -71,7 +75,7 @@ def _slow_scores(p, ids, cls_pos=0, skip=(), unk_id=None):
 
 
 def test_roles_are_ordered_and_every_score_is_returned():
-    assert list(ROLES) == ["previous", "next", "self", "first", "duplicate", "broad"]
+    assert list(ROLES) == ["previous", "next", "self", "cls", "duplicate", "antidiagonal", "broad"]
     s = role_scores(_stack(np.eye(4)), [1, 2, 3, 4])
     assert list(s) == list(ROLES)
     assert all(v.shape == (1, 1) and v.dtype == np.float64 for v in s.values())
@@ -113,21 +117,60 @@ def test_first_token_head_leaves_out_the_cls_row_itself():
     on_first = np.zeros((n, n))
     on_first[:, 0] = 1.0
     s = role_scores(_stack(on_first, np.eye(n)), np.arange(n))
-    assert s["first"][0].tolist() == [1.0, 0.0]  # the identity head's p[0, 0] is not counted
+    assert s["cls"][0].tolist() == [1.0, 0.0]  # the identity head's p[0, 0] is not counted
     # another leading position
     on_2 = np.zeros((n, n))
     on_2[:, 2] = 1.0
-    assert role_scores(_stack(on_2), np.arange(n), cls_pos=2)["first"][0, 0] == 1.0
+    assert role_scores(_stack(on_2), np.arange(n), cls_pos=2)["cls"][0, 0] == 1.0
     # no leading special (Encoded.leading_special is None): the first token, position 0
-    none = role_scores(_stack(on_first), np.arange(n), cls_pos=None)["first"]
+    none = role_scores(_stack(on_first), np.arange(n), cls_pos=None)["cls"]
     assert none[0, 0] == 1.0
+
+
+def _mirror(n: int) -> np.ndarray:
+    """Every query on its mirrored key n-1-q: the anti-diagonal of a head that reverses."""
+    return np.eye(n)[::-1].copy()
+
+
+@pytest.mark.parametrize("n", [2, 5, 8, 16])
+def test_a_perfect_anti_diagonal_head_scores_1_and_other_heads_low(n):
+    ids = np.arange(n)
+    heads = (_mirror(n), np.eye(n), _shift(n, -1), _shift(n, +1), np.full((n, n), 1 / n))
+    s = role_scores(_stack(*heads), ids, cls_pos=None)
+    mirror, self_, previous, next_, uniform = s["antidiagonal"][0]
+    assert mirror == 1.0
+    assert self_ == 0.0  # the middle of an odd length is its own mirror and does not count
+    assert uniform == pytest.approx(1 / n)
+    if n > 2:  # two positions: the mirror of 0 is 1, its next token (and of 1 its previous)
+        assert previous <= 2 / n
+        assert next_ <= 2 / n
+    # the anti-diagonal head is no previous, next or self head (the middle of odd n aside)
+    assert s["self"][0, 0] == pytest.approx((n % 2) / n)
+    assert s["previous"][0, 0] <= 2 / n
+    assert s["next"][0, 0] <= 2 / n
+
+
+def test_the_anti_diagonal_mirrors_the_input_part_not_the_whole_row():
+    # [CLS] w1 .. w5 [SEP]: w1 attends w5, w2 w4 (the specials sit symmetrically: the plain
+    # mirror agrees); [CLS] w1 .. w6 with no [SEP]: w1 attends w6, which the plain mirror misses
+    n = 7
+    s = role_scores(_stack(_mirror(n)), np.arange(n), skip_special=[0, n - 1])
+    assert s["antidiagonal"][0, 0] == 1.0
+    part = np.zeros((n, n))
+    part[0, 0] = 1.0
+    for j in range(1, n):
+        part[j, n - j] = 1.0  # the input part is 1..n-1: j and n-j are mirrored there
+    s = role_scores(_stack(part, _mirror(n)), np.arange(n), skip_special=[0])
+    assert s["antidiagonal"][0].tolist() == [1.0, 0.0]
+    # a lone word (or none) has no mirror of its own to count: NaN, as every empty role
+    assert np.isnan(role_scores(_stack(np.eye(3)), [1, 2, 3], skip_special=[0, 2])["antidiagonal"]).all()
 
 
 def test_uniform_attention_scores_broad_1():
     n = 9
     s = role_scores(_stack(np.full((n, n), 1 / n)), np.arange(n))
     assert s["broad"][0, 0] == pytest.approx(1.0)
-    for role in ("previous", "next", "self", "first"):
+    for role in ("previous", "next", "self", "cls", "antidiagonal"):
         assert s[role][0, 0] == pytest.approx(1 / n)
 
 
@@ -176,7 +219,7 @@ def test_one_position_has_only_self_and_broad_scores():
     s = role_scores(np.ones((2, 3, 1, 1), np.float32), [101])
     assert (s["self"] == 1.0).all()
     assert (s["broad"] == 0.0).all()
-    for role in ("previous", "next", "first", "duplicate"):
+    for role in ("previous", "next", "cls", "duplicate", "antidiagonal"):
         assert np.isnan(s[role]).all(), role
 
 
@@ -327,11 +370,11 @@ def test_minilm_next_token_head_is_layer_1_head_8(minilm_scores):
 
 
 def test_minilm_cls_heads(minilm_scores):
-    top = [h[:2] for h in rank_heads(minilm_scores, "first")]  # the top 10
+    top = [h[:2] for h in rank_heads(minilm_scores, "cls")]  # the top 10
     for layer, head in [(4, 5), (2, 7), (1, 10)]:
         assert (layer, head) in top, (layer, head)
         # measured: L4H5 0.848 (rank 1), L2H7 0.773 (rank 2), L1H10 0.74 (rank 3); L2H9 0.709 ranks 6th
-        assert minilm_scores["first"][layer, head] >= 0.7, (layer, head)
+        assert minilm_scores["cls"][layer, head] >= 0.7, (layer, head)
 
 
 def test_the_pages_doc_names_the_heads_the_finder_ranks_first(minilm_scores):
@@ -346,10 +389,10 @@ def test_the_pages_doc_names_the_heads_the_finder_ranks_first(minilm_scores):
         top = rank_heads(minilm_scores, role, top=k)
         heads = [f"layer {layer} head {head}" for layer, head, _ in top]
         listed = heads[0] if k == 1 else ", ".join(heads[:-1]) + " and " + heads[-1]
-        word = {"previous": "previous", "next": "next", "first": "[CLS]"}[role]
+        word = {"previous": "previous", "next": "next", "cls": "[CLS]"}[role]
         return f"{listed} {word} " + ", ".join(f"{s:.2f}" for _, _, s in top)
 
-    for role, k in (("previous", 1), ("next", 1), ("first", 3)):
+    for role, k in (("previous", 1), ("next", 1), ("cls", 3)):
         assert named(role, k) in row, (named(role, k), row)
 
 
@@ -358,7 +401,7 @@ def test_telling_heads_pick_the_clearest_habit_and_leave_out_cls_and_broad_heads
 
     shape = (3, 4)
     scores = {role: np.zeros(shape) for role in ROLES}
-    scores["first"][0, 0] = 0.99  # resting on [CLS]: not telling
+    scores["cls"][0, 0] = 0.99  # resting on [CLS]: not telling
     scores["broad"][0, 1] = 0.98  # spread out: not telling
     scores["previous"][1, 2] = 0.9
     scores["duplicate"][2, 3] = 0.6
@@ -370,6 +413,10 @@ def test_telling_heads_pick_the_clearest_habit_and_leave_out_cls_and_broad_heads
     assert per_layer == [0, 2, 3]
     with pytest.raises(ValueError, match="lack the roles"):
         telling_heads({"previous": np.zeros(shape)})
+    # a model trained to reverse opens on the head that draws the anti-diagonal
+    scores["antidiagonal"][2, 0] = 0.95
+    assert telling_heads(scores)[0] == (2, 0)
+    assert telling_heads(scores)[2] == "antidiagonal"
 
 
 def test_minilm_opens_on_its_previous_token_head_not_layer_0_head_0(minilm_scores):

@@ -1,8 +1,9 @@
 """Heads by what they do: one score per head and role, and the heads that score highest.
 
 A role is a simple, checkable habit of a head: attend to the token just before the query, just
-after it, to itself, to [CLS], to earlier copies of the query's own token, or spread attention
-over everything. Each score is the mean over the query rows that count for that role of one
+after it, to itself, to [CLS], to earlier copies of the query's own token, to the mirrored
+position of the input (the anti-diagonal a head that reverses its input draws), or spread
+attention over everything. Each score is the mean over the query rows that count for that role of one
 number read off the row, so every score lies in 0..1 and 1 means "always, fully". Numpy only,
 like :mod:`tformer.analysis.metrics`, whose conventions hold here: ``pattern`` is
 [layer, head_index, query_pos, key_pos], each row one query's softmax weights summing to 1,
@@ -16,9 +17,13 @@ Which query rows count (the same rules for every head, so heads are compared on 
   previous-token head for [SEP] attending the final full stop. Keys are not filtered: the
   [CLS] just before the first word *is* that word's previous token, and a previous-token head
   puts its weight there.
-- "previous" needs a key before the query (q >= 1), "next" one after it (q <= n - 2); "first"
+- "previous" needs a key before the query (q >= 1), "next" one after it (q <= n - 2); "cls"
   leaves out the query at ``cls_pos`` itself (that weight is self-attention); "duplicate" counts
-  only queries whose token id occurred earlier in the text. A row with a single visible key
+  only queries whose token id occurred earlier in the text.
+- "antidiagonal" mirrors the input part, the positions not in ``skip_special``: its j-th of m
+  positions is paired with its (m-1-j)-th (a task input without specials: query q with key
+  n-1-q; [CLS] w1 .. w5 [SEP]: w1 with w5). The middle position of an odd m is its own mirror
+  and does not count (that weight is self-attention). A row with a single visible key
   has "broad" 0 (all weight on one key), as ``entropy_norm`` in :mod:`tformer.analysis.metrics`.
 - a head with no row that counts scores NaN (a text with no repeated token has no duplicate
   score; a one-token text has no previous score).
@@ -45,8 +50,9 @@ ROLES: dict[str, str] = {
     "previous": "weight on the key just before the query, p[q, q-1]",
     "next": "weight on the key just after the query, p[q, q+1]",
     "self": "weight on the query's own position, p[q, q]",
-    "first": "weight on the tokenizer's leading special ([CLS]), p[q, cls_pos]; position 0 without one",
+    "cls": "weight on the tokenizer's leading special ([CLS]), p[q, cls_pos]; position 0 without one",
     "duplicate": "total weight on earlier copies of the query's own token (repeated tokens only)",
+    "antidiagonal": "weight on the mirrored key of the input part, p[q, n-1-q] (specials left out)",
     "broad": "spread: entropy / log2(visible keys); 0 = one key, 1 = uniform",
 }
 
@@ -110,16 +116,20 @@ def role_scores(
         s_q^{\text{duplicate}} = \sum_{k < q,\; t_k = t_q} p_{qk}
         \qquad Q_{\text{duplicate}} = \{q : \exists\, k < q,\ t_k = t_q\}
 
+        s_{c_j}^{\text{antidiagonal}} = p_{c_j,\,c_{m-1-j}}
+        \qquad Q_{\text{antidiagonal}} = \{c_j : j \ne m-1-j\}
+
         s_q^{\text{broad}} = \frac{-\sum_k p_{qk} \log_2 p_{qk}}{\log_2 n_q}
 
-    with :math:`c` = ``cls_pos``, :math:`t` = ``ids`` and :math:`n_q` the number of keys with
+    with :math:`c` = ``cls_pos``, :math:`t` = ``ids``, :math:`c_0 < \dots < c_{m-1}` the
+    positions of the input part (those not in ``skip_special``) and :math:`n_q` the number of keys with
     :math:`p_{qk} > 0` (weights that underflowed to 0 count as masked, and
     :math:`s_q^{\text{broad}} = 0` when :math:`n_q = 1`: it is
     :func:`tformer.analysis.scaling.normalised_entropy`, the ``entropy_norm`` of
     :func:`tformer.analysis.metrics.head_metrics`).
 
     ``pattern``: [layer, head_index, query_pos, key_pos]. ``ids``: [pos] token ids of the same
-    text (``Encoded.ids``). ``cls_pos``: the position "first" measures, the tokenizer's leading
+    text (``Encoded.ids``). ``cls_pos``: the position "cls" measures, the tokenizer's leading
     special (``Encoded.leading_special``); None (a tokenizer without one) measures position 0,
     the first token. ``skip_special``: the positions whose query rows never count, as
     positions or a bool mask [pos] (pass ``Encoded.special``); None leaves out none.
@@ -133,12 +143,15 @@ def role_scores(
         raise ValueError(
             f"ids must be {n} integer token ids [pos] for pattern of shape {p.shape}, got shape {t.shape}"
         )
-    cls = 0 if cls_pos is None else cls_pos  # the key "first" measures: [CLS], not always position 0
+    cls = 0 if cls_pos is None else cls_pos  # the key "cls" measures: [CLS], not always position 0
     if not (isinstance(cls, (int, np.integer)) and 0 <= cls < n):
         raise ValueError(f"cls_pos={cls_pos!r} must be a position in 0..{n - 1} (or None)")
     cls = int(cls)
     q = np.arange(n)
     counted = ~_skip_mask(skip_special, n)  # [query_pos]
+    part = np.flatnonzero(counted)  # the input part's positions c_0 .. c_{m-1}
+    mirror = np.full(n, -1)
+    mirror[part] = part[::-1]  # c_j -> c_{m-1-j}; -1 outside the input part
 
     # 1. Which rows count, by position and token ids alone (the pattern adds its masked rows).
     earlier = (t[:, None] == t[None, :]) & (q[None, :] < q[:, None])  # [query_pos, key_pos]
@@ -148,8 +161,9 @@ def role_scores(
         "previous": counted & (q >= 1),
         "next": counted & (q <= n - 2),
         "self": counted,
-        "first": counted & (q != cls),
+        "cls": counted & (q != cls),
         "duplicate": counted & earlier.any(-1),
+        "antidiagonal": counted & (mirror != q),
         "broad": counted,
     }
     earlier_f = earlier.astype(np.float64)
@@ -164,8 +178,9 @@ def role_scores(
         values["previous"][:, 1:] = pl[:, q[1:], q[1:] - 1]
         values["next"][:, :-1] = pl[:, q[:-1], q[:-1] + 1]
         values["self"] = pl[:, q, q]
-        values["first"] = pl[:, :, cls]
+        values["cls"] = pl[:, :, cls]
         values["duplicate"] = np.einsum("hqk,qk->hq", pl, earlier_f)
+        values["antidiagonal"][:, part] = pl[:, part, mirror[part]]
         values["broad"] = normalised_entropy(row_entropy(pl), pl)  # entropy_norm of metrics
         # 3. The mean over the rows that count.
         for role, v in values.items():
@@ -231,9 +246,9 @@ def rank_heads(
 
 
 # The roles whose heads show a pattern a class can see and name (a line beside the diagonal,
-# the diagonal itself, links between repeated words); "first" heads rest on [CLS] and "broad"
-# ones spread out: neither is a telling first sight.
-TELLING_ROLES = ("previous", "next", "self", "duplicate")
+# the diagonal itself, links between repeated words, the anti-diagonal of a model trained to
+# reverse); "cls" heads rest on [CLS] and "broad" ones spread out: neither is a telling first sight.
+TELLING_ROLES = ("previous", "next", "self", "duplicate", "antidiagonal")
 
 
 def telling_heads(

@@ -79,7 +79,9 @@ __all__ = [
     "variant_name",
 ]
 
-MAX_SAVED_STEPS = 20_000  # update entries a run.json keeps (beyond: every k-th and the last)
+# update records a run.json keeps (beyond: every k-th and the last): the curves are drawn with at
+# most 2,000 points anyway, and a run.json stays small (under 200 kB of them, measured)
+MAX_SAVED_STEPS = 2_000
 MAX_CURVE_POINTS = 200_000  # entries of one curve read back (run.json's byte bound comes first)
 MAX_TABLE_RUNS = 200  # run folders one scan reads, the newest first
 FINAL_LOSS_UPDATES = 10  # the final loss: the mean of the last updates' batch losses
@@ -95,15 +97,20 @@ FloatArray = npt.NDArray[np.float64]
 
 
 def _thinned(entries: Sequence[Mapping[str, Any]], most: int) -> list[dict[str, Any]]:
-    """At most ``most`` + 1 of ``entries``: every k-th and always the last."""
+    """At most ``most`` of ``entries``: every k-th and always the last."""
     n = len(entries)
     if n <= most:
         return [dict(e) for e in entries]
-    every = math.ceil(n / most)
+    every = _stride(n, most)
     keep = list(range(0, n, every))
     if keep[-1] != n - 1:
         keep.append(n - 1)
     return [dict(entries[i]) for i in keep]
+
+
+def _stride(n: int, most: int) -> int:
+    """k such that every k-th of ``n`` entries and the last are at most ``most`` (>= 2)."""
+    return math.ceil(n / (most - 1))
 
 
 def saved_history(
@@ -114,7 +121,7 @@ def saved_history(
     step: int,
     load: Load | None = None,
 ) -> dict[str, Any]:
-    """The ``history`` `save_run` keeps of a run, from what it reported (`RunHandle.history`).
+    """The ``history`` `save_run` keeps of a run, from what it reported (`RunHandle.progress`).
 
     ``steps``: one dict an update (``step``, ``loss``, ``lr``, ``grad_norm``, ``seconds``), thinned to
     `MAX_SAVED_STEPS` entries; ``evals``: ``step`` and ``accuracy``; ``final``: the held-out
@@ -140,7 +147,7 @@ def saved_history(
     return {
         "steps": [{k: s[k] for k in STEP_FIELDS if k in s} for s in kept],
         "evals": [{k: e[k] for k in EVAL_FIELDS if k in e} for e in evals],
-        "every": math.ceil(len(steps) / MAX_SAVED_STEPS) if len(steps) > MAX_SAVED_STEPS else 1,
+        "every": _stride(len(steps), MAX_SAVED_STEPS) if len(steps) > MAX_SAVED_STEPS else 1,
         "final": final,
     }
 
@@ -233,7 +240,7 @@ def _steps_column(rows: Sequence[Mapping[str, Any]], where: str) -> FloatArray:
 
 def curves_of(steps: Any, evals: Any, where: str = "history") -> Curves:
     """A run's `Curves` from its update and evaluation entries (lists of dicts, as
-    `RunHandle.history` reports them and run.json saves them); ValueError naming the entry
+    `RunHandle.progress` holds them and run.json saves them); ValueError naming the entry
     that is not one (``where`` names the lists in the message)."""
     s_rows, e_rows = _rows(steps, f"{where}.steps"), _rows(evals, f"{where}.evals")
     accuracy = _column(e_rows, "accuracy", f"{where}.evals")

@@ -285,6 +285,11 @@ class RunHandle:
     def run_id(self) -> str:
         return self._run.id
 
+    @property
+    def progress(self) -> Progress:
+        """What the run has recorded so far (what a page reads too)."""
+        return self._run.progress
+
     def should_stop(self) -> bool:
         """True once a stop was asked for, `fail` was called, or nobody watched for
         ``idle_timeout_s``. Poll it between steps and return soon after it turns True."""
@@ -301,10 +306,6 @@ class RunHandle:
     def report_snapshot(self, step: int, array: Any) -> None:
         """Record a copy of ``array`` (numpy or torch) as it was at ``step``."""
         self._run.progress.add_snapshot(step, array)
-
-    def history(self) -> dict[str, list[dict[str, Any]]]:
-        """What the run reported so far (`Progress.history`): the shape `save_run` takes."""
-        return self._run.progress.history()
 
     def set_result(self, obj: Any) -> None:
         """Hand back what the run produced (e.g. the trained model); readable as `Run.result`."""

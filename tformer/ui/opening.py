@@ -124,8 +124,9 @@ ROLE_NAMES = {
     "previous": "previous token",
     "next": "next token",
     "self": "itself",
-    "first": "first token / [CLS]",
+    "cls": "first token / [CLS]",
     "duplicate": "earlier copy of the same token",
+    "antidiagonal": "mirrored position (anti-diagonal)",
     "broad": "broad (spread out)",
 }
 

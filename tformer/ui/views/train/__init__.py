@@ -23,6 +23,7 @@ from .jobs import (
     start_training,
 )
 from .memory import memory_view
+from .roles import preset_controls, saved_roles_view
 
 __all__ = [
     "compare_view",
@@ -31,12 +32,14 @@ __all__ = [
     "memory_view",
     "model_controls",
     "open_saved_run",
+    "preset_controls",
     "race_caption",
     "race_times",
     "recipe_controls",
     "run_budget",
     "run_status",
     "saved_name",
+    "saved_roles_view",
     "start_race",
     "start_training",
     "task_controls",

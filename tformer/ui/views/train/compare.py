@@ -280,7 +280,11 @@ def _comparison(
             task=dataclasses.asdict(base.task),
             recipe=dataclasses.asdict(recipe),
             history=saved_history(
-                **handle.history(), accuracy=acc, step=trainer.step_count, load=watching.load
+                handle.progress.steps(),
+                handle.progress.evals(),
+                accuracy=acc,
+                step=trainer.step_count,
+                load=watching.load,
             ),
             examples=example_texts(base.task, 6),
         )

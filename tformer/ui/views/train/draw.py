@@ -37,6 +37,7 @@ from .jobs import (
     memory_needed,
     over_budget,
 )
+from .roles import roles_view
 
 HELP = recipe_help()  # English templates: shown as tr(HELP[name])
 TASK_NAMES = {"copy": "copy", "reverse": "reverse", "sort": "sort", "shift": "shift", "lookup": "lookup"}
@@ -261,6 +262,7 @@ def live_view(run: Run) -> None:
         run.result["trainer"].recipe if isinstance(run.result, dict) and "trainer" in run.result else None
     )
     chart(training_curves(steps, evals, clip=recipe.clip if recipe else None, target=0.99), key="curves")
+    roles_view(run)  # every head's role over the snapshots, under the run's loss and accuracy
     snaps = run.progress.snapshots()
     if not snaps:
         return

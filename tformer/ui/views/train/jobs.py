@@ -27,6 +27,7 @@ from ....training.tasks import TaskSpec, example_texts, task_tokenizer
 from ....training.trainer import Trainer, training_memory_bytes
 from ...caches import device
 from ...singletons import shared
+from .roles import role_recorder
 
 MAX_RUNNING_ENV = "TFORMER_MAX_TRAINING"  # runs training at once on this server (default 2)
 IDLE_TIMEOUT_S = 30.0
@@ -122,24 +123,24 @@ def _train(
     def job(handle: RunHandle) -> None:
         old = previous.result if previous is not None and isinstance(previous.result, dict) else None
         trainer: Trainer = old["trainer"] if old else Trainer(cfg, spec, recipe, device=dev)
+        roles, snapshot = role_recorder(handle, old, trainer)  # every snapshot, its heads' roles too
         if previous is not None and old:  # continue: the curves go on from where they stopped
             for s in previous.progress.steps():
                 handle.report_step(**s)
             for e in previous.progress.evals():
                 handle.report_eval(**e)
             for snap in previous.progress.snapshots():
-                handle.report_snapshot(snap.step, snap.array)
+                snapshot(snap.step, snap.array)
         else:
-            handle.report_snapshot(0, trainer.snapshot())
+            snapshot(0, trainer.snapshot())
             handle.report_eval(step=0, accuracy=trainer.evaluate())
         stride = snapshot_stride(recipe, trainer.snapshot().nbytes)
         last = trainer.step_count + recipe.steps
-        handle.set_result({"trainer": trainer, "last": last})
+        handle.set_result({"trainer": trainer, "last": last, "roles": roles})
         reached = False
         # the steps last recorded: a run that stops right after a periodic evaluation or
         # snapshot must not record that step twice (the curves need increasing steps)
-        evals = trainer.step_count  # both were recorded at the start (or carried over)
-        snaps = trainer.step_count
+        evals = snaps = trainer.step_count  # both were recorded at the start (or carried over)
         watching = open_watch()  # what else ran while it trained (saved with its times)
         while trainer.step_count < last and not handle.should_stop():
             stats = trainer.step()
@@ -160,14 +161,14 @@ def _train(
                 evals = stats.step
                 reached = stop_at is not None and acc >= stop_at
             if stats.step % stride == 0:
-                handle.report_snapshot(stats.step, trainer.snapshot())
+                snapshot(stats.step, trainer.snapshot())
                 snaps = stats.step
             if reached:
                 break
         if trainer.step_count == 0:
             return
         if snaps != trainer.step_count:
-            handle.report_snapshot(trainer.step_count, trainer.snapshot())
+            snapshot(trainer.step_count, trainer.snapshot())
         acc = trainer.evaluate()
         if evals != trainer.step_count:
             handle.report_eval(step=trainer.step_count, accuracy=acc)
@@ -181,13 +182,20 @@ def _train(
             task_tokenizer(spec),
             task=dataclasses.asdict(spec),
             recipe=dataclasses.asdict(recipe),
-            history=saved_history(
-                **handle.history(), accuracy=acc, step=trainer.step_count, load=watching.close()
-            ),
+            history={  # the curves and what the run took (compare), the heads' roles (roles)
+                **saved_history(
+                    handle.progress.steps(),
+                    handle.progress.evals(),
+                    accuracy=acc,
+                    step=trainer.step_count,
+                    load=watching.close(),
+                ),
+                "roles": roles.timeline().to_json(),
+            },
             examples=example_texts(spec, 6),
         )
         trainer.model.train()
-        handle.set_result({"trainer": trainer, "last": last, "saved": name})
+        handle.set_result({"trainer": trainer, "last": last, "saved": name, "roles": roles})
         if reached:
             template = "reached {accuracy:.1%} held-out accuracy after {n} updates; saved as {name}"
         else:

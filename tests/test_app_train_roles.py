@@ -1,0 +1,200 @@
+"""The Train page's heads named as they form, under AppTest: a preset fills every setting and says
+what the class should see (and says when the settings no longer are the preset's, with a button
+that restores them); a run of the shift task names its previous-token head in the timeline under
+its loss and accuracy, the role picker and the snapshot slider change what the timeline shows;
+the saved run shows the same timeline again, and a saved run with a hostile timeline gets a
+message. In Chinese, none of it is left in English."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest
+
+from tformer.training.presets import PRESETS
+
+from ._i18n_check import english_words, saved_run_words, visible_strings
+from .test_app_pages import assert_clean
+from .test_app_train import open_train, poll, status_text
+
+pytestmark = pytest.mark.usefixtures("runs_dir")  # tests/conftest.py: a temporary runs folder
+
+# The shift task on a one-head model, fast enough for a test: its only head has to read the
+# previous token (tests/test_role_timeline.py trains the same run without the app).
+SHIFT_RUN = {
+    "train.task": "shift",
+    "train.length": "8",
+    "train.vocab": "8",
+    "train.n_layers": "1",
+    "train.n_heads": "1",
+    "train.d_model": "32",
+    "train.lr": "1e-2",
+    "train.warmup": "20",
+    "train.steps": "150",
+    "train.snapshot_every": "10",
+    "train.stop_at_99": "0",
+}
+
+
+def charts(at: AppTest) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def timelines(at: AppTest) -> list[dict]:
+    return [c for c in charts(at) if "panels" in c["layout"]["meta"]]
+
+
+def finish(at: AppTest) -> None:
+    at.button(key="train.start").click().run()
+    poll(at, lambda at: bool(at.success) or bool(at.error), timeout=120)
+    at.run()  # the run's end asks for one more full rerun
+    assert_clean(at)
+    assert at.success, status_text(at)
+
+
+# --- presets -------------------------------------------------------------------------------------
+
+
+def test_a_preset_fills_the_settings_and_says_what_the_class_should_see():
+    at = open_train()
+    assert not [i.value for i in at.info if "What the class should see" in i.value]
+    at.selectbox(key="train.preset").set_value("reverse").run()  # its callback, as Streamlit calls it
+    assert_clean(at)
+    preset = PRESETS["reverse"]
+    assert at.selectbox(key="train.task").value == "reverse"
+    assert at.number_input(key="train.n_heads").value == preset.model["n_heads"]
+    assert at.select_slider(key="train.lr").value == "3e-4"
+    assert at.number_input(key="train.steps").value == preset.recipe.steps
+    assert at.number_input(key="train.snapshot_every").value == preset.recipe.snapshot_every
+    assert at.checkbox(key="train.stop_at_99").value is False
+    [said] = [i.value for i in at.info if "What the class should see" in i.value]
+    assert f"Around update {preset.claim.around}" in said
+    assert "anti-diagonal" in said
+    assert not at.warning
+
+    at.number_input(key="train.n_heads").set_value(4).run()  # no longer the preset
+    assert not [i.value for i in at.info if "What the class should see" in i.value]
+    [warning] = [w.value for w in at.warning]
+    assert "“heads”" in warning
+    at.button(key="train.preset_restore").click().run()
+    assert at.number_input(key="train.n_heads").value == preset.model["n_heads"]
+    assert [i.value for i in at.info if "What the class should see" in i.value]
+    assert not at.warning
+
+    at.selectbox(key="train.preset").set_value("").run()  # own settings: nothing changes
+    assert at.selectbox(key="train.task").value == "reverse"
+    assert not [i.value for i in at.info if "What the class should see" in i.value]
+
+
+# --- a run's timeline, live and saved ------------------------------------------------------------
+
+
+def test_a_run_names_its_previous_token_head_and_its_saved_run_shows_it_again(runs_dir):
+    at = open_train(**SHIFT_RUN)
+    finish(at)
+    [live] = timelines(at)
+    meta = live["layout"]["meta"]
+    assert meta["panels"] == ["loss", "accuracy", "heads"]
+    assert meta["role"] == "previous-token"  # "auto": the strongest role at the end
+    assert meta["n_heads"] == [1, 1]
+    [formed] = meta["formed"]
+    assert 0 < formed < 150
+    heat = next(t for t in live["data"] if t["type"] == "heatmap")
+    assert heat["zmin"] == 0
+    assert heat["zmax"] == 1
+    said = " ".join(m.value for m in at.markdown)
+    assert f"layer 0 head 0 became a previous-token head at update {formed:,}" in said
+    assert meta["current"] == 150  # the slider's default: the newest snapshot
+
+    at.selectbox(key="train.roles_role").set_value("antidiagonal").run()
+    [live] = timelines(at)
+    assert live["layout"]["meta"]["role"] == "anti-diagonal"
+    assert live["layout"]["meta"]["formed"] == []  # no head reverses on the shift task
+    at.slider(key="train.snap_slider").set_value(3).run()  # the fourth snapshot: update 30
+    [live] = timelines(at)
+    assert live["layout"]["meta"]["current"] == 30
+
+    [saved] = [p for p in runs_dir.iterdir() if p.is_dir()]
+    history = json.loads((saved / "run.json").read_text())["history"]
+    assert history["roles"]["format"] == "permille"
+    assert history["roles"]["steps"][0] == 0
+    assert history["roles"]["steps"][-1] == 150
+    assert len(history["steps"]) == 150
+    assert history["evals"][-1]["step"] == 150
+
+    box = at.selectbox(key="train.roles_run")
+    assert saved.name in box.options
+    box.set_value(saved.name).run()  # bound to the view state: a link opens it too
+    assert_clean(at)
+    shown = timelines(at)
+    assert len(shown) == 2
+    again = shown[1]["layout"]["meta"]
+    assert again["panels"] == ["loss", "accuracy", "heads"]
+    assert again["formed"] == [formed]
+    assert again["current"] is None
+    assert at.code
+    assert at.code[-1].value == history["roles"]["text"]
+
+
+def test_a_saved_run_without_or_with_a_hostile_timeline_gets_a_message(runs_dir):
+    from ._folders import tiny_run
+
+    plain = tiny_run(runs_dir, "no-timeline")
+    hostile = tiny_run(runs_dir, "hostile-timeline")
+    run = json.loads((hostile / "run.json").read_text())
+    run["history"]["roles"] = {"format": "permille", "layers": 10_000, "heads": 10_000, "steps": [0]}
+    (hostile / "run.json").write_text(json.dumps(run))
+    at = open_train(**{"train.roles_run": plain.name})
+    assert_clean(at)
+    assert any("saved without a role timeline" in i.value for i in at.info)
+    at.selectbox(key="train.roles_run").set_value(hostile.name).run()
+    assert not at.exception
+    [error] = [e.value for e in at.error]
+    assert "cannot be read" in error
+    assert "heads in all" in error
+    assert not timelines(at)
+
+
+# --- in Chinese ----------------------------------------------------------------------------------
+
+
+def test_presets_and_a_runs_timeline_in_chinese_show_no_english(runs_dir):
+    at = open_train(lang="zh", **SHIFT_RUN)
+    finish(at)
+    assert timelines(at)
+    assert "成为前一词元头" in " ".join(m.value for m in at.markdown)
+    name = next(p.name for p in runs_dir.iterdir() if p.is_dir())
+    at.selectbox(key="train.roles_run").set_value(name).run()
+    assert len(timelines(at)) == 2
+    left = english_words(visible_strings(at), saved_run_words())  # a saved run's name is data
+    assert not left, left
+    at.selectbox(key="train.preset").set_value("shift").run()
+    assert [i.value for i in at.info if "课堂上应看到" in i.value]
+    at.number_input(key="train.n_heads").set_value(4).run()
+    assert at.warning
+    left = english_words(visible_strings(at), saved_run_words())  # a saved run's name is data
+    assert not left, left
+
+
+def test_a_saved_history_is_bounded_and_keeps_the_last_update():
+    import numpy as np
+
+    from tformer.training.compare import MAX_SAVED_STEPS, saved_history
+    from tformer.training.role_timeline import RoleRecorder
+
+    rec = RoleRecorder(np.arange(4))
+    rec.add(0, np.full((1, 2, 4, 4), 0.25))
+    steps = [{"step": i, "loss": 1.0 / i, "lr": 1e-3, "grad_norm": 1.0} for i in range(1, 5001)]
+    evals = [{"step": i, "accuracy": 0.5} for i in range(0, 5001, 20)]
+    saved = {**saved_history(steps, evals, accuracy=0.5, step=5000), "roles": rec.timeline().to_json()}
+    kept = [s["step"] for s in saved["steps"]]
+    assert len(kept) <= MAX_SAVED_STEPS
+    assert kept[0] == 1
+    assert kept[-1] == 5000
+    assert kept == sorted(kept)
+    assert saved["evals"] == evals
+    assert saved["roles"]["steps"] == [0]
+    assert len(json.dumps(saved)) < 200_000  # what it adds to run.json

@@ -1,0 +1,329 @@
+"""The Train page's heads named as they form: the presets for a class (each with what the class
+should see), the role timeline of the run training now (under its loss and accuracy, the
+snapshot on show marked), and the timeline of a saved run.
+
+The timeline of a run is recorded by its training thread (`tformer.training.role_timeline
+.RoleRecorder`, in the run's result as ``"roles"``) and saved in run.json's history beside the
+curves (`tformer.ui.views.train.jobs`); a saved run's is read back with every bound checked (`RoleTimeline.from_json`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import streamlit as st
+
+from ....figures.role_timeline import role_timeline_figure
+from ....i18n import tr
+from ....training.presets import PRESETS, ROLE_PHRASES, Preset, check_claim, claim_sentence
+from ....training.recipe import model_config
+from ....training.role_timeline import MAX_SAVED_SNAPSHOTS, Change, RoleRecorder, RoleTimeline, Rule
+from ....training.runs import Run, RunHandle
+from ...binding import bind, set_values, view
+from ...caches import run_meta
+from ...charts import chart
+from ...opening import ROLE_NAMES
+from ...sidebar import saved_runs
+
+if TYPE_CHECKING:
+    from ....training.trainer import Trainer
+
+# What the role picker offers: the strongest role at the last snapshot, or one role.
+ROLE_LABELS = {"auto": "the strongest role at the end", **ROLE_NAMES}
+# Each setting a preset sets, named as its widget is (English templates; "d_model" and "d_ff" stay).
+SETTING_LABELS = {
+    "task": "task", "length": "length", "vocab": "symbols", "shift": "k: rotate right by",
+    "held_out": "held out", "n_layers": "layers", "n_heads": "heads", "d_model": "d_model", "d_ff": "d_ff",
+    "pos_encoding": "positions", "norm": "LayerNorm", "optimizer": "optimizer", "lr": "peak learning rate",
+    "beta1": "β1", "beta2": "β2", "eps": "ε", "weight_decay": "weight decay", "schedule": "schedule",
+    "warmup": "warm-up steps", "clip": "clip the gradient norm at", "label_smoothing": "label smoothing",
+    "dropout": "dropout", "batch": "batch", "accum": "gradient accumulation", "steps": "most updates",
+    "snapshot_every": "snapshot every", "stop_at_99": "stop at 99 % held-out token accuracy",
+}  # fmt: skip
+# A role's name in the figure's titles ("first anti-diagonal head", "anti-diagonal score").
+ROLE_SHORT = {
+    "previous": "previous-token", "next": "next-token", "self": "self", "cls": "first-token",
+    "duplicate": "duplicate-token", "antidiagonal": "anti-diagonal", "broad": "broad",
+}  # fmt: skip
+MAX_SENTENCES = 12  # role changes said in words; the rest are counted
+_OWN = ""  # the preset picker's "your own settings"
+
+
+# --- presets ----------------------------------------------------------------------------------
+
+
+def _choice(key: str, value: float) -> str:
+    """The view state's choice string for a float setting (``"3e-4"`` for 0.0003)."""
+    options = view().choices(f"train.{key}")
+    found = next((o for o in options if float(o) == value), None)
+    if found is None:
+        raise ValueError(f"train.{key} offers no choice for {value!r} (choices: {options})")
+    return str(found)
+
+
+def preset_values(preset: Preset) -> dict[str, Any]:
+    """The Train page's view-state values that set up ``preset`` (task, model, recipe)."""
+    t, r, m = preset.task, preset.recipe, preset.model
+    values: dict[str, Any] = {
+        "task": t.name, "length": t.length, "vocab": t.vocab, "shift": t.shift,
+        "held_out": _choice("held_out", t.held_out),
+        "n_layers": m["n_layers"], "n_heads": m["n_heads"], "d_model": m["d_model"],
+        "d_ff": m.get("d_ff"), "pos_encoding": m.get("pos_encoding", "sinusoidal"), "norm": m.get("norm", "pre"),
+        "optimizer": r.optimizer, "lr": _choice("lr", r.lr), "beta1": _choice("beta1", r.betas[0]),
+        "beta2": _choice("beta2", r.betas[1]), "eps": _choice("eps", r.eps),
+        "weight_decay": _choice("weight_decay", r.weight_decay), "schedule": r.schedule, "warmup": r.warmup,
+        "clip": _choice("clip", r.clip), "label_smoothing": _choice("label_smoothing", r.label_smoothing),
+        "dropout": _choice("dropout", r.dropout), "batch": r.batch, "accum": r.accum, "steps": r.steps,
+        "snapshot_every": r.snapshot_every, "stop_at_99": preset.stop_at_99,
+    }  # fmt: skip
+    return {f"train.{k}": v for k, v in values.items()}
+
+
+def _apply_preset() -> None:
+    """The preset picker's follow-up: set every setting the chosen preset names."""
+    key = view().get("train.preset")
+    if key in PRESETS:
+        set_values(**preset_values(PRESETS[key]))
+
+
+def _differs(preset: Preset) -> list[str]:
+    """The settings (view-state keys, without ``train.``) that no longer match ``preset``."""
+    v = view()
+    return [k.removeprefix("train.") for k, value in preset_values(preset).items() if v.get(k) != value]
+
+
+def preset_controls() -> Preset | None:
+    """The preset picker, what its preset lets the class see, and whether the settings below
+    still are the preset's. Returns the preset while they are."""
+    options = [_OWN, *PRESETS]
+    shown = {_OWN: tr("your own settings (below)")} | {k: tr(p.title) for k, p in PRESETS.items()}
+    key = st.selectbox(
+        tr("a run for a class"),
+        options,
+        format_func=lambda k: shown.get(k, k),
+        **bind("train.preset", options, then=_apply_preset),
+    )
+    preset = PRESETS.get(str(key))
+    if preset is None:
+        return None
+    differs = _differs(preset)
+    if differs:
+        st.warning(
+            tr(
+                "The settings below differ from the preset ({settings}): what it says the class will "
+                "see may not happen.",
+                settings=", ".join(f"“{tr(SETTING_LABELS[k])}”" for k in differs),
+            )
+        )
+        st.button(tr("Use the preset's settings again"), key="train.preset_restore", on_click=_apply_preset)
+        return None
+    template, values = claim_sentence(preset)
+    values["role"] = tr(values["role"])
+    st.info(
+        tr(
+            "**What the class should see.** {claim} {shows}",
+            claim=tr(template, **values),
+            shows=tr(preset.shows),
+        ),
+        icon="🎓",
+    )
+    st.caption(
+        tr(
+            "This preset trains {steps:,} updates without stopping at 99 % (the heads keep sharpening), "
+            "a snapshot every {every} updates, seed {seed}: a run of it repeats the run the sentence "
+            "was measured on.",
+            steps=preset.recipe.steps,
+            every=preset.recipe.snapshot_every,
+            seed=preset.recipe.seed,
+        )
+    )
+    return preset
+
+
+def _run_preset(run: Run) -> Preset | None:
+    """The preset whose task, model and recipe ``run`` trained with, if any."""
+    trainer = run.result.get("trainer") if isinstance(run.result, dict) else None
+    if trainer is None:
+        return None
+    for preset in PRESETS.values():
+        cfg = model_config(preset.task, **preset.model)
+        cfg = dataclasses.replace(cfg, dropout=preset.recipe.dropout, seed=preset.recipe.seed)
+        if trainer.task == preset.task and trainer.recipe == preset.recipe and trainer.cfg == cfg:
+            return preset
+    return None
+
+
+# --- the timeline -------------------------------------------------------------------------------
+
+
+def role_recorder(
+    handle: RunHandle, old: Mapping[str, Any] | None, trainer: Trainer
+) -> tuple[RoleRecorder, Callable[[int, Any], None]]:
+    """For a training job: the run's role record (a continued run's goes on with its
+    predecessor's) and the function that reports a snapshot and scores it."""
+    found = old.get("roles") if old else None
+    roles = found if isinstance(found, RoleRecorder) else RoleRecorder(trainer.probe, trainer.probe_text)
+
+    def snapshot(step: int, array: Any) -> None:
+        handle.report_snapshot(step, array)
+        roles.add(step, array)
+
+    return roles, snapshot
+
+
+def _curve(records: object, key: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """(steps, values) of ``key`` from records (dicts with ``step`` and ``key``); None when there
+    are none or a record lacks a number (a saved run's history is untrusted)."""
+    if not isinstance(records, list) or not records:
+        return None
+    try:
+        pairs = [(float(r["step"]), float(r[key])) for r in records]
+    except (KeyError, TypeError, ValueError):
+        return None
+    x, y = np.array(pairs).T
+    return (x, y) if (np.diff(x) > 0).all() else None
+
+
+def change_sentence(c: Change) -> str:
+    """One role change in words, in the reader's language."""
+    if c.kind == "formed":
+        template = "layer {layer} head {head} became {role} at update {step:,} (score {score:.2f})"
+    else:
+        template = "layer {layer} head {head} stopped being {role} at update {step:,} (score {score:.2f})"
+    role = tr(ROLE_PHRASES.get(c.role, c.role))
+    return tr(template, layer=c.layer, head=c.head, role=role, step=c.step, score=c.score)
+
+
+def _role_picker(key: str) -> str:
+    # labels translated now, in the script run: a format_func may be called later, elsewhere
+    shown = {role: tr(label) for role, label in ROLE_LABELS.items()}
+    return str(st.selectbox(tr("color the heads by"), list(shown), format_func=shown.__getitem__, key=key))
+
+
+def draw_timeline(
+    timeline: RoleTimeline,
+    *,
+    loss: tuple[np.ndarray, np.ndarray] | None,
+    accuracy: tuple[np.ndarray, np.ndarray] | None,
+    final: bool,
+    current: int | None,
+    key: str,
+) -> list[Change]:
+    """The role picker, the timeline figure, the role changes in words and the rule; returns
+    the changes (under the default `Rule`)."""
+    choice = _role_picker(f"train.{key}_role")
+    role = (timeline.strongest_role() or "previous") if choice == "auto" else choice
+    changes = timeline.changes(final=final)
+    formed = [
+        (c.layer, c.head, c.step, change_sentence(c))
+        for c in changes
+        if c.role == role and c.kind == "formed"
+    ]
+    fig = role_timeline_figure(
+        np.array(timeline.steps), timeline.scores[role], role=tr(ROLE_SHORT[role]), formed=formed,
+        loss=loss, accuracy=accuracy, current=current,
+    )  # fmt: skip
+    chart(fig, key=key)
+    if changes:
+        lines = [change_sentence(c) for c in changes[:MAX_SENTENCES]]
+        if len(changes) > MAX_SENTENCES:
+            lines.append(tr("… and {n} more", n=len(changes) - MAX_SENTENCES))
+        st.markdown("\n".join(f"- {line}" for line in lines))
+    else:
+        st.caption(tr("No head has taken a role yet."))
+    rule = Rule()
+    st.caption(
+        tr(
+            "A head's score for a role is the Head finder's: the mean weight its rows put on the key the "
+            "role names, on the input the snapshots show ({n} snapshots). A head takes a role when its "
+            "score reaches {on} and stays at {off} or more for {held} snapshots in a row (or until a "
+            "finished run's end), so one spike names nothing; it gives the role up by falling under "
+            "{off} and staying under {on} as long. “broad” is every untrained head's and is never named.",
+            n=len(timeline),
+            on=rule.on,
+            off=rule.off,
+            held=rule.held,
+        )
+    )
+    return changes
+
+
+def roles_view(run: Run) -> None:
+    """The role timeline of ``run`` (this session's training run), under its curves; with the
+    snapshot the slider below shows marked, and for a preset's run whether its claim held."""
+    recorder = run.result.get("roles") if isinstance(run.result, dict) else None
+    if not isinstance(recorder, RoleRecorder) or not len(recorder):
+        return
+    timeline = recorder.timeline()
+    snaps = run.progress.snapshots()
+    picked = st.session_state.get("train.snap_slider")
+    current = snaps[min(int(picked), len(snaps) - 1)].step if isinstance(picked, int) and snaps else None
+    st.markdown(tr("**Heads named as they form**"))
+    draw_timeline(
+        timeline,
+        loss=_curve(run.progress.steps(), "loss"),
+        accuracy=_curve(run.progress.evals(), "accuracy"),
+        final=run.is_final,
+        current=current if current is not None else (timeline.steps[-1] if timeline.steps else None),
+        key="roles",
+    )
+    preset = _run_preset(run)
+    if preset is not None and run.is_final:
+        problems = check_claim(preset.claim, timeline, run.progress.evals())
+        if problems:
+            st.warning(
+                tr(
+                    "This run did not do all the preset says: {problems}.",
+                    problems="; ".join(tr(t, **v) for t, v in problems),
+                )
+            )
+        else:
+            st.success(tr("This run did what the preset says."))
+
+
+def saved_roles_view() -> None:
+    """A saved run's role timeline, under its loss and accuracy when its file keeps them."""
+    names = saved_runs()  # the sidebar's list: read again only when the runs folder changed
+    with st.expander(tr("Heads of a saved run"), expanded=bool(view().get("train.roles_run"))):
+        if not names:
+            st.caption(tr("No run is saved yet: a run is saved when it ends."))
+            return
+        options = [_OWN, *names]
+        none = tr("none")
+        name = st.selectbox(
+            tr("saved run"),
+            options,
+            format_func=lambda n: none if n == _OWN else n,
+            **bind("train.roles_run", options),
+        )
+        if not name:
+            return
+        try:
+            history = run_meta(str(name)).get("history")
+            data = history.get("roles") if isinstance(history, dict) else None
+            timeline = None if data is None else RoleTimeline.from_json(data)
+        except ValueError as err:
+            st.error(tr("This run's file cannot be read: {error}", error=err))
+            return
+        if timeline is None or not len(timeline):
+            st.info(tr("This run was saved without a role timeline (before they were recorded)."))
+            return
+        assert isinstance(history, dict)
+        draw_timeline(
+            timeline,
+            loss=_curve(history.get("steps"), "loss"),
+            accuracy=_curve(history.get("evals"), "accuracy"),
+            final=True,
+            current=None,
+            key="saved_roles",
+        )
+        st.caption(
+            tr("Scored on this input (a saved run keeps at most {n} snapshots):", n=MAX_SAVED_SNAPSHOTS)
+        )
+        st.code(timeline.text, language=None)  # from the run's file: shown as text, never as markdown
+
+
+__all__ = ["draw_timeline", "preset_controls", "roles_view", "saved_roles_view"]
