@@ -12,6 +12,7 @@ SECTIONS = {
     "train": "Train one model",
     "heads": "How many heads?",
     "memory": "Memory of a step",
+    "compare": "Compare runs",
 }  # English templates (ui.section translates)
 
 with ui.frame(__file__) as fr:
@@ -20,6 +21,8 @@ with ui.frame(__file__) as fr:
     part = ui.section("train.section", SECTIONS, label="what to train")
     if part == "memory":
         view.memory_view()  # measured on request; nothing of a run
+    elif part == "compare":
+        view.compare_view()  # the saved runs side by side
     else:
         if part == "train":
             view.preset_controls()  # a run for a class: fills the settings below, says what to watch for

@@ -182,14 +182,14 @@ def test_presets_and_a_runs_timeline_in_chinese_show_no_english(runs_dir):
 def test_a_saved_history_is_bounded_and_keeps_the_last_update():
     import numpy as np
 
+    from tformer.training.compare import MAX_SAVED_STEPS, saved_history
     from tformer.training.role_timeline import RoleRecorder
-    from tformer.ui.views.train.roles import MAX_SAVED_STEPS, role_history
 
     rec = RoleRecorder(np.arange(4))
     rec.add(0, np.full((1, 2, 4, 4), 0.25))
     steps = [{"step": i, "loss": 1.0 / i, "lr": 1e-3, "grad_norm": 1.0} for i in range(1, 5001)]
     evals = [{"step": i, "accuracy": 0.5} for i in range(0, 5001, 20)]
-    saved = role_history(rec, steps, evals)
+    saved = {**saved_history(steps, evals, accuracy=0.5, step=5000), "roles": rec.timeline().to_json()}
     kept = [s["step"] for s in saved["steps"]]
     assert len(kept) <= MAX_SAVED_STEPS
     assert kept[0] == 1

@@ -49,6 +49,7 @@ __all__ = [
     "activity",
     "cpu_sample",
     "measure",
+    "open_watch",
     "timing_of",
     "watch",
 ]
@@ -182,6 +183,14 @@ class Watch:
     def close(self) -> Load:
         self.load = self.so_far()
         return self.load
+
+
+def open_watch() -> Watch:
+    """A `watch` window opened now, for code that cannot wrap its work in ``with``: read
+    `Watch.so_far`, or `Watch.close` it, when the work is done."""
+    w = Watch(cpu_sample, monotonic)
+    w.open()
+    return w
 
 
 @contextmanager

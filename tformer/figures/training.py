@@ -32,7 +32,7 @@ import math
 import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -70,7 +70,10 @@ from .layout import (
     top_legend,
 )
 
-__all__ = ["MAX_POINTS", "heads_race_figure", "schedule_figure", "training_curves"]
+if TYPE_CHECKING:
+    from ..training.compare import Curves
+
+__all__ = ["MAX_POINTS", "heads_race_figure", "runs_overlay", "schedule_figure", "training_curves"]
 
 # Points a series sends to the browser at most (plus the last one): 4 series of 2,000 float32
 # points are ~85 kB of base64, where 10,000 updates would be ~430 kB and redrawn every poll.
@@ -634,6 +637,196 @@ def training_curves(
     _curve_lines(layout, target, clip_at)
     _with_title(layout, title, layout["height"])
     return go.Figure({"data": _curve_traces(run), "layout": layout})
+
+
+# ---------------------------------------------------------------------------------------------
+# runs_overlay
+# ---------------------------------------------------------------------------------------------
+RUN_COLORS = (BLUE, VERMILLION, BLUISH_GREEN, REDDISH_PURPLE)  # one a run, in the order given
+RUN_DASHES = ("solid", "dash", "dot", "dashdot")  # and a dash each: apart in grey print too
+MAX_OVERLAID = len(RUN_COLORS)
+NOT_RECORDED = "not recorded"
+NOT_RECORDED_BY = "not recorded by {runs}"
+OVERLAY_SERIES = (("loss", "step"), ("accuracy", "eval_step"), ("lr", "step"), ("grad_norm", "step"))
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """One run's columns, checked: its update and evaluation steps, and each series of
+    :data:`OVERLAY_SERIES` (None where the run did not record it)."""
+
+    step: npt.NDArray[np.float64]
+    eval_step: npt.NDArray[np.float64]
+    series: dict[str, npt.NDArray[np.float64] | None]
+
+    def steps_of(self, x_name: str) -> npt.NDArray[np.float64]:
+        return self.step if x_name == "step" else self.eval_step
+
+    def column(self, name: str, x_name: str) -> npt.NDArray[np.float64]:
+        """A series to draw: all gaps where it was not recorded."""
+        y = self.series[name]
+        return y if y is not None else np.full(self.steps_of(x_name).shape, np.nan)
+
+
+def _overlay_columns(run: Curves, i: int) -> _Columns:
+    """Run ``i``'s columns, each series checked against its steps."""
+    step, eval_step = (np.asarray(getattr(run, x), dtype=np.float64) for x in ("step", "eval_step"))
+    _check_steps(step, f"runs[{i}].step")
+    _check_steps(eval_step, f"runs[{i}].eval_step")
+    cols = _Columns(step, eval_step, {})
+    for name, x_name in OVERLAY_SERIES:
+        y = getattr(run, name)
+        if y is not None:
+            y = np.asarray(y, dtype=np.float64)
+            x_shape = cols.steps_of(x_name).shape
+            if y.shape != x_shape:
+                raise ValueError(f"runs[{i}].{name} has shape {y.shape} but runs[{i}].{x_name} has {x_shape}")
+        cols.series[name] = y
+    accuracy = cols.series["accuracy"]
+    if accuracy is not None:
+        _check_accuracy(accuracy, f"runs[{i}]")
+    return cols
+
+
+def _overlay_curves(cols: _Columns) -> _Curves:
+    """One run as drawn: thinned to :data:`MAX_POINTS`, float32; a series not recorded is all gaps."""
+    steps = {"step": cols.step, **{name: cols.column(name, "step") for name in ("loss", "lr", "grad_norm")}}
+    return _curves(steps, {"step": cols.eval_step, "accuracy": cols.column("accuracy", "eval_step")})
+
+
+def _all_of(runs: Sequence[_Curves]) -> _Curves:
+    """Every run's points in one `_Curves`: the axes' ranges span them all."""
+    fields = ("x", "x_e", "loss", "acc", "lr", "grad")
+    joined = {f: np.concatenate([getattr(r, f) for r in runs]) for f in fields}
+    return _Curves(**joined, every=1, every_e=1)
+
+
+def _overlay_traces(
+    runs: Sequence[_Curves], labels: Sequence[str], recorded: Sequence[set[str]]
+) -> list[dict[str, Any]]:
+    """Four traces a run (one a panel), in its color and dash; its legend entry on the first
+    trace it has, one legend group a run (a click on it hides the run in every panel)."""
+    data: list[dict[str, Any]] = []
+    for i, (run, label) in enumerate(zip(runs, labels, strict=True)):
+        style = {"color": RUN_COLORS[i], "dash": RUN_DASHES[i]}
+        shown = False
+        for (name, _), trace in zip(OVERLAY_SERIES, _curve_traces(run), strict=True):
+            if name not in recorded[i]:
+                continue
+            trace.update(name=label, legendgroup=str(i), showlegend=not shown)
+            trace["line"] = {**trace["line"], **style}
+            trace["marker"] = {**trace["marker"], "color": style["color"]}
+            trace["hovertemplate"] = label + "<br>" + trace["hovertemplate"]
+            data.append(trace)
+            shown = True
+        if not shown:  # plotly drops the legend entry of a run without a trace: keep it listed
+            data.append({"type": "scatter", "x": [None], "y": [None], "name": label, "legendgroup": str(i),
+                         "mode": "lines", "line": style, "showlegend": True, "hoverinfo": "skip"})  # fmt: skip
+    return data
+
+
+# where a "not recorded by" note sits in each panel: a corner the curves seldom reach (the loss
+# falls, the accuracy rises, the learning rate ends above 0, the gradient norm starts near its top)
+NOTE_CORNERS = ((1.0, 1.0), (1.0, 0.0), (1.0, 0.0), (0.0, 0.0))
+
+
+def _overlay_notes(labels: Sequence[str], recorded: Sequence[set[str]]) -> list[dict[str, Any]]:
+    """In each panel: "not recorded" when no run has its series, else "not recorded by <label>"
+    for the runs that lack it but have other series (a run with no curve at all says so in the
+    legend instead), in a corner the curves seldom reach."""
+    notes = []
+    partial = [bool(have) for have in recorded]
+    for p, (name, _) in enumerate(OVERLAY_SERIES):
+        sfx = "" if p == 0 else str(p + 1)
+        lack = [name not in have for have in recorded]
+        missing = [label for label, no, some in zip(labels, lack, partial, strict=True) if no and some]
+        if all(lack):
+            notes.append(_note(tr(NOT_RECORDED), sfx))
+        elif missing:
+            x, y = NOTE_CORNERS[p]
+            note = _note(tr(NOT_RECORDED_BY, runs="; ".join(missing)), sfx)
+            notes.append({**note, "x": 0.02 + 0.96 * x, "y": 0.04 + 0.92 * y, "xanchor": "right" if x else "left",
+                          "yanchor": "top" if y else "bottom", "font": {**note["font"], "size": LABEL_FONT_PX}})  # fmt: skip
+    return notes
+
+
+def runs_overlay(
+    runs: Sequence[Curves],
+    labels: Sequence[str],
+    *,
+    clips: Sequence[float] = (),
+    title: str | None = None,
+    width: int = FULL_WIDTH,
+) -> go.Figure:
+    """Up to four runs on one set of curves: the four panels of `training_curves` (training
+    loss, held-out token accuracy, learning rate, gradient norm before clipping), one color and
+    dash a run, its ``labels`` entry in a legend above the panels (shown as given: escape user
+    text with ``safe_label``).
+
+    ``runs``: `tformer.training.compare.Curves` (columns over the update step; a series of None
+    was not recorded by that run, and its panel says so). The loss and the gradient norm are
+    drawn as the runs hold them: all with the same ``window`` (updates each is averaged over),
+    named in their panel titles. ``clips``: clipping thresholds to draw dashed (0 = none).
+    ``layout.meta``: ``labels``, ``n_steps``, ``n_evals``, ``window``, ``recorded``, ``stacked``,
+    ``width``.
+    """
+    if not 1 <= len(runs) <= MAX_OVERLAID or len(labels) != len(runs):
+        raise ValueError(
+            f"{len(runs)} runs and {len(labels)} labels: pass 1 to {MAX_OVERLAID} runs, a label each"
+        )
+    windows = {int(r.window) for r in runs}
+    if len(windows) != 1 or min(windows) < 1:
+        raise ValueError(
+            f"the runs are averaged over windows {sorted(windows)}: pass one of at least 1 update"
+        )
+    window = windows.pop()
+    cols = [_overlay_columns(r, i) for i, r in enumerate(runs)]
+    recorded = [{name for name, _ in OVERLAY_SERIES if c.series[name] is not None} for c in cols]
+    drawn = [_overlay_curves(c) for c in cols]
+    clip_lines = sorted({float(c) for c in clips if _check_clip(c) is not None})
+    y_axes, titles = _curve_y_axes(_all_of(drawn), clip_lines[-1] if clip_lines else None)
+    if window > 1:
+        titles[0] = tr("training loss, mean of {n} updates (log scale)", n=window)
+        titles[3] = tr("gradient norm, mean of {n} updates (log scale)", n=window)
+
+    x_max = _x_max(*(c.step for c in cols), *(c.eval_step for c in cols))
+    right = _right_margin(x_max)
+    x_gap = x_numeric_margin(title=False, font=TICK_PX) + TOP_PANEL_TITLE_PX + 6
+    boxes, stacked, left = _curve_boxes([_y_margin(a["ticktext"]) for a in y_axes], width, right, x_gap)
+    paper_w, plot_h = width - left - right, boxes[-1][3]
+    # a run with no curve at all (saved before they were kept) says so in the legend
+    names = [
+        label if have else tr("{label} (curves not recorded)", label=label)
+        for label, have in zip(labels, recorded, strict=True)
+    ]
+    legend_rows = _legend_rows(names, paper_w)
+    panels = _curve_panels(boxes, paper_w=paper_w, y_axes=y_axes, titles=titles, x_max=x_max, stacked=stacked,
+                           waiting=(False, False))  # fmt: skip
+    panels["annotations"] += _overlay_notes(labels, recorded)
+    layout = base_layout(
+        plot_h,
+        width=width,
+        left=left,
+        right=right,
+        top=(TOP_TITLE_PX if title else 0) + legend_rows * LEGEND_PX + TOP_PANEL_TITLE_PX,
+        bottom=x_numeric_margin(font=TICK_PX),
+        meta={
+            "labels": list(labels),
+            "n_steps": [int(c.step.size) for c in cols],
+            "n_evals": [int(c.eval_step.size) for c in cols],
+            "window": window,
+            "recorded": [sorted(r) for r in recorded],
+            "stacked": stacked,
+        },
+        showlegend=True,
+        legend=top_legend(legend_rows, plot_h),
+        hovermode="closest",
+        **panels,
+    )
+    for clip_at in clip_lines:
+        _curve_lines(layout, None, clip_at)
+    _with_title(layout, title, layout["height"])
+    return go.Figure({"data": _overlay_traces(drawn, names, recorded), "layout": layout})
 
 
 # ---------------------------------------------------------------------------------------------

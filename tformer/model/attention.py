@@ -118,6 +118,7 @@ class MultiHeadAttention(nn.Module):
         """
         B, T, _ = x.shape  # [batch, pos, d_model]
         H, Dh = self.cfg.n_heads, self.cfg.d_head
+        scale = None if self.cfg.scaled else 1.0  # None: 1/√d_head; 1.0: the raw q·k (cfg.scaled)
 
         # 1. project: Q = XW_Q, K = XW_K, V = XW_V, each split into heads
         q, k, v = self.qkv(x).view(B, T, 3, H, Dh).unbind(dim=2)  # [batch, pos, head_index, d_head]
@@ -126,7 +127,7 @@ class MultiHeadAttention(nn.Module):
 
         if capturing():
             # 2. score, 3. scale, 4. mask
-            scores = self.hook_attn_scores(attention_scores(q, k, mask))
+            scores = self.hook_attn_scores(attention_scores(q, k, mask, scale=scale))
             # 5. softmax (captured before dropout, so rows sum to 1)
             pattern = self.hook_pattern(attention_pattern(scores, dead_rows))
             if self.training and self.cfg.dropout > 0:
@@ -136,7 +137,7 @@ class MultiHeadAttention(nn.Module):
         else:
             # Nothing is watched: the fused kernel computes the same numbers (tests check it).
             z = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask, dropout_p=self.cfg.dropout if self.training else 0.0
+                q, k, v, attn_mask=mask, dropout_p=self.cfg.dropout if self.training else 0.0, scale=scale
             )
             if dead_rows is not None:
                 z = z.masked_fill(dead_rows, 0.0)

@@ -41,6 +41,9 @@ class EncoderConfig:
     # A language-model head over the vocabulary (GPT-2's "tied" h W_E^T, BERT's "mlm"), apart from
     # the task head: forward still returns hidden states, tformer.model.predictions reads the head.
     lm_head: str = "none"
+    # Divide the scores by √d_head, as the paper does; False gives the raw q·k, the Train page's
+    # "without the 1/√d_k scaling" (`unscaled_as_scaled` turns such a model into this form).
+    scaled: bool = True
 
     def __post_init__(self) -> None:
         if self.d_ff is None:
@@ -124,6 +127,8 @@ class EncoderConfig:
                     embed_norm=repr(self.embed_norm),
                 )
             )
+        if not isinstance(self.scaled, bool):
+            raise ValueError(tr("scaled={value} must be a boolean", value=repr(self.scaled)))
 
     def _check_lm_head(self) -> None:
         if self.lm_head not in LM_HEADS:

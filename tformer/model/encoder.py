@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import torch
@@ -302,3 +303,28 @@ class Encoder(HookedRootModule):
         if self.ln_final is not None:
             x = self.ln_final(x)
         return x
+
+
+@torch.no_grad()
+def unscaled_as_scaled(model: Encoder) -> Encoder:
+    r"""The same function as ``model`` in the paper's form, for a model built with
+    ``cfg.scaled=False`` (scores :math:`q\cdot k`, no division by :math:`\sqrt{d_{head}}`).
+
+    .. math::
+        \frac{(\sqrt{d_{head}}\,q)\cdot k}{\sqrt{d_{head}}} = q\cdot k
+
+    so W_Q and its bias multiplied by :math:`\sqrt{d_{head}}` give the same scores, patterns and
+    outputs in a model that divides by :math:`\sqrt{d_{head}}` as every page's formula does (its
+    q is the trained q times :math:`\sqrt{d_{head}}`). A scaled model is returned as it is; the
+    new one is on the same device, in the same train or eval mode.
+    """
+    if model.cfg.scaled:
+        return model
+    folded = Encoder(replace(model.cfg, scaled=True), init_weights=False).to(model.device)
+    state = {name: tensor.clone() for name, tensor in model.state_dict().items()}
+    d, factor = model.cfg.d_model, math.sqrt(model.cfg.d_head)
+    for i in range(model.cfg.n_layers):
+        state[f"blocks.{i}.attn.qkv.weight"][:d] *= factor  # rows 0..d_model-1 are W_Q
+        state[f"blocks.{i}.attn.qkv.bias"][:d] *= factor
+    folded.load_state_dict(state)
+    return folded.train(model.training)

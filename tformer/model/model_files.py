@@ -134,7 +134,8 @@ def read_json_file(path: Path, limit: int = MAX_CONFIG_BYTES) -> dict[str, Any]:
     check_file_size(path, limit, tr("a JSON file"))
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+    # ValueError: bad JSON, bad UTF-8, or an integer of over 4,300 digits (Python's limit)
+    except (ValueError, RecursionError) as exc:
         raise ModelFolderError(tr("{path} is not valid JSON: {err}", path=path, err=exc)) from exc
     if not isinstance(data, dict):
         raise ModelFolderError(

@@ -71,6 +71,7 @@ __all__ = [
     "is_run_name",
     "list_runs",
     "load_run",
+    "read_run_config",
     "read_run_meta",
     "remove_stale_temp",
     "runs_dir",
@@ -302,7 +303,10 @@ def _number(value: Any) -> float | None:
         value = value.item()
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value) if math.isfinite(value) else None
+    try:
+        return float(value) if math.isfinite(value) else None
+    except OverflowError:  # an integer too large for a float (JSON allows any number of digits)
+        return None
 
 
 def _json_default(obj: Any) -> Any:
@@ -446,6 +450,19 @@ def read_run_meta(folder: str | os.PathLike[str]) -> dict[str, Any]:
     return run
 
 
+def read_run_config(folder: str | os.PathLike[str]) -> EncoderConfig:
+    """A run's config.json as its `EncoderConfig`, read with `load_run`'s checks (the file inside
+    the folder, its size bounded, no unknown field, every size within
+    `tformer.model.model_files.CONFIG_BOUNDS`); CheckpointError naming the file otherwise.
+    Nothing else of the run is read."""
+    path = _run_folder(folder)
+    with _as_checkpoint_error():
+        config_file = contained(path, CONFIG_FILE)
+        cfg = _read_config(config_file)
+        check_config_bounds(cfg, config_file)
+    return cfg
+
+
 def load_run(
     folder: str | os.PathLike[str], device: str | torch.device = "cpu"
 ) -> tuple[Encoder, Tokenizer, dict[str, Any]]:
@@ -490,9 +507,7 @@ def _load_checked(path: Path, device: str | torch.device) -> tuple[Encoder, Toke
                 newest=FORMAT_VERSION,
             )
         )
-    config_file = contained(path, CONFIG_FILE)
-    cfg = _read_config(config_file)
-    check_config_bounds(cfg, config_file)
+    cfg = read_run_config(path)
 
     # The shapes first, from the weights' header: nothing is allocated for a file that lies.
     weights_file = contained(path, MODEL_FILE)
@@ -569,7 +584,7 @@ def _read_config(path: Path) -> EncoderConfig:
         )
     try:
         return EncoderConfig(**data)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, OverflowError) as exc:
         raise CheckpointError(tr("{path}: {error}", path=path, error=exc)) from exc
 
 

@@ -65,6 +65,10 @@ class Recipe:
         metadata=_help("noam: warm up, then decay as 1/√step; constant: warm up, then hold the peak."),
     )
     warmup: int = field(default=50, metadata=_help("Steps of linear warm-up from 0 to the peak lr."))
+    ramp: bool = field(
+        default=True,
+        metadata=_help("Ramp the lr up from 0 in warm-up; off: the peak from step 1, the same decay after."),
+    )
     clip: float = field(
         default=1.0,
         metadata=_help("Largest global gradient norm; larger gradients are scaled down (0 = off)."),
@@ -118,11 +122,16 @@ class Recipe:
                 raise ValueError(
                     tr("{name}={value!r} must be a non-negative integer", name=name, value=value)
                 )
+        if not isinstance(self.ramp, bool):
+            raise ValueError(tr("ramp={value!r} must be true or false", value=self.ramp))
         if self.schedule == "noam" and self.warmup < 1:
             raise ValueError(tr("warmup=0 with schedule='noam': the 1/√step decay needs warmup >= 1"))
 
     def lr_at(self, step: int) -> float:
-        """The learning rate of update ``step`` (1 is the first)."""
+        """The learning rate of update ``step`` (1 is the first); without the ramp, the updates
+        of the warm-up take the rate of its last one (the peak)."""
+        if not self.ramp and step >= 1:
+            step = max(step, self.warmup)
         if self.schedule == "noam":
             return noam_lr(step, peak=self.lr, warmup=self.warmup)
         return self.lr * min(1.0, step / self.warmup) if self.warmup else self.lr

@@ -18,7 +18,7 @@ from ..i18n import language, tr
 from ..model.capture import TextCapture, capture_ids, capture_nbytes, normalize_names
 from ..model.config import EncoderConfig
 from ..model.device import pick_device
-from ..model.encoder import Encoder
+from ..model.encoder import Encoder, unscaled_as_scaled
 from ..model.pretrained import load_pretrained
 from ..model.tokenizer import Tokenizer, scratch_tokenizer
 from ..training.checkpoints import load_run, read_run_meta
@@ -149,7 +149,9 @@ def _build_model(choice: ModelChoice) -> tuple[Encoder, Tokenizer]:
     if choice.source == "run":
         assert choice.run is not None
         model, tokenizer, _ = load_run(choice.run, device=str(dev))
-        return model.eval(), tokenizer
+        # every page's formula divides the scores by √d_head: a run trained without it (the Train
+        # page's comparison) is shown as the same function in that form
+        return unscaled_as_scaled(model).eval(), tokenizer
     where = choice.path if choice.path is not None else choice.source  # "minilm": the installed one
     model, tokenizer = load_pretrained(where, device=dev)
     return model.eval(), tokenizer

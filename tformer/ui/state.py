@@ -155,7 +155,7 @@ class FinderState:
 
 @dataclass
 class TrainState:
-    section: str = _one_of("train", ("train", "heads", "memory"))
+    section: str = _one_of("train", ("train", "heads", "memory", "compare"))
     # the task
     task: str = _one_of("reverse", ("copy", "reverse", "sort", "shift", "lookup"))
     length: int = _bounded(16, 4, 64)
@@ -191,6 +191,11 @@ class TrainState:
     # the saved run whose role timeline is shown (issue 26)
     preset: str = _one_of("", ("", "reverse", "shift"))
     roles_run: str | None = field(default=None, metadata={"pattern": RUN_NAME})
+    # compare runs: the saved runs overlaid, the run a comparison starts from, the updates the
+    # loss and gradient norm are averaged over
+    runs: list[str] | None = field(default=None, metadata={"pattern": RUN_NAME, "max_items": 4})
+    base: str | None = field(default=None, metadata={"pattern": RUN_NAME})
+    smooth: str = _one_of("10", ("1", "5", "10", "25", "50"))
 
 
 @dataclass
@@ -325,6 +330,11 @@ class ViewState:
         owner, name = self._owner(key)
         meta = _field(type(owner), name).metadata
         return int(meta["min"]), int(meta["max"])
+
+    def max_items(self, key: str) -> int:
+        """The most items a list field keeps (its widget's ``max_selections``)."""
+        owner, name = self._owner(key)
+        return int(_field(type(owner), name).metadata.get("max_items", MAX_LIST))
 
     def step(self, key: str) -> int | None:
         """The step of an integer field's widget, None where it declares none (Streamlit's 1)."""
@@ -530,8 +540,9 @@ def _check(spec: dataclasses.Field[Any], hint: Any, value: Any, key: str) -> Any
             raise ValueError(tr("{value} is outside {lo}..{hi}", value=value, lo=meta["min"], hi=meta["max"]))
         return value
     if typing.get_origin(base) is list:
-        if not isinstance(value, (list, tuple)) or len(value) > MAX_LIST:
-            raise ValueError(tr("expected at most {n} items", n=MAX_LIST))
+        most = meta.get("max_items", MAX_LIST)
+        if not isinstance(value, (list, tuple)) or len(value) > most:
+            raise ValueError(tr("expected at most {n} items", n=most))
         (item,) = typing.get_args(base)
         for v in value:
             if item is int and (

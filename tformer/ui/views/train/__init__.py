@@ -1,8 +1,10 @@
 """The Train page's view: the server's training runs and heads races (`jobs`: a worker shared by
-every session) and the page's controls, live view and race times (`draw`)."""
+every session), the page's controls, live view and race times (`draw`), and the saved runs side
+by side (`compare`)."""
 
 from __future__ import annotations
 
+from .compare import compare_view
 from .draw import (
     live_view,
     model_controls,
@@ -24,6 +26,7 @@ from .memory import memory_view
 from .roles import preset_controls, saved_roles_view
 
 __all__ = [
+    "compare_view",
     "current_run",
     "live_view",
     "memory_view",

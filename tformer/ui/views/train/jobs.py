@@ -18,15 +18,16 @@ import streamlit as st
 
 from ....i18n import tr
 from ....model.config import EncoderConfig
-from ....timing import timing_of, watch
+from ....timing import open_watch, timing_of, watch
 from ....training.checkpoints import sanitize_run_name, save_run
+from ....training.compare import saved_history
 from ....training.recipe import Recipe
 from ....training.runs import Run, RunHandle, RunManager
 from ....training.tasks import TaskSpec, example_texts, task_tokenizer
 from ....training.trainer import Trainer, training_memory_bytes
 from ...caches import device
 from ...singletons import shared
-from .roles import role_history, role_recorder
+from .roles import role_recorder
 
 MAX_RUNNING_ENV = "TFORMER_MAX_TRAINING"  # runs training at once on this server (default 2)
 IDLE_TIMEOUT_S = 30.0
@@ -139,8 +140,8 @@ def _train(
         reached = False
         # the steps last recorded: a run that stops right after a periodic evaluation or
         # snapshot must not record that step twice (the curves need increasing steps)
-        evals = trainer.step_count  # both were recorded at the start (or carried over)
-        snaps = trainer.step_count
+        evals = snaps = trainer.step_count  # both were recorded at the start (or carried over)
+        watching = open_watch()  # what else ran while it trained (saved with its times)
         while trainer.step_count < last and not handle.should_stop():
             stats = trainer.step()
             handle.report_step(
@@ -181,9 +182,15 @@ def _train(
             task_tokenizer(spec),
             task=dataclasses.asdict(spec),
             recipe=dataclasses.asdict(recipe),
-            history={
-                "final": {"accuracy": acc, "step": trainer.step_count},
-                **role_history(roles, handle.progress.steps(), handle.progress.evals()),
+            history={  # the curves and what the run took (compare), the heads' roles (roles)
+                **saved_history(
+                    handle.progress.steps(),
+                    handle.progress.evals(),
+                    accuracy=acc,
+                    step=trainer.step_count,
+                    load=watching.close(),
+                ),
+                "roles": roles.timeline().to_json(),
             },
             examples=example_texts(spec, 6),
         )

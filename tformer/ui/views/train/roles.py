@@ -3,14 +3,14 @@ should see), the role timeline of the run training now (under its loss and accur
 snapshot on show marked), and the timeline of a saved run.
 
 The timeline of a run is recorded by its training thread (`tformer.training.role_timeline
-.RoleRecorder`, in the run's result as ``"roles"``) and saved in run.json's history
-(`role_history`); a saved run's is read back with every bound checked (`RoleTimeline.from_json`).
+.RoleRecorder`, in the run's result as ``"roles"``) and saved in run.json's history beside the
+curves (`tformer.ui.views.train.jobs`); a saved run's is read back with every bound checked (`RoleTimeline.from_json`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -49,7 +49,6 @@ ROLE_SHORT = {
     "duplicate": "duplicate-token", "antidiagonal": "anti-diagonal", "broad": "broad",
 }  # fmt: skip
 MAX_SENTENCES = 12  # role changes said in words; the rest are counted
-MAX_SAVED_STEPS = 2000  # a saved run keeps at most this many of its update records (every k-th)
 _OWN = ""  # the preset picker's "your own settings"
 
 
@@ -173,19 +172,6 @@ def role_recorder(
         roles.add(step, array)
 
     return roles, snapshot
-
-
-def role_history(
-    recorder: RoleRecorder, steps: Sequence[Mapping[str, Any]], evals: Sequence[Mapping[str, Any]]
-) -> dict[str, Any]:
-    """What a saved run keeps of its training beside its final numbers: the role timeline
-    (`RoleTimeline.to_json`, at most MAX_SAVED_SNAPSHOTS snapshots), every evaluation and at
-    most MAX_SAVED_STEPS update records (every k-th and the last), so that a run opened later
-    draws its timeline under its loss curve."""
-    n = len(steps)
-    every = max(1, -(-n // MAX_SAVED_STEPS))
-    kept = [dict(s) for i, s in enumerate(steps) if i % every == 0 or i == n - 1]
-    return {"roles": recorder.timeline().to_json(), "steps": kept, "evals": [dict(e) for e in evals]}
 
 
 def _curve(records: object, key: str) -> tuple[np.ndarray, np.ndarray] | None:
@@ -340,4 +326,4 @@ def saved_roles_view() -> None:
         st.code(timeline.text, language=None)  # from the run's file: shown as text, never as markdown
 
 
-__all__ = ["draw_timeline", "preset_controls", "role_history", "roles_view", "saved_roles_view"]
+__all__ = ["draw_timeline", "preset_controls", "roles_view", "saved_roles_view"]
