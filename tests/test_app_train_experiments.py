@@ -7,6 +7,8 @@ the sentence and the method). The grids and models are tiny; the code is the pag
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import pytest
 
@@ -129,6 +131,43 @@ def test_the_grid_refuses_what_its_budgets_cannot_hold(monkeypatch):
     at.button(key="train.overfit.start").click().run()
     poll(at, lambda at: any("over the limit" in w.value for w in at.warning))
     assert not at.get("plotly_chart")  # nothing was trained
+
+
+def test_a_stopped_grid_goes_on_where_it_stopped(monkeypatch):
+    from tformer.training import overfit as core
+    from tformer.ui.views.train import board as board_module
+    from tformer.ui.views.train.overfit import board, grid_settings
+
+    real, gate, calls = core.train_cell, threading.Event(), []
+
+    def held(*args, **kwargs):  # the second cell waits for the gate, or for a stop
+        calls.append(args)
+        while len(calls) > 1 and not gate.is_set() and not kwargs["stop"]():
+            time.sleep(0.02)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(core, "train_cell", held)
+    params = {"train.section": "overfit", "train.overfit_seeds": "1"}
+    at = open_train(**params)
+    assert at.button(key="train.overfit.start.stop").disabled  # nothing runs yet
+    at.button(key="train.overfit.start").click().run()
+    poll(at, lambda at: bool(at.dataframe))
+    with monkeypatch.context() as m:  # another visitor (AppTest's sessions share one id) ...
+        m.setattr(board_module, "session_id", lambda: "another visitor")
+        other = open_train(**params)
+    assert other.button(key="train.overfit.start").disabled  # ... sees the run, cannot stop it
+    assert other.button(key="train.overfit.start.stop").disabled
+    at.run()
+    at.button(key="train.overfit.start.stop").click().run()
+    poll(at, lambda at: any("models trained: press the button" in i.value for i in at.info))
+    first = dict(board().get(grid_settings("reverse", 1)) or {})
+    assert len(first) == 1
+    gate.set()
+    at.button(key="train.overfit.start").click().run()
+    poll(at, lambda at: bool(at.dataframe) and len(at.dataframe[0].value) == 4)
+    cells = board().get(grid_settings("reverse", 1)) or {}
+    assert len(cells) == 4
+    assert all(cells[k] is v for k, v in first.items())  # kept, not trained again
 
 
 # --- mixed precision -------------------------------------------------------------------------------

@@ -230,3 +230,51 @@ def test_float16_with_the_scaler_trains_on_cuda():
     assert result is not None
     assert {r.memory_method for r in result.runs} == {"cuda"}
     assert result.run("float16").scale is not None
+
+
+def _run(precision: str, ms: tuple[float, float, float], mib: float, acc: float, scale=None, skipped=0):
+    from tformer.timing import Timing
+
+    q1, med, q3 = (m / 1e3 for m in ms)
+    timing = Timing(med, q1, q3, q1, q3, 9, True)
+    return precision_train.PrecisionRun(
+        precision, timing, int(mib * 2**20), "profiler", (2.0, 1.0), acc, skipped, scale
+    )
+
+
+def _said(*runs) -> list[tuple[str, dict]]:
+    result = precision_train.PrecisionComparison(TINY, runs, 150, 10.0)
+    return [(n.template, dict(n.values)) for n in precision_train.describe(result)]
+
+
+def test_the_sentences_say_slower_with_the_numbers():
+    said = _said(_run("float32", (21, 22, 23), 8.0, 1.0), _run("bfloat16", (340, 350, 360), 5.0, 0.99))
+    (time_t, time_v), (mem_t, mem_v), (acc_t, acc_v) = said
+    assert time_t.startswith("{p} was slower, not faster, here")
+    assert mem_t.startswith("{p} held {share:.0%} of {base}'s peak memory")
+    assert acc_t.startswith("After {n} updates {p} reached {acc:.1%} held-out accuracy")
+    assert time_v["ratio"] == pytest.approx(350 / 22)
+    assert (time_v["ms"], time_v["base_ms"]) == pytest.approx((350, 22))
+    assert mem_v["share"] == pytest.approx(5 / 8)
+    assert (acc_v["acc"], acc_v["base_acc"], acc_v["n"]) == (0.99, 1.0, 150)
+
+
+def test_the_sentences_say_faster_or_the_same_and_name_the_scaler():
+    faster = _said(_run("float32", (21, 22, 23), 8.0, 1.0), _run("float16", (9, 10, 11), 5.0, 1.0, 1024.0, 3))
+    assert faster[0][0].startswith("{p} was faster here")
+    assert faster[0][1]["ratio"] == pytest.approx(10 / 22)
+    assert faster[-1][1] == {"k": 3, "n": 2, "scale": 1024.0}
+    same = _said(_run("float32", (20, 22, 24), 8.0, 1.0), _run("bfloat16", (21, 23, 25), 8.0, 1.0))
+    assert same[0][0].startswith("{p} took about as long per update as {base}")  # quartiles overlap
+
+
+def test_the_cpus_bfloat16_instructions_are_read_from_its_flags():
+    info = (
+        "processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512_bf16\n\nprocessor\t: 1\nflags\t\t: fpu avx2\n"
+    )
+    assert precision_train.cpu_bf16_flags(info) == ("avx512_bf16",)
+    assert precision_train.cpu_bf16_flags("flags : fpu avx2 fma") == ()
+    assert precision_train.cpu_bf16_flags("flags : amx_bf16 amx_tile avx512_bf16") == (
+        "avx512_bf16",
+        "amx_bf16",
+    )

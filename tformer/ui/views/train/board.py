@@ -17,6 +17,7 @@ from typing import Generic, TypeVar
 
 import streamlit as st
 
+from ....i18n import tr
 from ....training.runs import Run, RunHandle
 from .jobs import MAX_RUN_SECONDS, manager, session_id
 
@@ -82,19 +83,25 @@ def experiment(
     draw: Callable[[V | None, Run | None], None],
 ) -> None:
     """An experiment computed in the background: the start button (``label``, key ``button``;
-    off while its run computes, once ``finished`` or when ``refused``), then a fragment that
+    off while its run computes, once ``finished`` or when ``refused``) and a stop button (key
+    ``button`` + ".stop", for the session that started the run), then a fragment that
     polls every second while the run computes: the run's failure or ``status(run)``, then
     ``draw(result so far, run)``. A start refused by the manager's full queue says so; when the
     run ends, the page reruns once so that the button follows."""
     run = board.run(key)
     active = run is not None and not run.is_final
-    if st.button(label, key=button, type="primary", disabled=active or finished or refused):
+    c1, c2 = st.columns([3, 1])
+    if c1.button(label, key=button, type="primary", disabled=active or finished or refused, width="stretch"):
         try:
             start()
         except ValueError as err:
             st.warning(str(err))  # worded in the reader's language where it was raised
         else:
             st.rerun()
+    mine = run is not None and run.owner == session_id()  # a visitor stops only what they started
+    if c2.button(tr("■ Stop"), key=f"{button}.stop", disabled=not (active and mine), width="stretch"):
+        assert run is not None
+        run.stop()
 
     @st.fragment(run_every=1.0 if active else None)
     def live() -> None:

@@ -169,6 +169,15 @@ def overfit_view() -> None:
 
 def _draw(settings: GridSettings, cells: Cells | None, run: Run | None) -> None:
     """The grid so far (drawn in the fragment that polls while the run trains)."""
+    if cells and len(cells) < settings.n_cells and (run is None or run.is_final):
+        st.info(
+            tr(
+                "{done} of {n} models trained: press the button to train the rest (a grid stops when nobody "
+                "watches it).",
+                done=len(cells),
+                n=settings.n_cells,
+            )
+        )
     if cells:
         _results(settings, list(cells.values()))
     elif run is None:
