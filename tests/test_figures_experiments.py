@@ -115,3 +115,11 @@ def test_cost_bars_take_a_training_updates_titles():
     assert fig.layout.title.text == "Time and memory of one training update"
     default = cost_bars(["float32"], [1.0], [2.0])
     assert default.layout.xaxis.title.text == "forward time (ms)"
+
+
+def test_loss_curves_keep_float32_visible_under_a_16_bit_line():
+    fig = loss_curves_figure({"float32": [2.5, 1.0, 0.01], "bfloat16": [2.5, 1.0, 0.01]})
+    ref, half = fig.data
+    assert ref.line.width > half.line.width
+    assert (ref.line.dash, half.line.dash) == ("solid", "dash")
+    assert fig.layout.yaxis.dtick == 1  # 2.5 .. 0.01: powers of ten only

@@ -22,9 +22,11 @@ from .layout import EDGE_PX, FULL_WIDTH, LEGEND_PX, TOP_TITLE_PX, base_layout, l
 __all__ = ["PRECISION_COLORS", "loss_curves_figure"]
 
 PRECISION_COLORS = {"float32": BLUE, "bfloat16": VERMILLION, "float16": BLUISH_GREEN}
+# float32 wide and solid underneath, the 16-bit lines dashed on top: where they train alike
+# (the usual case) the reference still shows on both sides of them.
+PRECISION_LINES = {"float32": (4.0, "solid"), "bfloat16": (2.0, "dash"), "float16": (2.0, "dot")}
 PLOT_PX = 300
 TICK_PX = 13
-LINE_PX = 2.0
 MAX_UPDATES = 20_000  # a comparison trains a few hundred: this only bounds the payload
 
 
@@ -73,6 +75,8 @@ def loss_curves_figure(
         yaxis={
             "type": "log",
             "range": [math.log10(low) - 0.1, math.log10(high) + 0.1],
+            # powers of ten only once the curves span two decades (plotly labels 2 and 5 between)
+            "dtick": 1 if math.log10(high / low) >= 2 else "D2",
             "tickfont": {"size": TICK_PX},
             "title": axis_title(tr("training loss")),
         },
@@ -84,7 +88,11 @@ def loss_curves_figure(
             "x": np.arange(1, a.size + 1, dtype=np.float32),
             "y": a.astype(np.float32),
             "name": p,
-            "line": {"color": PRECISION_COLORS[p], "width": LINE_PX},
+            "line": {
+                "color": PRECISION_COLORS[p],
+                "width": PRECISION_LINES[p][0],
+                "dash": PRECISION_LINES[p][1],
+            },
             "hovertemplate": "%{y:.4f}<extra>" + p + "</extra>",
         }
         for p, a in series.items()

@@ -123,6 +123,19 @@ def _intro() -> None:
     formula("training.overfit.gap", code=False)
 
 
+def _same_weights(settings: GridSettings) -> None:
+    """Why the head count alone changes no parameter count: said with this grid's numbers."""
+    st.caption(
+        tr(
+            "At one d_model every head count has the same weights: W_Q, W_K, W_V and W_O are d_model × d_model "
+            "whatever the number of heads, so each model here has {params:,} parameters. More heads cut the "
+            "same matrices into more, narrower patterns (d_head = {d} / heads).",
+            params=settings.config(settings.heads[0]).n_params(),
+            d=settings.d_model,
+        )
+    )
+
+
 def _controls() -> GridSettings:
     c1, c2 = st.columns(2)
     tasks = list(view().choices("train.overfit_task"))
@@ -141,6 +154,7 @@ def _controls() -> GridSettings:
     m2.metric(tr("heads (d_model {d})", d=settings.d_model), " · ".join(str(h) for h in settings.heads))
     m3.metric(tr("updates (batch) per model"), f"{settings.updates} ({settings.batch})")
     m4.metric(tr("models to train"), str(settings.n_cells))
+    _same_weights(settings)
     return settings
 
 
