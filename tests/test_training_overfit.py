@@ -5,6 +5,7 @@ including when it shows no overfitting."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -228,3 +229,28 @@ def test_the_sentence_waits_for_a_complete_grid():
     settings, cells = _grid({(64, 1): [0.5], (64, 16): [0.05], (256, 1): [0.0]})
     with pytest.raises(ValueError, match="not complete"):
         verdict(settings, cells)
+
+
+def test_every_sentence_the_grid_can_say_is_in_chinese():
+    from tformer.i18n import catalog, tr, use_language
+
+    grids = [
+        {(64, 1): [0.10, 0.12], (64, 16): [0.70, 0.75], (256, 1): [0.0, 0.01], (256, 16): [0.05, 0.03]},
+        {(64, 1): [0.50, 0.60], (64, 16): [0.55, 0.58], (256, 1): [0.0, 0.01], (256, 16): [0.01, 0.0]},
+        {(64, 1): [0.80, 0.82], (64, 16): [0.20, 0.25], (256, 1): [0.3, 0.3], (256, 16): [0.3, 0.31]},
+        {(64, 1): [0.01, 0.0], (64, 16): [0.02, 0.01], (256, 1): [0.0, 0.0], (256, 16): [0.0, 0.0]},
+        {(64, 1): [0.5], (64, 16): [0.45], (256, 1): [0.5], (256, 16): [0.45]},
+    ]
+    notes = [n for g in grids for n in verdict(*_grid(g, train_acc=0.6 if len(g[64, 1]) == 1 else 1.0))]
+    notes += [
+        grid_refusal(TINY, budget_bytes=1),
+        grid_refusal(TINY, budget_bytes=2**30, budget_s=1.0, seconds=60.0),
+    ]
+    templates = {n.template for n in notes if n is not None}
+    assert len(templates) == 11  # 3 head sentences, no gap, 3 data sentences, 2 caveats, 2 refusals
+    zh = catalog("zh")
+    assert not [t for t in templates if t not in zh]
+    with use_language("zh"):
+        for n in notes:
+            assert n is not None
+            assert not re.search(r"[A-Za-z]{2,}", n.render(tr).replace("MiB", "")), n.render(tr)

@@ -5,6 +5,7 @@ precision within its budgets."""
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -278,3 +279,39 @@ def test_the_cpus_bfloat16_instructions_are_read_from_its_flags():
         "avx512_bf16",
         "amx_bf16",
     )
+
+
+def test_every_sentence_the_comparison_can_say_is_in_chinese():
+    from tformer.i18n import catalog, tr, use_language
+
+    base = _run("float32", (21, 22, 23), 8.0, 1.0)
+    notes = [
+        *precision_train.describe(
+            precision_train.PrecisionComparison(
+                TINY,
+                (
+                    base,
+                    _run("bfloat16", (340, 350, 360), 5.0, 0.99),
+                    _run("float16", (9, 10, 11), 5.0, 1.0, 8.0, 1),
+                ),
+                150,
+                10.0,
+            )
+        ),
+        *precision_train.describe(
+            precision_train.PrecisionComparison(
+                TINY, (base, _run("bfloat16", (20, 22, 24), 8, 1.0)), 150, 1.0
+            )
+        ),
+        precision_train.precision_refusal(PrecisionSettings(budget_bytes=1)),
+    ]
+    cut = compare_precisions(PrecisionSettings(**{**TINY.__dict__, "steps": 60, "budget_s": 1e-6}))
+    assert cut is not None
+    notes += list(cut.notes)
+    templates = {n.template for n in notes if n is not None}
+    assert len(templates) == 8  # slower, faster, same, memory, accuracy, scaler, refusal, budget cut
+    zh = catalog("zh")
+    assert not [t for t in templates if t not in zh]
+    with use_language("zh"):
+        rendered = [n.render(tr) for n in notes if n is not None]
+    assert not [r for r in rendered if re.search(r"[A-Za-z]{2,}", re.sub(r"b?float\d+|MiB", "", r))], rendered
