@@ -254,3 +254,9 @@ def test_every_sentence_the_grid_can_say_is_in_chinese():
         for n in notes:
             assert n is not None
             assert not re.search(r"[A-Za-z]{2,}", n.render(tr).replace("MiB", "")), n.render(tr)
+
+
+def test_a_grid_with_one_seed_so_far_says_its_spread_is_unmeasured():
+    settings, cells = _grid({(64, 1): [0.1, 0.12], (64, 16): [0.7], (256, 1): [0.0], (256, 16): [0.0]})
+    assert settings.seeds == 2
+    assert any(t.startswith("One seed only") for t in _said(verdict(settings, cells)))

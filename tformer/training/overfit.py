@@ -371,7 +371,7 @@ def verdict(settings: GridSettings, cells: Sequence[Cell]) -> list[Note]:
        most heads differ most, compared with the seeds' spread; or that no gap shows anywhere;
     2. what more data does to the largest gap;
     3. the cells that did not fit even their training set (a small gap there is underfitting);
-    4. with one seed, that the spread between seeds is not measured.
+    4. where a (size, heads) has one seed so far, that the spread between seeds is not measured.
 
     Raises ValueError when a (size, heads) of the grid has no cell yet."""
     stats = summarize(cells)
@@ -470,7 +470,7 @@ def _caveats(settings: GridSettings, stats: Mapping[tuple[int, int], GapStats]) 
                 acc=worst.train_accuracy,
             )
         )
-    if settings.seeds < 2:
+    if min(s.seeds for s in stats.values()) < 2:  # one seed asked for, or only one trained so far
         notes.append(
             Note.of(
                 "One seed only: how much the gaps vary between seeds is not measured, so a small difference "

@@ -225,7 +225,10 @@ def _results(settings: GridSettings, cells: list[Cell]) -> None:
     chart(figure, key="overfit")
     complete = {(c.size, c.heads) for c in cells} == {(n, h) for n in settings.sizes for h in settings.heads}
     if complete:
-        st.markdown(" ".join(note.render(tr) for note in verdict(settings, cells)))
+        said = " ".join(note.render(tr) for note in verdict(settings, cells))
+        if len(cells) < settings.n_cells:  # every size and head count, not yet every seed
+            said = tr("So far ({done} of {n} models):", done=len(cells), n=settings.n_cells) + " " + said
+        st.markdown(said)
     else:
         st.caption(
             tr("The sentence that says what the grid shows comes once every size and head count has a model.")
