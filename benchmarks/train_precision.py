@@ -114,7 +114,7 @@ def overfit(args: argparse.Namespace) -> None:
     rows = [
         [
             s.size,
-            s.heads,
+            s.n_heads,
             f"{s.train_accuracy:.1%}",
             f"{s.held_out_accuracy:.1%}",
             f"{s.gap:.1%}",

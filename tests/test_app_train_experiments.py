@@ -37,7 +37,7 @@ def _tiny(monkeypatch):
             length=6,
             vocab=4,
             sizes=(8, 16),
-            heads=(1, 2),
+            head_counts=(1, 2),
             seeds=seeds,
             d_model=8,
             updates=5,

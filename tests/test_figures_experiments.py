@@ -11,7 +11,7 @@ from tformer.figures.overfit import overfit_figure
 from tformer.figures.precision import cost_bars
 from tformer.i18n import use_language
 
-SIZES, HEADS = (64, 256, 1024), (1, 4, 16)
+SIZES, HEAD_COUNTS = (64, 256, 1024), (1, 4, 16)
 
 
 def _grid() -> dict[str, np.ndarray]:
@@ -21,7 +21,7 @@ def _grid() -> dict[str, np.ndarray]:
 
 def test_the_overfit_figure_draws_each_head_count_with_its_seeds_range():
     g = _grid()
-    fig = overfit_figure(SIZES, HEADS, g["gap"], g["gap_low"], g["gap_high"], g["loss_gap"], d_model=64)
+    fig = overfit_figure(SIZES, HEAD_COUNTS, g["gap"], g["gap_low"], g["gap_high"], g["loss_gap"], d_model=64)
     assert fig.layout.meta["cells"] == 8
     assert [t.name for t in fig.data[0::2]] == [
         "1 head, d<sub>head</sub> = 64",
@@ -48,7 +48,9 @@ def test_the_overfit_figure_draws_each_head_count_with_its_seeds_range():
 def test_the_overfit_figure_speaks_chinese():
     g = _grid()
     with use_language("zh"):
-        fig = overfit_figure(SIZES, HEADS, g["gap"], g["gap_low"], g["gap_high"], g["loss_gap"], d_model=64)
+        fig = overfit_figure(
+            SIZES, HEAD_COUNTS, g["gap"], g["gap_low"], g["gap_high"], g["loss_gap"], d_model=64
+        )
     assert fig.data[0].name == "1 个头，每个头 64 维"
     assert fig.layout.yaxis.title.text == "训练准确率 − 留出准确率"
 
@@ -63,13 +65,13 @@ def test_the_overfit_figure_speaks_chinese():
 def test_the_overfit_figure_refuses_inconsistent_arrays(change, message):
     g = {**_grid(), **change}
     with pytest.raises(ValueError, match=message):
-        overfit_figure(SIZES, HEADS, g["gap"], g["gap_low"], g["gap_high"], g["loss_gap"], d_model=64)
+        overfit_figure(SIZES, HEAD_COUNTS, g["gap"], g["gap_low"], g["gap_high"], g["loss_gap"], d_model=64)
 
 
 def test_the_overfit_figure_refuses_a_width_the_heads_do_not_divide_and_too_many_lines():
     g = _grid()
     with pytest.raises(ValueError, match="d_model=40"):
-        overfit_figure(SIZES, HEADS, g["gap"], g["gap_low"], g["gap_high"], g["loss_gap"], d_model=40)
+        overfit_figure(SIZES, HEAD_COUNTS, g["gap"], g["gap_low"], g["gap_high"], g["loss_gap"], d_model=40)
     many = tuple(range(1, 9))
     z = np.zeros((8, 3))
     with pytest.raises(ValueError, match="8 head counts"):

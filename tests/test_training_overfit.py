@@ -31,7 +31,15 @@ from tformer.training.tasks import held_out_set, is_held_out
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 TINY = GridSettings(
-    length=6, vocab=4, sizes=(8, 16), heads=(1, 2), seeds=1, d_model=8, updates=5, batch=4, n_held_out=16
+    length=6,
+    vocab=4,
+    sizes=(8, 16),
+    head_counts=(1, 2),
+    seeds=1,
+    d_model=8,
+    updates=5,
+    batch=4,
+    n_held_out=16,
 )
 
 
@@ -108,7 +116,7 @@ def test_the_grid_runs_seed_by_seed_and_skips_what_is_done():
     assert refusal is None
     assert [key for _, key in started] == order[1:]
     assert [i for i, _ in started] == list(range(2, 9))
-    assert [(c.seed, c.size, c.heads) for c in trained] == order[1:]
+    assert [(c.seed, c.size, c.n_heads) for c in trained] == order[1:]
     [plan] = plans
     assert plan > 0
 
@@ -122,7 +130,7 @@ def test_the_grid_refuses_before_building_anything(monkeypatch):
     assert note is not None
     assert "over the budget of 1 MiB" in note.template.format(**dict(note.values))
     # the time budget: every update at 10 s, predicted before a cell trains
-    monkeypatch.setattr(overfit, "seconds_per_update", lambda s: dict.fromkeys(s.heads, 10.0))
+    monkeypatch.setattr(overfit, "seconds_per_update", lambda s: dict.fromkeys(s.head_counts, 10.0))
     note = run_grid(TINY, budget_bytes=2**30, budget_s=60)
     assert note is not None
     values = dict(note.values)
@@ -139,7 +147,7 @@ def test_predicted_time_counts_each_cells_head_count():
 
 def test_settings_are_checked():
     with pytest.raises(ValueError, match="not divisible by heads"):
-        GridSettings(d_model=24, heads=(1, 16))
+        GridSettings(d_model=24, head_counts=(1, 16))
     with pytest.raises(ValueError, match="seeds=0"):
         GridSettings(seeds=0)
     with pytest.raises(ValueError, match="must increase"):
@@ -149,15 +157,15 @@ def test_settings_are_checked():
 # --- the sentence --------------------------------------------------------------------------------
 
 
-def _cell(seed: int, size: int, heads: int, gap_acc: float, train_acc: float = 1.0) -> Cell:
-    return Cell(seed, size, heads, Scores(train_acc, 0.1), Scores(train_acc - gap_acc, 1.0), 100, 1.0)
+def _cell(seed: int, size: int, n_heads: int, gap_acc: float, train_acc: float = 1.0) -> Cell:
+    return Cell(seed, size, n_heads, Scores(train_acc, 0.1), Scores(train_acc - gap_acc, 1.0), 100, 1.0)
 
 
 def _grid(
     gaps: dict[tuple[int, int], list[float]], train_acc: float = 1.0
 ) -> tuple[GridSettings, list[Cell]]:
     seeds = len(next(iter(gaps.values())))
-    settings = GridSettings(sizes=(64, 256), heads=(1, 16), seeds=seeds)
+    settings = GridSettings(sizes=(64, 256), head_counts=(1, 16), seeds=seeds)
     cells = [_cell(s, n, h, g, train_acc) for (n, h), values in gaps.items() for s, g in enumerate(values)]
     return settings, cells
 

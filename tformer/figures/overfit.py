@@ -49,21 +49,21 @@ NUDGE = 0.05  # log₂ units between neighbouring head counts' points at one siz
 
 
 def _check(
-    sizes: Sequence[int], heads: Sequence[int], arrays: dict[str, npt.ArrayLike]
+    sizes: Sequence[int], head_counts: Sequence[int], arrays: dict[str, npt.ArrayLike]
 ) -> dict[str, npt.NDArray[np.float64]]:
     """Each array as float64 [heads, sizes], checked against the sizes and head counts."""
     if not sizes or list(sizes) != sorted(set(sizes)) or sizes[0] < 1:
         raise ValueError(f"sizes={list(sizes)!r} must increase from 1 up")
-    if not heads or list(heads) != sorted(set(heads)) or heads[0] < 1:
-        raise ValueError(f"heads={list(heads)!r} must increase from 1 up")
-    if len(heads) > len(SERIES):
-        raise ValueError(f"{len(heads)} head counts: at most {len(SERIES)} lines are told apart")
-    shape = (len(heads), len(sizes))
+    if not head_counts or list(head_counts) != sorted(set(head_counts)) or head_counts[0] < 1:
+        raise ValueError(f"head_counts={list(head_counts)!r} must increase from 1 up")
+    if len(head_counts) > len(SERIES):
+        raise ValueError(f"{len(head_counts)} head counts: at most {len(SERIES)} lines are told apart")
+    shape = (len(head_counts), len(sizes))
     out = {}
     for name, values in arrays.items():
         a = np.asarray(values, dtype=np.float64)
         if a.shape != shape:
-            raise ValueError(f"{name} has shape {a.shape}, expected {shape} [heads, sizes]")
+            raise ValueError(f"{name} has shape {a.shape}, expected {shape} [head_counts, sizes]")
         out[name] = a
     low, gap, high = out["gap_low"], out["gap"], out["gap_high"]
     known = ~np.isnan(gap)
@@ -81,12 +81,12 @@ def _heads_name(h: int, d_head: int) -> str:
 
 
 def _lines(
-    sizes: Sequence[int], heads: Sequence[int], d_model: int, a: dict[str, npt.NDArray[np.float64]]
+    sizes: Sequence[int], head_counts: Sequence[int], d_model: int, a: dict[str, npt.NDArray[np.float64]]
 ) -> list[dict[str, Any]]:
     """Per head count: its accuracy-gap line with the seeds' range, and its loss-gap line."""
     data = []
-    k = len(heads)
-    for i, h in enumerate(heads):
+    k = len(head_counts)
+    for i, h in enumerate(head_counts):
         x = np.asarray(sizes, dtype=np.float64) * 2.0 ** ((i - (k - 1) / 2) * NUDGE)
         name, color = _heads_name(h, d_model // h), SERIES[i]
         common = {
@@ -174,7 +174,7 @@ def _axes(
 
 def overfit_figure(
     sizes: Sequence[int],
-    heads: Sequence[int],
+    head_counts: Sequence[int],
     gap: npt.ArrayLike,
     gap_low: npt.ArrayLike,
     gap_high: npt.ArrayLike,
@@ -187,12 +187,15 @@ def overfit_figure(
     """The gap against the training-set size: left the accuracy gap (training − held-out, mean
     over seeds, error bars from the smallest to the largest seed's), right the loss gap
     (held-out − training, mean), one line per head count (legend: heads and d_head =
-    ``d_model`` / heads). Arrays are [heads, sizes]; NaN where a cell is not trained yet.
-    ``layout.meta``: ``sizes``, ``heads``, ``cells`` (how many (size, heads) are drawn), ``width``."""
-    a = _check(sizes, heads, {"gap": gap, "gap_low": gap_low, "gap_high": gap_high, "loss_gap": loss_gap})
-    if any(d_model % h for h in heads):
-        raise ValueError(f"d_model={d_model} is not divisible by every head count {list(heads)}")
-    data = _lines(sizes, heads, d_model, a)
+    ``d_model`` / heads). Arrays are [head_counts, sizes]; NaN where a cell is not trained yet.
+    ``layout.meta``: ``sizes``, ``head_counts``, ``cells`` (how many (size, n_heads) are drawn),
+    ``width``."""
+    a = _check(
+        sizes, head_counts, {"gap": gap, "gap_low": gap_low, "gap_high": gap_high, "loss_gap": loss_gap}
+    )
+    if any(d_model % h for h in head_counts):
+        raise ValueError(f"d_model={d_model} is not divisible by every head count {list(head_counts)}")
+    data = _lines(sizes, head_counts, d_model, a)
     left = numeric_axis_margin("100%", font=TICK_PX)
     paper_w = width - left - EDGE_PX
     rows = legend_rows([str(t["name"]) for t in data if t.get("showlegend", True)], paper_w)
@@ -209,7 +212,11 @@ def overfit_figure(
         top=(TOP_TITLE_PX if title else 0) + rows * LEGEND_PX + TOP_PANEL_TITLE_PX,
         bottom=x_numeric_margin(font=TICK_PX),
         title=title,
-        meta={"sizes": list(sizes), "heads": list(heads), "cells": int(np.isfinite(a["gap"]).sum())},
+        meta={
+            "sizes": list(sizes),
+            "head_counts": list(head_counts),
+            "cells": int(np.isfinite(a["gap"]).sum()),
+        },
         showlegend=True,
         legend=top_legend(rows, PLOT_PX),
         hovermode="closest",

@@ -38,7 +38,7 @@ from .tasks import TaskSpec, make_batch
 from .trainer import Trainer, training_memory_bytes
 
 __all__ = [
-    "HEADS",
+    "HEAD_COUNTS",
     "SIZES",
     "Cell",
     "CellKey",
@@ -59,20 +59,20 @@ __all__ = [
 ]
 
 SIZES = (64, 128, 256, 512, 1024)
-HEADS = (1, 2, 4, 8, 16)
+HEAD_COUNTS = (1, 2, 4, 8, 16)
 MAX_SIZE = 4096
 MAX_SEEDS = 5
 EVAL_CHUNK = 512  # sequences scored per forward pass
 # What the sentence calls a gap and a difference (token accuracy, 0..1): below this, none.
 NO_GAP = 0.02
 UNDERFIT = 0.9  # a cell whose training accuracy stays below this did not fit its own set
-CellKey = tuple[int, int, int]  # (seed, size, heads)
+CellKey = tuple[int, int, int]  # (seed, size, n_heads)
 
 
 @dataclass(frozen=True)
 class GridSettings:
     """The grid: the task (its ``length`` and ``vocab``), the training-set ``sizes`` and head
-    counts ``heads``, how many ``seeds`` (0 .. seeds-1), the model (``n_layers``, ``d_model``),
+    counts ``head_counts``, how many ``seeds`` (0 .. seeds-1), the model (``n_layers``, ``d_model``),
     the ``updates`` and ``batch`` of every cell, the held-out sequences scored, the device.
     Frozen: it keys the page's results."""
 
@@ -80,7 +80,7 @@ class GridSettings:
     length: int = 12
     vocab: int = 16
     sizes: tuple[int, ...] = SIZES
-    heads: tuple[int, ...] = HEADS
+    head_counts: tuple[int, ...] = HEAD_COUNTS
     seeds: int = 3
     n_layers: int = 1
     d_model: int = 64
@@ -91,10 +91,13 @@ class GridSettings:
 
     def __post_init__(self) -> None:
         TaskSpec(self.task, length=self.length, vocab=self.vocab)  # validates the task, length, vocab
-        for name, values, top in (("sizes", self.sizes, MAX_SIZE), ("heads", self.heads, self.d_model)):
+        for name, values, top in (
+            ("sizes", self.sizes, MAX_SIZE),
+            ("head_counts", self.head_counts, self.d_model),
+        ):
             if not values or list(values) != sorted(set(values)) or values[0] < 1 or values[-1] > top:
                 raise ValueError(f"{name}={values!r} must increase, each in [1, {top}]")
-        uneven = [h for h in self.heads if self.d_model % h]
+        uneven = [h for h in self.head_counts if self.d_model % h]
         if uneven:
             raise ValueError(f"d_model={self.d_model} is not divisible by heads {uneven}")
         if not 1 <= self.seeds <= MAX_SEEDS:
@@ -108,8 +111,8 @@ class GridSettings:
     def spec(self) -> TaskSpec:
         return TaskSpec(self.task, length=self.length, vocab=self.vocab)
 
-    def config(self, heads: int) -> EncoderConfig:
-        return model_config(self.spec, n_layers=self.n_layers, n_heads=heads, d_model=self.d_model)
+    def config(self, n_heads: int) -> EncoderConfig:
+        return model_config(self.spec, n_layers=self.n_layers, n_heads=n_heads, d_model=self.d_model)
 
     def recipe(self, seed: int) -> Recipe:
         """The Train page's default recipe with this grid's batch, updates and seed, and a
@@ -125,16 +128,16 @@ class GridSettings:
         )
 
     def cells(self) -> Iterator[tuple[int, int, int]]:
-        """Every (seed, size, heads) in the order they train: the whole grid of the first seed,
+        """Every (seed, size, n_heads) in the order they train: the whole grid of the first seed,
         then the next seed's, so a partial grid is a complete picture of fewer seeds."""
         for seed in range(self.seeds):
             for size in self.sizes:
-                for heads in self.heads:
-                    yield seed, size, heads
+                for n_heads in self.head_counts:
+                    yield seed, size, n_heads
 
     @property
     def n_cells(self) -> int:
-        return self.seeds * len(self.sizes) * len(self.heads)
+        return self.seeds * len(self.sizes) * len(self.head_counts)
 
 
 @dataclass(frozen=True)
@@ -152,7 +155,7 @@ class Cell:
 
     seed: int
     size: int
-    heads: int
+    n_heads: int
     train: Scores
     held_out: Scores
     n_params: int
@@ -210,12 +213,12 @@ def train_cell(
     settings: GridSettings,
     seed: int,
     size: int,
-    heads: int,
+    n_heads: int,
     *,
     data: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None,
     stop: Callable[[], bool] = lambda: False,
 ) -> Cell | None:
-    """Train one cell: ``heads`` heads on the first ``size`` sequences of the seed's training set
+    """Train one cell: ``n_heads`` heads on the first ``size`` sequences of the seed's training set
     (``data``: `training_set`'s, to share it between cells) for ``settings.updates`` updates,
     then score it on that set and on the held-out set. None when ``stop()`` turned True."""
     start = time.perf_counter()
@@ -223,7 +226,7 @@ def train_cell(
     if size > len(x_all):
         raise ValueError(f"size={size} is more than the {len(x_all)} training sequences given")
     trainer = Trainer(  # its weights come from the recipe's seed
-        settings.config(heads),
+        settings.config(n_heads),
         settings.spec,
         settings.recipe(seed),
         settings.device,
@@ -240,7 +243,7 @@ def train_cell(
     train = score(trainer.model, x, y)
     held = score(trainer.model, *trainer.held_out)
     n_params = sum(p.numel() for p in trainer.model.parameters())
-    return Cell(seed, size, heads, train, held, n_params, time.perf_counter() - start)
+    return Cell(seed, size, n_heads, train, held, n_params, time.perf_counter() - start)
 
 
 # --- budgets, checked before the grid starts -------------------------------------------------------
@@ -249,7 +252,7 @@ def train_cell(
 def grid_memory_bytes(settings: GridSettings) -> int:
     """An upper estimate of one cell's memory while it trains (`training_memory_bytes` of the
     largest head count: cells train one after another) plus the training set."""
-    need = max(training_memory_bytes(settings.config(h), settings.recipe(0)) for h in settings.heads)
+    need = max(training_memory_bytes(settings.config(h), settings.recipe(0)) for h in settings.head_counts)
     return need + 2 * 8 * settings.sizes[-1] * settings.length
 
 
@@ -257,7 +260,7 @@ def predicted_seconds(
     settings: GridSettings, seconds_per_update: Mapping[int, float], cells: Sequence[CellKey] | None = None
 ) -> float:
     """The training time of ``cells`` (default: the whole grid): each cell's updates at its head
-    count's measured seconds per update (``seconds_per_update``: {heads: s})."""
+    count's measured seconds per update (``seconds_per_update``: {n_heads: s})."""
     keys = list(settings.cells()) if cells is None else cells
     return sum(seconds_per_update[h] * settings.updates for _, _, h in keys)
 
@@ -298,11 +301,11 @@ def grid_refusal(
 
 @dataclass(frozen=True)
 class GapStats:
-    """The seeds of one (size, heads): the mean, the smallest and the largest accuracy gap, the
+    """The seeds of one (size, n_heads): the mean, the smallest and the largest accuracy gap, the
     mean loss gap, the mean training and held-out accuracy, and how many seeds."""
 
     size: int
-    heads: int
+    n_heads: int
     gap: float
     gap_min: float
     gap_max: float
@@ -317,16 +320,16 @@ class GapStats:
 
 
 def summarize(cells: Sequence[Cell]) -> dict[tuple[int, int], GapStats]:
-    """{(size, heads): GapStats} over the seeds each (size, heads) has so far."""
+    """{(size, n_heads): GapStats} over the seeds each (size, n_heads) has so far."""
     groups: dict[tuple[int, int], list[Cell]] = {}
     for c in cells:
-        groups.setdefault((c.size, c.heads), []).append(c)
+        groups.setdefault((c.size, c.n_heads), []).append(c)
     out = {}
-    for (size, heads), group in sorted(groups.items()):
+    for (size, n_heads), group in sorted(groups.items()):
         gaps = [c.gap_accuracy for c in group]
-        out[size, heads] = GapStats(
+        out[size, n_heads] = GapStats(
             size,
-            heads,
+            n_heads,
             float(np.mean(gaps)),
             min(gaps),
             max(gaps),
@@ -371,14 +374,14 @@ def verdict(settings: GridSettings, cells: Sequence[Cell]) -> list[Note]:
        most heads differ most, compared with the seeds' spread; or that no gap shows anywhere;
     2. what more data does to the largest gap;
     3. the cells that did not fit even their training set (a small gap there is underfitting);
-    4. where a (size, heads) has one seed so far, that the spread between seeds is not measured.
+    4. where a (size, n_heads) has one seed so far, that the spread between seeds is not measured.
 
-    Raises ValueError when a (size, heads) of the grid has no cell yet."""
+    Raises ValueError when a (size, n_heads) of the grid has no cell yet."""
     stats = summarize(cells)
-    missing = [(n, h) for n in settings.sizes for h in settings.heads if (n, h) not in stats]
+    missing = [(n, h) for n in settings.sizes for h in settings.head_counts if (n, h) not in stats]
     if missing:
-        raise ValueError(f"the grid is not complete: no cell yet for (size, heads) {missing[:3]}")
-    few, many = settings.heads[0], settings.heads[-1]
+        raise ValueError(f"the grid is not complete: no cell yet for (size, n_heads) {missing[:3]}")
+    few, many = settings.head_counts[0], settings.head_counts[-1]
     notes = [_head_sentence(settings, stats, few, many)]
     if notes[0].template.startswith("No overfitting"):
         return [*notes, *_caveats(settings, stats)]
@@ -430,9 +433,9 @@ def _head_sentence(
 
 
 def _data_sentence(settings: GridSettings, stats: Mapping[tuple[int, int], GapStats]) -> Note:
-    first = max((stats[settings.sizes[0], h] for h in settings.heads), key=lambda s: s.gap)
-    last = max((stats[settings.sizes[-1], h] for h in settings.heads), key=lambda s: s.gap)
-    values = {"n0": first.size, "g0": first.gap, "n1": last.size, "g1": last.gap, "h1": last.heads}
+    first = max((stats[settings.sizes[0], h] for h in settings.head_counts), key=lambda s: s.gap)
+    last = max((stats[settings.sizes[-1], h] for h in settings.head_counts), key=lambda s: s.gap)
+    values = {"n0": first.size, "g0": first.gap, "n1": last.size, "g1": last.gap, "h1": last.n_heads}
     if last.gap <= NO_GAP:
         return Note.of(
             "More data closes the gap: the largest gap is {g0:.0%} with {n0} sequences and at most {g1:.1%} with "
@@ -465,7 +468,7 @@ def _caveats(settings: GridSettings, stats: Mapping[tuple[int, int], GapStats]) 
                 n=len(unfit),
                 total=len(stats),
                 bar=UNDERFIT,
-                heads=worst.heads,
+                heads=worst.n_heads,
                 size=worst.size,
                 acc=worst.train_accuracy,
             )
@@ -486,7 +489,7 @@ def seconds_per_update(settings: GridSettings, *, max_seconds: float = 0.3) -> d
     per head count."""
     out = {}
     x, y = training_set(settings, 0)
-    for h in settings.heads:
+    for h in settings.head_counts:
         trainer = Trainer(
             settings.config(h), settings.spec, settings.recipe(0), settings.device, n_held_out=1
         )
@@ -519,7 +522,7 @@ def run_grid(
     Before anything is built, one cell's memory estimate is checked against ``budget_bytes``;
     then each head count's update is timed (`seconds_per_update`) and the grid's predicted time
     (``on_plan(seconds)``) checked against ``budget_s``. Over either, nothing is trained and the
-    refusal is returned. Then ``on_cell(i, (seed, size, heads))`` before the i-th cell (from 1)
+    refusal is returned. Then ``on_cell(i, (seed, size, n_heads))`` before the i-th cell (from 1)
     and ``on_done(cell)`` after it; returns None (also when ``stop()`` turned True)."""
     refusal = grid_refusal(settings, budget_bytes=budget_bytes)
     if refusal is not None:
@@ -537,14 +540,14 @@ def run_grid(
     for i, key in enumerate(settings.cells(), start=1):
         if key in (done or {}):
             continue
-        seed, size, heads = key
+        seed, size, n_heads = key
         if stop():
             return None
         if on_cell is not None:
             on_cell(i, key)
         if seed not in data:
             data = {seed: training_set(settings, seed)}  # one seed's set at a time
-        cell = train_cell(settings, seed, size, heads, data=data[seed], stop=stop)
+        cell = train_cell(settings, seed, size, n_heads, data=data[seed], stop=stop)
         if cell is None:
             return None
         if on_done is not None:

@@ -64,20 +64,20 @@ def _job(settings: GridSettings) -> Callable[[RunHandle], None]:
             plan["minutes"] = seconds / 60
 
         def started(i: int, key: CellKey) -> None:
-            seed, size, heads = key
+            seed, size, n_heads = key
             handle.set_message(
                 "training model {i} of {n}: {size} sequences, {heads} heads, seed {seed} (about {minutes:.1f} min "
                 "in all)",
                 i=i,
                 n=settings.n_cells,
                 size=size,
-                heads=heads,
+                heads=n_heads,
                 seed=seed,
                 minutes=plan["minutes"],
             )
 
         def trained(cell: Cell) -> None:
-            key = (cell.seed, cell.size, cell.heads)
+            key = (cell.seed, cell.size, cell.n_heads)
             board().update(settings, lambda old: {**(old or {}), key: cell})
             handle.report_step(step=len(board().get(settings) or {}))
 
@@ -130,7 +130,7 @@ def _same_weights(settings: GridSettings) -> None:
             "At one d_model every head count has the same weights: W_Q, W_K, W_V and W_O are d_model × d_model "
             "whatever the number of heads, so each model here has {params:,} parameters. More heads cut the "
             "same matrices into more, narrower patterns (d_head = {d} / heads).",
-            params=settings.config(settings.heads[0]).n_params(),
+            params=settings.config(settings.head_counts[0]).n_params(),
             d=settings.d_model,
         )
     )
@@ -151,7 +151,7 @@ def _controls() -> GridSettings:
     settings = grid_settings(str(task), seeds)
     m1, m2, m3, m4 = st.columns(4)
     m1.metric(tr("training sequences"), f"{settings.sizes[0]} … {settings.sizes[-1]}")
-    m2.metric(tr("heads (d_model {d})", d=settings.d_model), " · ".join(str(h) for h in settings.heads))
+    m2.metric(tr("heads (d_model {d})", d=settings.d_model), " · ".join(str(h) for h in settings.head_counts))
     m3.metric(tr("updates (batch) per model"), f"{settings.updates} ({settings.batch})")
     m4.metric(tr("models to train"), str(settings.n_cells))
     _same_weights(settings)
@@ -200,9 +200,9 @@ def _draw(settings: GridSettings, cells: Cells | None, run: Run | None) -> None:
 
 def _grid_arrays(settings: GridSettings, cells: list[Cell]) -> dict[str, np.ndarray]:
     stats = summarize(cells)
-    shape = (len(settings.heads), len(settings.sizes))
+    shape = (len(settings.head_counts), len(settings.sizes))
     out = {k: np.full(shape, np.nan) for k in ("gap", "gap_low", "gap_high", "loss_gap")}
-    for i, h in enumerate(settings.heads):
+    for i, h in enumerate(settings.head_counts):
         for j, n in enumerate(settings.sizes):
             s = stats.get((n, h))
             if s is not None:
@@ -215,7 +215,7 @@ def _results(settings: GridSettings, cells: list[Cell]) -> None:
     arrays = _grid_arrays(settings, cells)
     figure = overfit_figure(
         settings.sizes,
-        settings.heads,
+        settings.head_counts,
         arrays["gap"],
         arrays["gap_low"],
         arrays["gap_high"],
@@ -223,7 +223,9 @@ def _results(settings: GridSettings, cells: list[Cell]) -> None:
         d_model=settings.d_model,
     )
     chart(figure, key="overfit")
-    complete = {(c.size, c.heads) for c in cells} == {(n, h) for n in settings.sizes for h in settings.heads}
+    complete = {(c.size, c.n_heads) for c in cells} == {
+        (n, h) for n in settings.sizes for h in settings.head_counts
+    }
     if complete:
         said = " ".join(note.render(tr) for note in verdict(settings, cells))
         if len(cells) < settings.n_cells:  # every size and head count, not yet every seed
@@ -260,12 +262,12 @@ def _results(settings: GridSettings, cells: list[Cell]) -> None:
 
 def _table(settings: GridSettings, cells: list[Cell]) -> list[dict[str, str]]:
     rows = []
-    for (size, heads), s in summarize(cells).items():
+    for (size, n_heads), s in summarize(cells).items():
         rows.append(
             {
                 tr("training sequences"): str(size),
-                tr("heads"): str(heads),
-                tr("d_head"): str(settings.d_model // heads),
+                tr("heads"): str(n_heads),
+                tr("d_head"): str(settings.d_model // n_heads),
                 tr("training accuracy"): f"{s.train_accuracy:.1%}",
                 tr("held-out accuracy"): f"{s.held_out_accuracy:.1%}",
                 tr("accuracy gap (seeds' range)"): f"{s.gap:.1%} ({s.gap_min:.1%} … {s.gap_max:.1%})",
