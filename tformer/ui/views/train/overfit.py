@@ -79,7 +79,6 @@ def _job(settings: GridSettings) -> Callable[[RunHandle], None]:
         def trained(cell: Cell) -> None:
             key = (cell.seed, cell.size, cell.n_heads)
             board().update(settings, lambda old: {**(old or {}), key: cell})
-            handle.report_step(step=len(board().get(settings) or {}))
 
         refusal = run_grid(
             settings,
