@@ -788,7 +788,7 @@ def runs_overlay(
         label if have else tr("{label} (curves not recorded)", label=label)
         for label, have in zip(labels, recorded, strict=True)
     ]
-    legend_rows = _legend_rows(names, paper_w)
+    n_rows = legend_rows(names, paper_w)
     panels = _curve_panels(boxes, paper_w=paper_w, y_axes=y_axes, titles=titles, x_max=x_max, stacked=stacked,
                            waiting=(False, False))  # fmt: skip
     panels["annotations"] += _overlay_notes(labels, recorded)
@@ -797,7 +797,7 @@ def runs_overlay(
         width=width,
         left=left,
         right=right,
-        top=(TOP_TITLE_PX if title else 0) + legend_rows * LEGEND_PX + TOP_PANEL_TITLE_PX,
+        top=(TOP_TITLE_PX if title else 0) + n_rows * LEGEND_PX + TOP_PANEL_TITLE_PX,
         bottom=x_numeric_margin(font=TICK_PX),
         meta={
             "labels": list(labels),
@@ -808,7 +808,7 @@ def runs_overlay(
             "stacked": stacked,
         },
         showlegend=True,
-        legend=top_legend(legend_rows, plot_h),
+        legend=top_legend(n_rows, plot_h),
         hovermode="closest",
         **panels,
     )
