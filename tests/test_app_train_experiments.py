@@ -142,10 +142,11 @@ def test_a_stopped_grid_goes_on_where_it_stopped(monkeypatch):
 
     real, gate, calls = core.train_cell, threading.Event(), []
 
-    def held(*args, **kwargs):  # the second cell waits for the gate, or for a stop
-        calls.append(args)
-        while len(calls) > 1 and not gate.is_set() and not kwargs["stop"]():
-            time.sleep(0.02)
+    def held(*args, **kwargs):  # the grid's second cell waits for the gate, or for a stop
+        if "stop" in kwargs:  # not the throwaway cells that time the grid
+            calls.append(args)
+            while len(calls) > 1 and not gate.is_set() and not kwargs["stop"]():
+                time.sleep(0.02)
         return real(*args, **kwargs)
 
     monkeypatch.setattr(core, "train_cell", held)
@@ -208,3 +209,35 @@ def test_mixed_precision_in_chinese_shows_no_english():
     at = _measured("zh")
     left = _english_left(at)
     assert not left, left
+
+
+def test_a_measurement_taken_on_a_busy_machine_can_be_taken_again():
+    import dataclasses
+
+    from tformer.timing import Load
+    from tformer.ui.views.train.precision import board, precision_settings
+
+    at = _measured()
+    settings = precision_settings()
+    quiet = board().get(settings)
+    assert quiet is not None
+    if any(r.timing.load.busy for r in quiet.runs):  # this machine was busy: the button says so already
+        assert at.button(key="train.precision.start").label == "▶ Measure again"
+    busy = dataclasses.replace(
+        quiet,
+        runs=tuple(
+            dataclasses.replace(r, timing=dataclasses.replace(r.timing, load=Load(1.0, 0.9)))
+            for r in quiet.runs
+        ),
+    )
+    board().update(settings, lambda _old: busy)
+    at.run()
+    assert any("Other work ran during this measurement" in w.value for w in at.warning)
+    again = at.button(key="train.precision.start")
+    assert again.label == "▶ Measure again"
+    assert not again.disabled
+    again.click().run()
+    poll(at, lambda at: board().get(settings) is not busy and board().run(settings).is_final)
+    at.run()
+    assert_clean(at)
+    assert board().get(settings).runs[0].losses == quiet.runs[0].losses  # the same seed, the same training

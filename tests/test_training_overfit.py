@@ -130,18 +130,18 @@ def test_the_grid_refuses_before_building_anything(monkeypatch):
     assert note is not None
     assert "over the budget of 1 MiB" in note.template.format(**dict(note.values))
     # the time budget: every update at 10 s, predicted before a cell trains
-    monkeypatch.setattr(overfit, "seconds_per_update", lambda s: dict.fromkeys(s.head_counts, 10.0))
+    monkeypatch.setattr(overfit, "cell_costs", lambda s: dict.fromkeys(s.head_counts, (2.0, 10.0)))
     note = run_grid(TINY, budget_bytes=2**30, budget_s=60)
     assert note is not None
     values = dict(note.values)
-    assert values["minutes"] == pytest.approx(4 * 5 * 10.0 / 60)  # 4 cells x 5 updates x 10 s
+    assert values["minutes"] == pytest.approx(4 * (2.0 + 5 * 10.0) / 60)  # 4 cells: 2 s + 5 updates x 10 s
     assert values["cells"] == 4
 
 
 def test_predicted_time_counts_each_cells_head_count():
-    speeds = {1: 0.01, 2: 0.03}
-    assert predicted_seconds(TINY, speeds) == pytest.approx(5 * (0.01 + 0.03) * 2)  # 2 sizes
-    assert predicted_seconds(TINY, speeds, [(0, 8, 2)]) == pytest.approx(5 * 0.03)
+    costs = {1: (0.5, 0.01), 2: (0.7, 0.03)}
+    assert predicted_seconds(TINY, costs) == pytest.approx((0.5 + 0.7 + 5 * (0.01 + 0.03)) * 2)  # 2 sizes
+    assert predicted_seconds(TINY, costs, [(0, 8, 2)]) == pytest.approx(0.7 + 5 * 0.03)
     assert grid_refusal(TINY, budget_bytes=2**30, budget_s=1.0, seconds=0.5) is None
 
 
@@ -268,3 +268,11 @@ def test_a_grid_with_one_seed_so_far_says_its_spread_is_unmeasured():
     settings, cells = _grid({(64, 1): [0.1, 0.12], (64, 16): [0.7], (256, 1): [0.0], (256, 16): [0.0]})
     assert settings.seeds == 2
     assert any(t.startswith("One seed only") for t in _said(verdict(settings, cells)))
+
+
+def test_a_cells_cost_is_measured_on_throwaway_models():
+    costs = overfit.cell_costs(TINY, max_seconds=0.01)
+    assert set(costs) == {1, 2}
+    for fixed, update in costs.values():
+        assert fixed >= 0.0
+        assert 0.0 < update < 1.0

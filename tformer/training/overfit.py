@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
@@ -41,17 +41,18 @@ __all__ = [
     "HEAD_COUNTS",
     "SIZES",
     "Cell",
+    "CellCost",
     "CellKey",
     "GapStats",
     "GridSettings",
     "Scores",
+    "cell_costs",
     "gap",
     "grid_memory_bytes",
     "grid_refusal",
     "predicted_seconds",
     "run_grid",
     "score",
-    "seconds_per_update",
     "summarize",
     "train_cell",
     "training_set",
@@ -67,6 +68,7 @@ EVAL_CHUNK = 512  # sequences scored per forward pass
 NO_GAP = 0.02
 UNDERFIT = 0.9  # a cell whose training accuracy stays below this did not fit its own set
 CellKey = tuple[int, int, int]  # (seed, size, n_heads)
+CellCost = tuple[float, float]  # (seconds a cell takes besides its updates, seconds per update)
 
 
 @dataclass(frozen=True)
@@ -257,12 +259,13 @@ def grid_memory_bytes(settings: GridSettings) -> int:
 
 
 def predicted_seconds(
-    settings: GridSettings, seconds_per_update: Mapping[int, float], cells: Sequence[CellKey] | None = None
+    settings: GridSettings, costs: Mapping[int, CellCost], cells: Sequence[CellKey] | None = None
 ) -> float:
-    """The training time of ``cells`` (default: the whole grid): each cell's updates at its head
-    count's measured seconds per update (``seconds_per_update``: {n_heads: s})."""
+    """The training time of ``cells`` (default: the whole grid): each cell's fixed cost and its
+    updates at its head count's measured cost (``costs``: {n_heads: (fixed s, s per update)},
+    `cell_costs`)."""
     keys = list(settings.cells()) if cells is None else cells
-    return sum(seconds_per_update[h] * settings.updates for _, _, h in keys)
+    return sum(costs[h][0] + costs[h][1] * settings.updates for _, _, h in keys)
 
 
 def grid_refusal(
@@ -483,26 +486,33 @@ def _caveats(settings: GridSettings, stats: Mapping[tuple[int, int], GapStats]) 
     return notes
 
 
-def seconds_per_update(settings: GridSettings, *, max_seconds: float = 0.3) -> dict[int, float]:
-    """Each head count's measured seconds per update (the median of a few updates after two
-    warm-up ones, on a throwaway model): what `predicted_seconds` needs. About ``max_seconds``
-    per head count."""
+def cell_costs(settings: GridSettings, *, max_seconds: float = 0.5) -> dict[int, CellCost]:
+    """Each head count's measured cost: the seconds a cell takes besides its updates (building
+    the model, scoring the largest training set and the held-out set: one `train_cell` of a
+    single update) and the seconds of one update (the median of updates after two warm-up ones,
+    about ``max_seconds`` of them). What `predicted_seconds` needs; throwaway models, seed 0."""
     out = {}
-    x, y = training_set(settings, 0)
+    data = training_set(settings, 0)
+    one = replace(settings, updates=1)
+    train_cell(one, 0, settings.sizes[0], settings.head_counts[0], data=data)  # first-call costs, untimed
     for h in settings.head_counts:
+        start = time.perf_counter()
+        train_cell(one, 0, settings.sizes[-1], h, data=data)
+        fixed = time.perf_counter() - start
         trainer = Trainer(
             settings.config(h), settings.spec, settings.recipe(0), settings.device, n_held_out=1
         )
-        xb = torch.from_numpy(np.ascontiguousarray(x[: settings.batch])).to(trainer.device)
-        yb = torch.from_numpy(np.ascontiguousarray(y[: settings.batch])).to(trainer.device)
+        xb = torch.from_numpy(np.ascontiguousarray(data[0][: settings.batch])).to(trainer.device)
+        yb = torch.from_numpy(np.ascontiguousarray(data[1][: settings.batch])).to(trainer.device)
         times = []
-        for i in range(100):
+        for i in range(200):
             stats = trainer.step([(xb, yb)])
             if i >= 2:
                 times.append(stats.seconds)
             if i >= 4 and sum(times) >= max_seconds:
                 break
-        out[h] = float(np.median(times))
+        update = float(np.median(times))
+        out[h] = (max(0.0, fixed - update), update)
     return out
 
 
@@ -520,7 +530,7 @@ def run_grid(
     """Train every cell of the grid not in ``done``, in `GridSettings.cells` order.
 
     Before anything is built, one cell's memory estimate is checked against ``budget_bytes``;
-    then each head count's update is timed (`seconds_per_update`) and the grid's predicted time
+    then each head count's cell is timed (`cell_costs`) and the grid's predicted time
     (``on_plan(seconds)``) checked against ``budget_s``. Over either, nothing is trained and the
     refusal is returned. Then ``on_cell(i, (seed, size, n_heads))`` before the i-th cell (from 1)
     and ``on_done(cell)`` after it; returns None (also when ``stop()`` turned True)."""
@@ -528,7 +538,7 @@ def run_grid(
     if refusal is not None:
         return refusal
     todo = [key for key in settings.cells() if key not in (done or {})]
-    seconds = predicted_seconds(settings, seconds_per_update(settings), todo)
+    seconds = predicted_seconds(settings, cell_costs(settings), todo)
     if on_plan is not None:
         on_plan(seconds)
     refusal = grid_refusal(

@@ -20,6 +20,7 @@ from ....efficiency.measure import device_name
 from ....figures.mixed_precision import loss_curves_figure
 from ....figures.precision import cost_bars
 from ....i18n import tr
+from ....timing import Load
 from ....training.precision_train import (
     PrecisionComparison,
     PrecisionSettings,
@@ -114,12 +115,15 @@ def precision_view() -> None:
     refusal = precision_refusal(settings)
     if refusal is not None:
         st.warning(refusal.render(tr))
+    result = board().get(settings)
+    busy = result is not None and _load(result).busy  # its note asks for a quieter measurement
+    first = tr("▶ Train in {precisions} and measure", precisions=tr(" and ").join(settings.precisions))
     experiment(
         board(),
         settings,
-        label=tr("▶ Train in {precisions} and measure", precisions=tr(" and ").join(settings.precisions)),
+        label=tr("▶ Measure again") if busy else first,
         button="train.precision.start",
-        finished=board().get(settings) is not None,
+        finished=result is not None and not busy,
         refused=refusal is not None,
         start=lambda: start_comparison(settings),
         status=lambda run: st.info(run.message),
@@ -187,12 +191,17 @@ def _results(result: PrecisionComparison) -> None:
         + " "
         + busy_method()
     )
-    load = runs[0].timing.load
-    for r in runs[1:]:
-        load = load.merge(r.timing.load)
-    busy = load_note(load)
+    busy = load_note(_load(result))
     if busy:
         st.warning(busy)
+
+
+def _load(result: PrecisionComparison) -> Load:
+    """What else ran while any precision was timed."""
+    load = Load()
+    for r in result.runs:
+        load = load.merge(r.timing.load)
+    return load
 
 
 def _table(result: PrecisionComparison) -> list[dict[str, str]]:
