@@ -89,6 +89,7 @@ def _trained_grid(lang: str = "en") -> AppTest:
     return at
 
 
+@pytest.mark.slow  # the grid's timing probe, then 8 models in the background
 def test_the_overfitting_grid_trains_in_the_background_and_says_what_it_shows():
     at = _trained_grid()
     fig = _figure(at, "overfit")
@@ -114,6 +115,7 @@ def test_the_overfitting_grid_trains_in_the_background_and_says_what_it_shows():
     assert again.button(key="train.overfit.start").disabled
 
 
+@pytest.mark.slow  # the grid's timing probe, then 8 models in the background
 def test_the_overfitting_grid_in_chinese_shows_no_english():
     at = _trained_grid("zh")
     left = _english_left(at)
@@ -135,6 +137,7 @@ def test_the_grid_refuses_what_its_budgets_cannot_hold(monkeypatch):
     assert not at.get("plotly_chart")  # nothing was trained
 
 
+@pytest.mark.slow  # the grid's timing probe, then 8 models in the background
 def test_a_stopped_grid_goes_on_where_it_stopped(monkeypatch):
     from tformer.training import overfit as core
     from tformer.ui.views.train import board as board_module
