@@ -13,6 +13,8 @@ SECTIONS = {
     "heads": "How many heads?",
     "memory": "Memory of a step",
     "compare": "Compare runs",
+    "overfit": "Heads and overfitting",
+    "precision": "Mixed precision",
 }  # English templates (ui.section translates)
 
 with ui.frame(__file__) as fr:
@@ -23,6 +25,10 @@ with ui.frame(__file__) as fr:
         view.memory_view()  # measured on request; nothing of a run
     elif part == "compare":
         view.compare_view()  # the saved runs side by side
+    elif part == "overfit":
+        view.overfit_view()  # a grid trained in the background, shared by every visitor
+    elif part == "precision":
+        view.precision_view()  # measured on request, in the background
     else:
         if part == "train":
             view.preset_controls()  # a run for a class: fills the settings below, says what to watch for

@@ -49,3 +49,13 @@ def runs_dir(tmp_path, monkeypatch):
     runs = manager()  # the one the page will use (singletons are dropped only after the test)
     yield tmp_path
     runs.shutdown()
+
+
+@pytest.fixture
+def one_thread():
+    """Tiny models train fastest on one thread, and two threads crawl when other processes
+    share the cores (OpenMP workers wait on each other). Restored afterwards."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -19,14 +19,7 @@ from ._models import model_and_ids
 SPEC = TaskSpec("copy", length=8, vocab=8)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny models train fastest on one thread, and two threads crawl when other processes
-    share the cores (OpenMP workers wait on each other). Restored afterwards."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def small_trainer(**recipe: object) -> Trainer:

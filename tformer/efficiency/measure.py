@@ -80,7 +80,8 @@ class Note:
         return cls(template, tuple(sorted(values.items())))
 
     def render(self, translate: Callable[..., str], names: dict[str, str] | None = None) -> str:
-        values = dict(self.values)
+        """The template translated and filled in; a value that is itself a Note is rendered first."""
+        values = {k: v.render(translate, names) if isinstance(v, Note) else v for k, v in self.values}
         if names is not None and "method" in values:
             values["method"] = names.get(values["method"], values["method"])
         return translate(self.template, **values)
@@ -299,6 +300,9 @@ def time_call(call: Callable[[], Any], device: torch.device) -> float:
     return dt
 
 
+_PROFILER_LOCK = threading.Lock()
+
+
 def peak_memory(call: Callable[[], Any], device: torch.device) -> int | None:
     """The most memory the call held at once, above what was allocated when it began (its
     output included); None on a device without a measurement (MPS)."""
@@ -315,7 +319,8 @@ def peak_memory(call: Callable[[], Any], device: torch.device) -> int | None:
         return None
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    # one profiler at a time in this process: two threads profiling at once crash it (segfault)
+    with _PROFILER_LOCK, profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         out = call()
         del out  # freed inside the window: its free event is recorded too
     # "[memory]" events carry the bytes allocated (+) or freed (−), in this thread only

@@ -150,6 +150,17 @@ def top_legend(rows: int, plot_h: float) -> dict[str, Any]:
     }
 
 
+def legend_rows(entries: Sequence[str], room: float) -> int:
+    """Rows a `top_legend` of ``entries`` takes in ``room`` px (symbol, text, spacing)."""
+    rows, used = 1, 0.0
+    for e in entries:
+        w = 40 + 10 + text_px(e.replace("<sub>", "").replace("</sub>", ""), LEGEND_FONT_PX)
+        if used and used + w > room:
+            rows, used = rows + 1, 0.0
+        used += w
+    return rows
+
+
 def figure_title(text: str) -> dict[str, Any]:
     """A figure title, left-aligned over the plot (as Streamlit's theme places it)."""
     return {"text": text, "font": {"size": FIGURE_TITLE_PX}, "x": 0, "xref": "paper", "xanchor": "left"}

@@ -101,14 +101,18 @@ def cost_bars(
     *,
     quartiles_ms: Sequence[tuple[float, float]] | None = None,
     width: int = FULL_WIDTH,
+    titles: tuple[str, str] | None = None,
+    title: str | None = None,
 ) -> go.Figure:
     """Two horizontal bar charts side by side: each variant's forward time (ms) and weight size
     (MB), one row per variant in the order given (the first on top). ``names`` are shown as
-    given. ``quartiles_ms``: each time's (q1, q3), drawn as error bars on the time bars."""
+    given. ``quartiles_ms``: each time's (q1, q3), drawn as error bars on the time bars.
+    ``titles`` (the two charts' axis titles) and ``title`` replace the defaults, as given (the
+    Train page draws a training update's time and peak memory with it)."""
     ms, mb, spread = _check_costs(names, forward_ms, weight_mb, quartiles_ms)
     k = len(names)
     labels = [str(n) for n in names]
-    titles = (tr("forward time (ms)"), tr("weights (MB)"))
+    titles = titles or (tr("forward time (ms)"), tr("weights (MB)"))
     half = (1 - 0.1) / 2  # the two charts' widths, a gap of 0.1 between them
     rows = {
         "tickmode": "array",
@@ -124,7 +128,7 @@ def cost_bars(
         right=40,
         top=TOP_TITLE_PX,
         bottom=x_numeric_margin(),
-        title=tr("Time and size of each variant"),
+        title=title or tr("Time and size of each variant"),
         meta={"names": labels},
         xaxis={
             "domain": [0, half],

@@ -58,13 +58,13 @@ from .layout import (
     EDGE_PX,
     FULL_WIDTH,
     HALF_WIDTH,
-    LEGEND_FONT_PX,
     LEGEND_PX,
     TOP_PANEL_TITLE_PX,
     TOP_TITLE_PX,
     Domain,
     base_layout,
     figure_title,
+    legend_rows,
     panel_title,
     px_domain,
     top_legend,
@@ -410,17 +410,6 @@ def _with_title(layout: dict[str, Any], title: str | None, height: float) -> Non
     if title:
         # at the top of the figure, above legend and panel titles
         layout["title"] = {**figure_title(title), "yref": "container", "y": 1 - 10 / height, "yanchor": "top"}
-
-
-def _legend_rows(entries: Sequence[str], room: float) -> int:
-    """Rows a horizontal legend of ``entries`` takes in ``room`` px (symbol, text, spacing)."""
-    rows, used = 1, 0.0
-    for e in entries:
-        w = 40 + 10 + text_px(e.replace("<sub>", "").replace("</sub>", ""), LEGEND_FONT_PX)
-        if used and used + w > room:
-            rows, used = rows + 1, 0.0
-        used += w
-    return rows
 
 
 # ---------------------------------------------------------------------------------------------
@@ -799,7 +788,7 @@ def runs_overlay(
         label if have else tr("{label} (curves not recorded)", label=label)
         for label, have in zip(labels, recorded, strict=True)
     ]
-    legend_rows = _legend_rows(names, paper_w)
+    n_rows = legend_rows(names, paper_w)
     panels = _curve_panels(boxes, paper_w=paper_w, y_axes=y_axes, titles=titles, x_max=x_max, stacked=stacked,
                            waiting=(False, False))  # fmt: skip
     panels["annotations"] += _overlay_notes(labels, recorded)
@@ -808,7 +797,7 @@ def runs_overlay(
         width=width,
         left=left,
         right=right,
-        top=(TOP_TITLE_PX if title else 0) + legend_rows * LEGEND_PX + TOP_PANEL_TITLE_PX,
+        top=(TOP_TITLE_PX if title else 0) + n_rows * LEGEND_PX + TOP_PANEL_TITLE_PX,
         bottom=x_numeric_margin(font=TICK_PX),
         meta={
             "labels": list(labels),
@@ -819,7 +808,7 @@ def runs_overlay(
             "stacked": stacked,
         },
         showlegend=True,
-        legend=top_legend(legend_rows, plot_h),
+        legend=top_legend(n_rows, plot_h),
         hovermode="closest",
         **panels,
     )
@@ -1269,14 +1258,14 @@ def heads_race_figure(
     right = _right_margin(x_max)
     boxes, stacked, left, acc_w = _race_boxes(width, _y_margin(ms_axis["ticktext"]), right)
     paper_w, plot_h = width - left - right, boxes[-1][3]
-    legend_rows = _legend_rows(race.names, paper_w) if race.heads else 0
+    n_rows = legend_rows(race.names, paper_w) if race.heads else 0
     domains = [px_domain(*b, paper_w, plot_h) for b in boxes]
     layout = base_layout(
         plot_h,
         width=width,
         left=left,
         right=right,
-        top=(TOP_TITLE_PX if title else 0) + legend_rows * LEGEND_PX + TOP_PANEL_TITLE_PX,
+        top=(TOP_TITLE_PX if title else 0) + n_rows * LEGEND_PX + TOP_PANEL_TITLE_PX,
         bottom=x_numeric_margin(font=TICK_PX),
         meta={
             "heads": race.heads,
@@ -1288,7 +1277,7 @@ def heads_race_figure(
         annotations=_race_annotations(race, domains),
         shapes=[],
         showlegend=bool(race.heads),
-        legend=top_legend(legend_rows, plot_h),
+        legend=top_legend(n_rows, plot_h),
         bargap=0.35,
         hovermode="closest",
         **_race_axes(race, domains, x_max=x_max, acc_w=acc_w, ms_axis=ms_axis),

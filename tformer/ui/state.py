@@ -155,7 +155,7 @@ class FinderState:
 
 @dataclass
 class TrainState:
-    section: str = _one_of("train", ("train", "heads", "memory", "compare"))
+    section: str = _one_of("train", ("train", "heads", "memory", "compare", "overfit", "precision"))
     # the task
     task: str = _one_of("reverse", ("copy", "reverse", "sort", "shift", "lookup"))
     length: int = _bounded(16, 4, 64)
@@ -196,6 +196,9 @@ class TrainState:
     runs: list[str] | None = field(default=None, metadata={"pattern": RUN_NAME, "max_items": 4})
     base: str | None = field(default=None, metadata={"pattern": RUN_NAME})
     smooth: str = _one_of("10", ("1", "5", "10", "25", "50"))
+    # heads and overfitting: the grid's task and how many seeds train it
+    overfit_task: str = _one_of("reverse", ("copy", "reverse", "sort", "shift", "lookup"))
+    overfit_seeds: int = _bounded(3, 1, 5)
 
 
 @dataclass

@@ -23,6 +23,8 @@ from .jobs import (
     start_training,
 )
 from .memory import memory_view
+from .overfit import overfit_view
+from .precision import precision_view
 from .roles import preset_controls, saved_roles_view
 
 __all__ = [
@@ -32,6 +34,8 @@ __all__ = [
     "memory_view",
     "model_controls",
     "open_saved_run",
+    "overfit_view",
+    "precision_view",
     "preset_controls",
     "race_caption",
     "race_times",
