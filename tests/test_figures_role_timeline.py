@@ -106,6 +106,17 @@ def test_nan_scores_are_gaps():
     assert heat.hoverongaps is False
 
 
+def test_the_callers_curves_are_left_as_they_are():
+    """The loss of a saved run comes read-only (shared by the app's cache): an infinite value
+    is drawn as a gap without writing into the caller's array."""
+    loss = np.array([2.0, np.inf, 1.0])
+    loss.setflags(write=False)
+    fig = role_timeline_figure(STEPS, scores(), role="self", loss=(np.array([1.0, 2, 3]), loss))
+    line = next(t for t in fig.data if t.type == "scatter")
+    assert np.isnan(np.asarray(line.y)[1])
+    assert loss.tolist() == [2.0, np.inf, 1.0]
+
+
 @pytest.mark.parametrize(
     ("steps", "s", "match"),
     [

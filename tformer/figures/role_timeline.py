@@ -87,7 +87,7 @@ def _curve(curve: Curve | None, name: str) -> tuple[Float32Array, Float32Array] 
     if curve is None:
         return None
     x = np.asarray(curve[0], dtype=np.float64)
-    y = np.asarray(curve[1], dtype=np.float64)
+    y = np.array(curve[1], dtype=np.float64)  # a copy: the caller's (maybe read-only) array is left as it is
     if x.ndim != 1 or x.shape != y.shape:
         raise ValueError(f"{name} must be (steps [n], values [n]), got shapes {x.shape} and {y.shape}")
     if x.size > MAX_POINTS:
