@@ -285,6 +285,7 @@ def test_hostile_folders_are_refused_with_a_reason_and_the_table_goes_on(hostile
     assert "betas" in refused["betas-text"]
     assert "held_out" in refused["held-out-text"]
     assert "history.steps[0].loss is not a number" in refused["loss-text"]
+    assert "history.steps[0].loss is too large for a number" in refused["loss-huge"]
     assert "MB" in refused["big-config"]
 
 

@@ -199,7 +199,13 @@ def _column(rows: Sequence[Mapping[str, Any]], key: str, where: str) -> FloatArr
     if not {type(v) for v in values} <= _NUMBERS:  # exact types: a bool is no number here
         i = next(i for i, v in enumerate(values) if type(v) not in _NUMBERS)
         raise ValueError(tr("{where}[{i}].{key} is not a number", where=where, i=i, key=key))
-    return _frozen(np.array(values, dtype=np.float64))  # OverflowError for an int past float's range
+    try:
+        return _frozen(np.array(values, dtype=np.float64))
+    except OverflowError:  # an integer past float's range (JSON allows any number of digits)
+        i = next(i for i, v in enumerate(values) if _number(v) is None and isinstance(v, int))
+        raise ValueError(
+            tr("{where}[{i}].{key} is too large for a number", where=where, i=i, key=key)
+        ) from None
 
 
 def _frozen(a: FloatArray) -> FloatArray:
