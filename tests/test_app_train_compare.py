@@ -115,6 +115,22 @@ def test_a_link_opens_the_same_overlay_and_names_a_run_this_server_lacks(two_run
     assert "Not saved on this server: ghost" in [w.value for w in at.warning]
 
 
+def test_a_run_that_cannot_be_drawn_says_why_with_its_files_text_inert(two_runs, monkeypatch):
+    """A run read for the table but refused when its curves are read (its file changed in
+    between): the reason may quote the file, and a markdown image in it is not fetched."""
+    from tformer.training.compare import Refused
+    from tformer.ui.views.train import compare as view
+
+    reason = "task.length='![x](https://example.com/p.png)' is not of its type"
+    monkeypatch.setattr(view, "read_curves", lambda name: Refused(name, reason))
+    at = open_compare(**{"train.runs": f"{BASE},{NO_CLIP}"})
+    assert not at.exception
+    warnings = [w.value for w in at.warning if "cannot be drawn" in w.value]
+    assert len(warnings) == 2
+    assert all("![" not in w and "\\!\\[x\\]" in w for w in warnings), warnings
+    assert overlay(at) is None
+
+
 def test_one_click_trains_the_run_again_without_clipping_and_overlays_both(two_runs):
     at = open_compare(**{"train.runs": BASE})
     assert legend(at) == [BASE]  # one run: nothing differs yet

@@ -52,6 +52,7 @@ from ....training.trainer import StepStats, Trainer
 from ...binding import bind, set_values, view
 from ...caches import device
 from ...charts import chart
+from ...guard import plain
 from ...timing_view import busy_method
 from .jobs import MAX_RUN_SECONDS, MAX_STEPS, manager, over_budget, session_id
 
@@ -59,6 +60,7 @@ _COMPARE_KEY = "_train_compare"  # session_state: this session's latest comparis
 _ADDED_KEY = "_train_compare_added"  # the comparison whose saved run was added to the overlay
 RUN_FILES = ("run.json", "config.json")  # what the table reads of a run folder
 TITLE_CHARS = 110  # the overlay's title (what differs) is cut beyond this
+MAX_REASON_CHARS = 300  # of why a run cannot be drawn (the reason may quote its file)
 BUSY_MARK = (
     "* Other work ran while it trained (another training run, or other programs using much of the "
     "CPU): its times are slower than on a quiet machine."
@@ -194,7 +196,14 @@ def overlay(chosen: Sequence[str], live: Run | None, smooth: int) -> None:
     for name in chosen:
         found = read_curves(name)
         if isinstance(found, Refused):
-            st.warning(tr("{name} cannot be drawn: {reason}", name=name, reason=found.reason))
+            # the reason may quote the file (a setting's value): shown inert, never as markdown
+            st.warning(
+                tr(
+                    "{name} cannot be drawn: {reason}",
+                    name=plain(name),
+                    reason=plain(found.reason, MAX_REASON_CHARS),
+                )
+            )
         else:
             runs.append(found)
     extra = _live_run(live) if live is not None else None
@@ -431,7 +440,7 @@ def compare_view() -> None:
     asked = view().get("train.runs") or []
     missing = [n for n in asked if n not in names]
     if missing:
-        st.warning(tr("Not saved on this server: {names}", names=", ".join(missing)))
+        st.warning(tr("Not saved on this server: {names}", names=listed([plain(n) for n in missing])))
     kwargs = bind("train.runs", names, fallback=[])
     if st.session_state.get("train.runs") is None:
         st.session_state["train.runs"] = []
