@@ -88,6 +88,34 @@ def test_a_long_history_is_thinned_to_every_kth_update_and_the_last(monkeypatch)
     assert h["final"]["seconds"] == pytest.approx(25 * 0.5)  # summed before thinning
 
 
+def test_a_thinned_record_holds_the_mean_of_the_updates_it_stands_for(monkeypatch):
+    """Record k stands for the updates after record k-1 up to its own: its loss, gradient norm
+    and time are their means, its learning rate its own update's."""
+    monkeypatch.setattr(compare, "MAX_SAVED_STEPS", 10)
+    rng = np.random.default_rng(0)
+    steps = [
+        {
+            "step": i,
+            "loss": float(rng.random()),
+            "lr": i / 1000,
+            "grad_norm": float(rng.random()),
+            "seconds": i / 10,
+        }
+        for i in range(1, 26)
+    ]
+    kept = saved_history(steps, [], accuracy=0.5, step=25)["steps"]
+    before = 0
+    for record in kept:
+        block = [s for s in steps if before < s["step"] <= record["step"]]
+        for key in ("loss", "grad_norm", "seconds"):
+            assert record[key] == pytest.approx(np.mean([s[key] for s in block])), (record["step"], key)
+        assert record["lr"] == record["step"] / 1000
+        before = record["step"]
+    # so the records, weighted by the updates each stands for, add up to every update's loss
+    sizes = np.diff([0] + [r["step"] for r in kept])
+    assert np.dot(sizes, [r["loss"] for r in kept]) == pytest.approx(sum(s["loss"] for s in steps))
+
+
 # --- curves --------------------------------------------------------------------------------------
 
 

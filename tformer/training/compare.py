@@ -87,6 +87,7 @@ MAX_TABLE_RUNS = 200  # run folders one scan reads, the newest first
 FINAL_LOSS_UPDATES = 10  # the final loss: the mean of the last updates' batch losses
 WARMUP_UPDATES = 5  # the first updates pay for allocation and kernel choice: not in the quartiles
 STEP_FIELDS = ("step", "loss", "lr", "grad_norm", "seconds")
+AVERAGED = ("loss", "grad_norm", "seconds")  # a thinned record's: the mean of the updates it stands for
 EVAL_FIELDS = ("step", "accuracy")
 UNCOMPARED = frozenset({"steps", "eval_every", "snapshot_every"})  # a run's length and watching
 
@@ -97,7 +98,10 @@ FloatArray = npt.NDArray[np.float64]
 
 
 def _thinned(entries: Sequence[Mapping[str, Any]], most: int) -> list[dict[str, Any]]:
-    """At most ``most`` of ``entries``: every k-th and always the last."""
+    """At most ``most`` of ``entries``: every k-th and always the last, each kept entry's
+    `AVERAGED` fields the mean over the entries since the one kept before it (a kept batch loss
+    alone is as noisy as any one batch's: the curves' averaging window would then average fewer
+    updates than it says)."""
     n = len(entries)
     if n <= most:
         return [dict(e) for e in entries]
@@ -105,7 +109,16 @@ def _thinned(entries: Sequence[Mapping[str, Any]], most: int) -> list[dict[str, 
     keep = list(range(0, n, every))
     if keep[-1] != n - 1:
         keep.append(n - 1)
-    return [dict(entries[i]) for i in keep]
+    out, start = [], 0
+    for i in keep:
+        entry = dict(entries[i])
+        block = entries[start : i + 1]
+        for key in AVERAGED:
+            if key in entry and all(key in e for e in block):
+                entry[key] = sum(float(e[key]) for e in block) / len(block)
+        out.append(entry)
+        start = i + 1
+    return out
 
 
 def _stride(n: int, most: int) -> int:
@@ -130,7 +143,9 @@ def saved_history(
     snapshots not counted), ``ms_per_update`` (the quartiles q1, median, q3 of the updates' own
     times, the first `WARMUP_UPDATES` left out) and, given the ``load`` watched while it
     trained (`tformer.timing.watch`), ``busy``, ``other_work`` and ``other_cpu``: what else ran
-    meanwhile. A history of ``"every"`` > 1 was thinned.
+    meanwhile. A history of ``"every"`` > 1 was thinned: each record kept then holds the mean
+    loss, gradient norm and time of the updates since the record before it (its learning rate
+    is its own update's).
     """
     losses = [float(s["loss"]) for s in steps[-FINAL_LOSS_UPDATES:] if "loss" in s]
     final: dict[str, Any] = {"accuracy": float(accuracy), "step": int(step)}
