@@ -383,6 +383,10 @@ def test_labels_say_what_differs_between_the_runs_chosen():
 def test_runs_alike_are_told_apart_by_name():
     a, b = run("a"), run("b")
     assert run_labels([a, b]) == ["a", "b"]  # nothing differs
+    hand_written = run("c", Recipe(clip=1, lr=7e-3, betas=(0.9, 0.99)))  # ints where JSON had 1
+    assert repr(hand_written.recipe.clip) != repr(a.recipe.clip)
+    assert differing([a, hand_written]) == []
+    assert run_labels([a, hand_written]) == ["a", "c"]
     assert comparison_title([a, b]) == ""
     c = run("c", Recipe(dropout=0.1))
     assert run_labels([a, b, c]) == ["no dropout (a)", "no dropout (b)", "dropout 0.1"]

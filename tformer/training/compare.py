@@ -592,8 +592,9 @@ SETTINGS: tuple[Setting, ...] = (
 
 
 def differing(runs: Sequence[SavedRun]) -> list[Setting]:
-    """The settings whose values are not all equal across ``runs``, in `SETTINGS` order."""
-    return [s for s in SETTINGS if len({repr(s.value(r)) for r in runs}) > 1]
+    """The settings whose values are not all equal across ``runs``, in `SETTINGS` order (equal as
+    `recipe_changes` compares them: a hand-written ``"clip": 1`` is the same setting as 1.0)."""
+    return [s for s in SETTINGS if any(s.value(r) != s.value(runs[0]) for r in runs[1:])]
 
 
 def _parts(run: SavedRun, settings: Sequence[Setting]) -> list[str]:
