@@ -10,7 +10,7 @@ curves (`tformer.ui.views.train.jobs`); a saved run's is read back with every bo
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -257,9 +257,11 @@ def draw_timeline(
     return changes
 
 
-def roles_view(run: Run) -> None:
-    """The role timeline of ``run`` (this session's training run), under its curves; with the
-    snapshot the slider below shows marked, and for a preset's run whether its claim held."""
+def roles_view(run: Run, steps: Sequence[Mapping[str, Any]], evals: Sequence[Mapping[str, Any]]) -> None:
+    """The role timeline of ``run`` (this session's training run), under its curves (``steps``
+    and ``evals``: what it reported, as the page's curves read it; polled every second while it
+    trains, so not copied again here); with the snapshot the slider below shows marked, and for a
+    preset's run whether its claim held."""
     recorder = run.result.get("roles") if isinstance(run.result, dict) else None
     if not isinstance(recorder, RoleRecorder) or not len(recorder):
         return
@@ -268,7 +270,7 @@ def roles_view(run: Run) -> None:
     picked = st.session_state.get("train.snap_slider")
     current = snaps[min(int(picked), len(snaps) - 1)].step if isinstance(picked, int) and snaps else None
     st.markdown(tr("**Heads named as they form**"))
-    loss, accuracy, _ = _curves(run.progress.steps(), run.progress.evals())  # this server's own records
+    loss, accuracy, _ = _curves(steps, evals)  # this server's own records
     draw_timeline(
         timeline,
         loss=loss,
@@ -279,7 +281,7 @@ def roles_view(run: Run) -> None:
     )
     preset = _run_preset(run)
     if preset is not None and run.is_final:
-        problems = check_claim(preset.claim, timeline, run.progress.evals())
+        problems = check_claim(preset.claim, timeline, evals)
         if problems:
             st.warning(
                 tr(
