@@ -133,6 +133,21 @@ def test_bad_inputs_are_named(steps, s, match):
         role_timeline_figure(steps, s, role="self")
 
 
+@pytest.mark.parametrize(
+    ("formed", "current", "match"),
+    [
+        ([(2, 0, 30, "x")], None, "layer 2 head 0 at update 30: not a head of the 2 x 3 grid"),
+        ([(0, 3, 30, "x")], None, "not a head of the 2 x 3 grid"),
+        ([(0, 0, -10, "x")], None, "at an update >= 0"),
+        ([(0, 0, 30)], None, r"formed\[0\] must be \(layer, head, step, sentence\)"),
+        ((), -5, "current=-5 must be an update >= 0"),
+    ],
+)
+def test_marks_off_the_grid_are_named(formed, current, match):
+    with pytest.raises(ValueError, match=match):
+        role_timeline_figure(STEPS, scores(), role="self", formed=formed, current=current)
+
+
 def test_curves_must_pair_steps_with_values():
     with pytest.raises(ValueError, match="loss must be"):
         role_timeline_figure(STEPS, scores(), role="self", loss=(np.arange(3), np.arange(4)))
