@@ -375,6 +375,13 @@ def test_labels_say_what_differs_between_the_runs_chosen():
         "warm-up 100, label smoothing 0.1",
     ]
     assert run_labels([base, run("b", n_heads=1)]) == ["4 heads", "1 head"]
+    # without its ramp a 1/√step schedule holds the peak for the warm-up; a constant one has none
+    held = run("b", Recipe(warmup=100, ramp=False))
+    assert held.recipe.lr_at(1) == held.recipe.lr_at(100) > held.recipe.lr_at(101)
+    assert run_labels([base, held]) == ["warm-up 50", "peak lr held 100 updates, no warm-up"]
+    flat = run("b", Recipe(schedule="constant", warmup=100, ramp=False))
+    assert flat.recipe.lr_at(1) == flat.recipe.lr_at(5000)
+    assert run_labels([base, flat]) == ["1/√step decay, warm-up 50", "constant lr, no warm-up"]
     assert comparison_title([base, run("b", Recipe(warmup=0, schedule="constant"))]) == (
         "1/√step decay vs constant lr · warm-up 50 vs no warm-up"
     )

@@ -544,9 +544,11 @@ def listed(parts: Sequence[str]) -> str:
 
 
 def _warmup_text(r: Recipe) -> str:
-    if r.warmup == 0 or not r.ramp:
-        return tr("no warm-up") if r.warmup == 0 else tr("peak lr held {n} updates", n=r.warmup)
-    return tr("warm-up {n}", n=r.warmup)
+    """The warm-up as a label. Without its ramp (`Recipe.ramp`) a 1/√step schedule holds the peak
+    through the warm-up's updates before it decays; a constant one simply starts at the peak."""
+    if r.warmup == 0 or (not r.ramp and r.schedule == "constant"):
+        return tr("no warm-up")
+    return tr("warm-up {n}", n=r.warmup) if r.ramp else tr("peak lr held {n} updates", n=r.warmup)
 
 
 def _ramp_text(r: Recipe) -> str:
