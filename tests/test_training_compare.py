@@ -356,6 +356,28 @@ def test_a_scan_reads_the_newest_folders_up_to_its_bound(tmp_path, template):
     assert scan.unread == 1
 
 
+def test_a_scan_reads_the_newest_folders_up_to_its_bytes_before_reading_them(tmp_path, template):
+    """Sizes come from the disk before anything is read: a folder of huge run.json files costs
+    a scan its byte bound, not 200 files' parsing."""
+    for i, name in enumerate(("old", "mid", "new")):
+        copy(template, tmp_path / name)
+        os.utime(tmp_path / name, (1_000_000 + i, 1_000_000 + i))
+    size = (tmp_path / "new" / "run.json").stat().st_size
+    read: list[str] = []
+
+    def reader(folder):
+        read.append(folder.name)
+        return read_or_refuse(folder, curves=False)
+
+    scan = scan_runs(tmp_path, most_bytes=2 * size, read=reader)
+    assert read == ["new", "mid"]
+    assert sorted(r.name for r in scan.runs) == ["mid", "new"]
+    assert scan.unread == 1
+    read.clear()
+    one = scan_runs(tmp_path, most_bytes=1, read=reader)  # the newest is read whatever its size
+    assert (read, one.unread) == (["new"], 2)
+
+
 # --- what differs ---------------------------------------------------------------------------------
 
 

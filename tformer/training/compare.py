@@ -4,7 +4,9 @@ differs between the runs chosen, and "the same run without ..." as a comparison.
 A run folder is untrusted input (`tformer.training.checkpoints`): its run.json and config.json
 are read with the same bounded readers `load_run` uses (sizes checked before reading), and
 every field this module reads is checked here; a folder that fails is a `Refused` row with the
-reason, and the table goes on. At most `MAX_TABLE_RUNS` folders are read per scan (the newest).
+reason, and the table goes on. One scan reads the newest folders, at most `MAX_TABLE_RUNS` of
+them and at most `MAX_TABLE_BYTES` of run.json in all (each may hold 16 MB, and parsing one that
+large takes about a second: 200 of them would hold a page for minutes).
 
 What a run saves (`saved_history`): each update's loss, learning rate, gradient norm before
 clipping and time, each evaluation's held-out accuracy, and a ``final`` summary. Runs saved
@@ -52,6 +54,7 @@ __all__ = [
     "FINAL_LOSS_UPDATES",
     "MAX_CURVE_POINTS",
     "MAX_SAVED_STEPS",
+    "MAX_TABLE_BYTES",
     "MAX_TABLE_RUNS",
     "SETTINGS",
     "VARIANTS",
@@ -84,6 +87,9 @@ __all__ = [
 MAX_SAVED_STEPS = 2_000
 MAX_CURVE_POINTS = 200_000  # entries of one curve read back (run.json's byte bound comes first)
 MAX_TABLE_RUNS = 200  # run folders one scan reads, the newest first
+# run.json bytes one scan reads: 200 runs of 2,000 update records (~350 kB each) fit; a folder of
+# files near run.json's 16 MB bound is cut to ~8 of them (~1 s of json.loads each, measured)
+MAX_TABLE_BYTES = 128 * 2**20
 FINAL_LOSS_UPDATES = 10  # the final loss: the mean of the last updates' batch losses
 WARMUP_UPDATES = 5  # the first updates pay for allocation and kernel choice: not in the quartiles
 STEP_FIELDS = ("step", "loss", "lr", "grad_norm", "seconds")
@@ -455,7 +461,7 @@ def read_or_refuse(folder: Path, *, curves: bool = True) -> SavedRun | Refused:
 @dataclass(frozen=True)
 class RunsScan:
     """What one scan of a runs folder found: readable runs (newest first), refused folders, and
-    how many run folders were left unread past `MAX_TABLE_RUNS`."""
+    how many run folders were left unread past `MAX_TABLE_RUNS` or `MAX_TABLE_BYTES`."""
 
     runs: tuple[SavedRun, ...]
     refused: tuple[Refused, ...]
@@ -483,25 +489,45 @@ def run_folders(root: Path) -> list[Path]:
     return sorted(folders, key=lambda e: (_mtime(e), e.name), reverse=True)
 
 
+def _newest_within(folders: Sequence[Path], most: int, most_bytes: int) -> list[Path]:
+    """The first of ``folders`` (newest first) up to ``most`` of them and ``most_bytes`` of
+    run.json in all, by its size on disk before anything is read (the first is always taken:
+    its own size is bounded by `read_run_meta`)."""
+    kept: list[Path] = []
+    total = 0
+    for folder in folders[:most]:
+        try:
+            size = (folder / "run.json").stat().st_size
+        except OSError:
+            size = 0  # its read says why it cannot be read
+        if kept and total + size > most_bytes:
+            break
+        kept.append(folder)
+        total += size
+    return kept
+
+
 def scan_runs(
     root: str | os.PathLike[str] | None = None,
     *,
     most: int = MAX_TABLE_RUNS,
+    most_bytes: int = MAX_TABLE_BYTES,
     read: Callable[[Path], SavedRun | Refused] | None = None,
 ) -> RunsScan:
-    """Every run folder under ``root`` (default `runs_dir()`), the newest ``most`` of them, read
-    with ``read`` (default: `read_or_refuse` without the curves; a caching caller passes its
-    own). A folder that fails is refused with the reason and the rest go on; a folder without
-    run.json is not a run and is not listed."""
+    """Every run folder under ``root`` (default `runs_dir()`), the newest of them up to ``most``
+    folders and ``most_bytes`` of run.json, read with ``read`` (default: `read_or_refuse` without
+    the curves; a caching caller passes its own). A folder that fails is refused with the reason
+    and the rest go on; a folder without run.json is not a run and is not listed."""
     base = Path(root) if root is not None else runs_dir()
     read = read or functools.partial(read_or_refuse, curves=False)
     folders = [f for f in run_folders(base) if os.path.lexists(f / "run.json")]
-    found = [read(folder) for folder in folders[:most]]
+    chosen = _newest_within(folders, most, most_bytes)
+    found = [read(folder) for folder in chosen]
     runs = sorted(
         (r for r in found if isinstance(r, SavedRun)), key=lambda r: (r.created, r.name), reverse=True
     )
     refused = tuple(r for r in found if isinstance(r, Refused))
-    return RunsScan(tuple(runs), refused, max(0, len(folders) - most))
+    return RunsScan(tuple(runs), refused, len(folders) - len(chosen))
 
 
 # --- settings and what differs ------------------------------------------------------------------
