@@ -41,6 +41,7 @@ from ..model.model_files import inside
 from ..timing import Load, timing_of
 from .checkpoints import (
     CheckpointError,
+    finite_number,
     is_run_name,
     read_run_config,
     read_run_meta,
@@ -223,7 +224,7 @@ def _column(rows: Sequence[Mapping[str, Any]], key: str, where: str) -> FloatArr
     try:
         return _frozen(np.array(values, dtype=np.float64))
     except OverflowError:  # an integer past float's range (JSON allows any number of digits)
-        i = next(i for i, v in enumerate(values) if _number(v) is None and isinstance(v, int))
+        i = next(i for i, v in enumerate(values) if finite_number(v) is None and isinstance(v, int))
         raise ValueError(
             tr("{where}[{i}].{key} is too large for a number", where=where, i=i, key=key)
         ) from None
@@ -378,16 +379,6 @@ def _task_of(data: Any) -> TaskSpec:
     return TaskSpec(**fields)
 
 
-def _number(value: Any) -> float | None:
-    """A finite float, else None (an integer too large for a float too)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        return float(value) if math.isfinite(value) else None
-    except OverflowError:
-        return None
-
-
 def _whole(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
@@ -396,7 +387,7 @@ def _quartiles(value: Any) -> tuple[float, float, float] | None:
     """Three ordered finite numbers (q1 <= median <= q3), else None."""
     if not isinstance(value, list) or len(value) != 3:
         return None
-    q = [_number(v) for v in value]
+    q = [finite_number(v) for v in value]
     if q[0] is None or q[1] is None or q[2] is None or not 0 <= q[0] <= q[1] <= q[2]:
         return None
     return q[0], q[1], q[2]
@@ -427,9 +418,9 @@ def read_saved_run(folder: Path, *, curves: bool = True) -> SavedRun:
         created = _created(run)
     except (ValueError, TypeError, OverflowError) as exc:
         raise CheckpointError(tr("{path}: {error}", path=folder / "run.json", error=exc)) from exc
-    accuracy = _number(final.get("accuracy"))
+    accuracy = finite_number(final.get("accuracy"))
     if accuracy is None:
-        accuracy = _number(run.get("accuracy"))
+        accuracy = finite_number(run.get("accuracy"))
     return SavedRun(
         name=folder.name,
         path=folder,
@@ -438,9 +429,9 @@ def read_saved_run(folder: Path, *, curves: bool = True) -> SavedRun:
         cfg=cfg,
         recipe=recipe,
         updates=_whole(final.get("step")),
-        loss=_number(final.get("loss")),
+        loss=finite_number(final.get("loss")),
         accuracy=accuracy if accuracy is None or 0 <= accuracy <= 1 else None,
-        seconds=_number(final.get("seconds")),
+        seconds=finite_number(final.get("seconds")),
         ms_per_update=_quartiles(final.get("ms_per_update")),
         busy=final["busy"] if isinstance(final.get("busy"), bool) else None,
         curves=series if curves else None,
