@@ -190,6 +190,9 @@ def test_a_saved_runs_hostile_curves_leave_its_timeline_drawn_with_a_note(runs_d
     assert shown["layout"]["meta"]["formed"] == [20]
     [note] = [c.value for c in at.caption if "not drawn" in c.value]
     assert "history.steps[0].loss is too large for a number" in note.replace("\\", "")
+    zh = open_train(lang="zh", **{"train.roles_run": folder.name})
+    [note] = [c.value for c in zh.caption if "未画出它的损失和准确率" in c.value]
+    assert "太大" in note  # the reason too, in Chinese (the entry's path stays as written)
 
 
 def test_a_saved_timeline_is_parsed_once_per_state_of_its_file(runs_dir, monkeypatch):
