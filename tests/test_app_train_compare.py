@@ -150,6 +150,10 @@ def test_one_click_trains_the_run_again_without_clipping_and_overlays_both(two_r
     assert again.curves.loss[0] == pytest.approx(base.curves.loss[0], abs=1e-6)  # same weights, batch
     table = at.dataframe[0].value
     assert "r1-no-clip" in set(table[table.columns[0]])
+    # its heads are scored at each snapshot as any run's, for "Heads of a saved run"
+    roles = json.loads((two_runs / "r1-no-clip" / "run.json").read_text())["history"]["roles"]
+    assert roles["steps"] == [0, RECIPE.snapshot_every, 8]  # the untrained heads, every 5th, the last
+    assert (roles["layers"], roles["heads"]) == (base.cfg.n_layers, base.cfg.n_heads)
     from tformer.ui.views.train.jobs import MAX_RUN_SECONDS, manager
 
     [run] = [r for r in manager().runs() if r.label == "r1: without clipping"]

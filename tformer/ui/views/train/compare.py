@@ -46,6 +46,7 @@ from ....training.compare import (
     variant_name,
 )
 from ....training.recipe import Recipe
+from ....training.role_timeline import RoleRecorder
 from ....training.runs import Message, Run, RunHandle
 from ....training.tasks import example_texts, task_tokenizer
 from ....training.trainer import StepStats, Trainer
@@ -253,6 +254,7 @@ def _comparison(
         info |= {"task": base.task, "cfg": cfg, "recipe": recipe}
         handle.set_result(info)
         trainer = Trainer(cfg, base.task, recipe, device=dev)  # the seed's weights, batches, held-out set
+        roles = RoleRecorder(trainer.probe, trainer.probe_text)  # its heads named as they form, as any run's
         handle.report_eval(step=0, accuracy=trainer.evaluate())
         last: StepStats | None = None
         evaluated = 0
@@ -271,7 +273,7 @@ def _comparison(
             return handle.should_stop() or trainer.step_count >= updates
 
         with watch() as watching:  # what else ran while it trained (saved with the times)
-            summary = trainer.run(stop=stop, on_step=on_step, on_eval=on_eval)
+            summary = trainer.run(stop=stop, on_step=on_step, on_eval=on_eval, on_snapshot=roles.add)
         problem = trainer.divergence(last) if summary.reason == "diverged" and last is not None else None
         if problem is not None:  # not saved: its weights are broken; the curves stay on the chart
             handle.fail(problem[0], **problem[1])
@@ -288,13 +290,16 @@ def _comparison(
             task_tokenizer(base.task),
             task=dataclasses.asdict(base.task),
             recipe=dataclasses.asdict(recipe),
-            history=saved_history(
-                handle.progress.steps(),
-                handle.progress.evals(),
-                accuracy=acc,
-                step=trainer.step_count,
-                load=watching.load,
-            ),
+            history={
+                **saved_history(
+                    handle.progress.steps(),
+                    handle.progress.evals(),
+                    accuracy=acc,
+                    step=trainer.step_count,
+                    load=watching.load,
+                ),
+                "roles": roles.timeline().to_json(),
+            },
             examples=example_texts(base.task, 6),
         )
         handle.set_result({**info, "saved": saved})
