@@ -8,9 +8,12 @@ run of that length saves). Timed by the app's rule (`tformer.timing.measure`):
   folder's stamp (`folder_stamp`, the cache key);
 * one run with its curves (`read_saved_run`), the overlay's read;
 * refusals: a run.json over the 16 MB bound, one of 15 MB that is valid JSON with a history
-  entry that is not a number, and 100,000 nested brackets.
+  entry that is not a number, and 100,000 nested brackets;
+* with ``--dense N``: a cold scan of N runs whose run.json holds 88,000 update records (15 MB,
+  under the 16 MB bound: what no run of the app writes, but a folder may hold), which the
+  scan's byte bound (`MAX_TABLE_BYTES`) cuts short.
 
-    .venv/bin/python benchmarks/runs_table.py [--runs 50,200] [--updates 2000]
+    .venv/bin/python benchmarks/runs_table.py [--runs 50,200] [--updates 2000] [--dense 20]
 """
 
 from __future__ import annotations
@@ -32,7 +35,13 @@ from tests._saved_runs import train_and_save
 from tformer.model.model_files import folder_stamp
 from tformer.timing import measure
 from tformer.training.checkpoints import MAX_RUN_JSON_BYTES
-from tformer.training.compare import read_or_refuse, read_saved_run, run_folders, scan_runs
+from tformer.training.compare import (
+    MAX_TABLE_BYTES,
+    read_or_refuse,
+    read_saved_run,
+    run_folders,
+    scan_runs,
+)
 
 
 def history(updates: int) -> dict:
@@ -93,10 +102,21 @@ def hostile(root: Path) -> list[list[object]]:
     return rows
 
 
+def dense(root: Path, n: int) -> list[list[object]]:
+    """A cold scan of ``n`` runs of 15 MB run.json each, and how many it read."""
+    make_runs(root, n, 88_000)
+    size = (root / "run-0000" / "run.json").stat().st_size
+    scan = scan_runs(root)
+    read = len(scan.runs) + len(scan.refused)
+    return [[n, f"{size / 2**20:.1f} MB", f"{read} ({MAX_TABLE_BYTES / 2**20:.0f} MB bound)",
+             ms(lambda: scan_runs(root))]]  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", default="50,200")
     parser.add_argument("--updates", type=int, default=2000)
+    parser.add_argument("--dense", type=int, default=0, help="runs of a 15 MB run.json to scan (0: none)")
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; ms: median (quartiles)")
     rows = []
@@ -113,6 +133,11 @@ def main() -> None:
         )
         print()
         print_table(["hostile run.json", "size", "refused in ms"], hostile(Path(tmp)))
+        if args.dense:
+            print()
+            (Path(tmp) / "dense").mkdir()
+            rows = dense(Path(tmp) / "dense", args.dense)
+            print_table(["runs", "run.json", "read", "cold scan ms"], rows)
 
 
 if __name__ == "__main__":

@@ -115,6 +115,22 @@ def test_a_link_opens_the_same_overlay_and_names_a_run_this_server_lacks(two_run
     assert "Not saved on this server: ghost" in [w.value for w in at.warning]
 
 
+def test_a_run_that_cannot_be_drawn_says_why_with_its_files_text_inert(two_runs, monkeypatch):
+    """A run read for the table but refused when its curves are read (its file changed in
+    between): the reason may quote the file, and a markdown image in it is not fetched."""
+    from tformer.training.compare import Refused
+    from tformer.ui.views.train import compare as view
+
+    reason = "task.length='![x](https://example.com/p.png)' is not of its type"
+    monkeypatch.setattr(view, "read_curves", lambda name: Refused(name, reason))
+    at = open_compare(**{"train.runs": f"{BASE},{NO_CLIP}"})
+    assert not at.exception
+    warnings = [w.value for w in at.warning if "cannot be drawn" in w.value]
+    assert len(warnings) == 2
+    assert all("![" not in w and "\\!\\[x\\]" in w for w in warnings), warnings
+    assert overlay(at) is None
+
+
 def test_one_click_trains_the_run_again_without_clipping_and_overlays_both(two_runs):
     at = open_compare(**{"train.runs": BASE})
     assert legend(at) == [BASE]  # one run: nothing differs yet
@@ -134,6 +150,10 @@ def test_one_click_trains_the_run_again_without_clipping_and_overlays_both(two_r
     assert again.curves.loss[0] == pytest.approx(base.curves.loss[0], abs=1e-6)  # same weights, batch
     table = at.dataframe[0].value
     assert "r1-no-clip" in set(table[table.columns[0]])
+    # its heads are scored at each snapshot as any run's, for "Heads of a saved run"
+    roles = json.loads((two_runs / "r1-no-clip" / "run.json").read_text())["history"]["roles"]
+    assert roles["steps"] == [0, RECIPE.snapshot_every, 8]  # the untrained heads, every 5th, the last
+    assert (roles["layers"], roles["heads"]) == (base.cfg.n_layers, base.cfg.n_heads)
     from tformer.ui.views.train.jobs import MAX_RUN_SECONDS, manager
 
     [run] = [r for r in manager().runs() if r.label == "r1: without clipping"]

@@ -158,6 +158,91 @@ def test_a_saved_run_without_or_with_a_hostile_timeline_gets_a_message(runs_dir)
     assert not timelines(at)
 
 
+def _with_timeline(folder, **history) -> None:
+    """Give the saved run in ``folder`` a role timeline (its one head forms at update 20) and
+    the ``history`` entries given."""
+    from types import MappingProxyType
+
+    import numpy as np
+
+    from tformer.analysis.head_roles import ROLES
+    from tformer.training.role_timeline import RoleTimeline
+
+    scores = {role: np.full((4, 1, 2), 0.05) for role in ROLES}
+    scores["previous"][2:, 0, 1] = 0.9
+    timeline = RoleTimeline((0, 10, 20, 30), MappingProxyType(scores), "1 2 3", (1, 2))
+    run = json.loads((folder / "run.json").read_text())
+    run["history"] |= {"roles": timeline.to_json(), **history}
+    (folder / "run.json").write_text(json.dumps(run))
+
+
+def test_a_saved_runs_hostile_curves_leave_its_timeline_drawn_with_a_note(runs_dir):
+    """A loss too large for a float (JSON allows any number of digits) once crashed the view."""
+    from ._folders import tiny_run
+
+    folder = tiny_run(runs_dir, "huge-loss")
+    steps = [{"step": 1, "loss": 10**400}, {"step": 2, "loss": 1.0}]
+    _with_timeline(folder, steps=steps, evals=[{"step": 0, "accuracy": 0.25}])
+    at = open_train(**{"train.roles_run": folder.name})
+    assert_clean(at)
+    [shown] = timelines(at)
+    assert shown["layout"]["meta"]["panels"] == ["heads"]  # the curves are left out, not guessed
+    assert shown["layout"]["meta"]["formed"] == [20]
+    [note] = [c.value for c in at.caption if "not drawn" in c.value]
+    assert "history.steps[0].loss is too large for a number" in note.replace("\\", "")
+    zh = open_train(lang="zh", **{"train.roles_run": folder.name})
+    [note] = [c.value for c in zh.caption if "未画出它的损失和准确率" in c.value]
+    assert "太大" in note  # the reason too, in Chinese (the entry's path stays as written)
+
+
+def test_a_saved_timeline_is_parsed_once_per_state_of_its_file(runs_dir, monkeypatch):
+    """A rerun of the page (any widget) reads nothing again; an edited run.json is read anew."""
+    from tformer.training.role_timeline import RoleTimeline
+
+    from ._folders import tiny_run
+
+    folder = tiny_run(runs_dir, "parsed-once")
+    _with_timeline(folder)
+    parsed = []
+    real = RoleTimeline.from_json.__func__
+
+    def counting(cls, data):
+        parsed.append(1)
+        return real(cls, data)
+
+    monkeypatch.setattr(RoleTimeline, "from_json", classmethod(counting))
+    at = open_train(**{"train.roles_run": folder.name})
+    at.run()
+    at.run()
+    assert len(parsed) == 1
+    assert timelines(at)[0]["layout"]["meta"]["formed"] == [20]
+    run = json.loads((folder / "run.json").read_text())
+    run["history"]["roles"]["scores"]["previous"] = ["900 900"] * 4  # both heads from update 0
+    (folder / "run.json").write_text(json.dumps(run))
+    at.run()
+    assert len(parsed) == 2
+    assert timelines(at)[0]["layout"]["meta"]["formed"] == [0, 0]
+
+
+def test_a_saved_runs_file_text_in_a_message_is_shown_inert(runs_dir):
+    """A message that quotes the file escapes its markdown: an image link in run.json is not
+    fetched by the reader's browser."""
+    from ._folders import tiny_run
+
+    folder = tiny_run(runs_dir, "markdown-score")
+    _with_timeline(folder)
+    run = json.loads((folder / "run.json").read_text())
+    run["history"]["roles"]["scores"]["self"][0] = "![](//a) 5"  # two heads: two scores
+    (folder / "run.json").write_text(json.dumps(run))
+    at = open_train(clean=False, **{"train.roles_run": folder.name})
+    assert not at.exception
+    [error] = [e.value for e in at.error]
+    assert "cannot be read" in error
+    assert "![" not in error
+    assert "\\!\\[\\]\\(//a\\)" in error  # the file's text, every markdown sign escaped
+    assert not timelines(at)
+
+
 # --- in Chinese ----------------------------------------------------------------------------------
 
 

@@ -106,6 +106,17 @@ def test_nan_scores_are_gaps():
     assert heat.hoverongaps is False
 
 
+def test_the_callers_curves_are_left_as_they_are():
+    """The loss of a saved run comes read-only (shared by the app's cache): an infinite value
+    is drawn as a gap without writing into the caller's array."""
+    loss = np.array([2.0, np.inf, 1.0])
+    loss.setflags(write=False)
+    fig = role_timeline_figure(STEPS, scores(), role="self", loss=(np.array([1.0, 2, 3]), loss))
+    line = next(t for t in fig.data if t.type == "scatter")
+    assert np.isnan(np.asarray(line.y)[1])
+    assert loss.tolist() == [2.0, np.inf, 1.0]
+
+
 @pytest.mark.parametrize(
     ("steps", "s", "match"),
     [
@@ -120,6 +131,21 @@ def test_nan_scores_are_gaps():
 def test_bad_inputs_are_named(steps, s, match):
     with pytest.raises(ValueError, match=match):
         role_timeline_figure(steps, s, role="self")
+
+
+@pytest.mark.parametrize(
+    ("formed", "current", "match"),
+    [
+        ([(2, 0, 30, "x")], None, "layer 2 head 0 at update 30: not a head of the 2 x 3 grid"),
+        ([(0, 3, 30, "x")], None, "not a head of the 2 x 3 grid"),
+        ([(0, 0, -10, "x")], None, "at an update >= 0"),
+        ([(0, 0, 30)], None, r"formed\[0\] must be \(layer, head, step, sentence\)"),
+        ((), -5, "current=-5 must be an update >= 0"),
+    ],
+)
+def test_marks_off_the_grid_are_named(formed, current, match):
+    with pytest.raises(ValueError, match=match):
+        role_timeline_figure(STEPS, scores(), role="self", formed=formed, current=current)
 
 
 def test_curves_must_pair_steps_with_values():

@@ -286,6 +286,7 @@ def hostile_cases() -> list[tuple[str, object, str]]:
         ("a score over 1000", score_row("1001"), "0..1000 or -"),
         ("a negative score", score_row("-5"), "0..1000 or -"),
         ("a float score", score_row("0.5"), "0..1000 or -"),
+        ("a superscript digit", score_row("\u00b2"), "0..1000 or -"),  # "²".isdigit() is True
         ("two scores for one head", score_row("1 2"), "must hold 1 scores"),
         ("a huge row", score_row("1" * 10_000), "must hold 1 scores"),
         ("a number for a row", score_row(5), "must hold 1 scores"),
@@ -297,6 +298,13 @@ def hostile_cases() -> list[tuple[str, object, str]]:
 def test_a_hostile_saved_timeline_is_refused_with_a_message(why, data, match):
     with pytest.raises(ValueError, match=match):
         RoleTimeline.from_json(data)
+
+
+def test_a_hostile_timelines_message_is_in_the_readers_language():
+    from tformer.i18n import use_language
+
+    with use_language("zh"), pytest.raises(ValueError, match="实际为 10000 × 10000"):
+        RoleTimeline.from_json({"format": "permille", "layers": 10_000, "heads": 10_000, "steps": [0]})
 
 
 # --- a real run: the shift task forms a previous-token head --------------------------------------

@@ -88,6 +88,34 @@ def test_a_long_history_is_thinned_to_every_kth_update_and_the_last(monkeypatch)
     assert h["final"]["seconds"] == pytest.approx(25 * 0.5)  # summed before thinning
 
 
+def test_a_thinned_record_holds_the_mean_of_the_updates_it_stands_for(monkeypatch):
+    """Record k stands for the updates after record k-1 up to its own: its loss, gradient norm
+    and time are their means, its learning rate its own update's."""
+    monkeypatch.setattr(compare, "MAX_SAVED_STEPS", 10)
+    rng = np.random.default_rng(0)
+    steps = [
+        {
+            "step": i,
+            "loss": float(rng.random()),
+            "lr": i / 1000,
+            "grad_norm": float(rng.random()),
+            "seconds": i / 10,
+        }
+        for i in range(1, 26)
+    ]
+    kept = saved_history(steps, [], accuracy=0.5, step=25)["steps"]
+    before = 0
+    for record in kept:
+        block = [s for s in steps if before < s["step"] <= record["step"]]
+        for key in ("loss", "grad_norm", "seconds"):
+            assert record[key] == pytest.approx(np.mean([s[key] for s in block])), (record["step"], key)
+        assert record["lr"] == record["step"] / 1000
+        before = record["step"]
+    # so the records, weighted by the updates each stands for, add up to every update's loss
+    sizes = np.diff([0] + [r["step"] for r in kept])
+    assert np.dot(sizes, [r["loss"] for r in kept]) == pytest.approx(sum(s["loss"] for s in steps))
+
+
 # --- curves --------------------------------------------------------------------------------------
 
 
@@ -285,6 +313,7 @@ def test_hostile_folders_are_refused_with_a_reason_and_the_table_goes_on(hostile
     assert "betas" in refused["betas-text"]
     assert "held_out" in refused["held-out-text"]
     assert "history.steps[0].loss is not a number" in refused["loss-text"]
+    assert "history.steps[0].loss is too large for a number" in refused["loss-huge"]
     assert "MB" in refused["big-config"]
 
 
@@ -327,6 +356,28 @@ def test_a_scan_reads_the_newest_folders_up_to_its_bound(tmp_path, template):
     assert scan.unread == 1
 
 
+def test_a_scan_reads_the_newest_folders_up_to_its_bytes_before_reading_them(tmp_path, template):
+    """Sizes come from the disk before anything is read: a folder of huge run.json files costs
+    a scan its byte bound, not 200 files' parsing."""
+    for i, name in enumerate(("old", "mid", "new")):
+        copy(template, tmp_path / name)
+        os.utime(tmp_path / name, (1_000_000 + i, 1_000_000 + i))
+    size = (tmp_path / "new" / "run.json").stat().st_size
+    read: list[str] = []
+
+    def reader(folder):
+        read.append(folder.name)
+        return read_or_refuse(folder, curves=False)
+
+    scan = scan_runs(tmp_path, most_bytes=2 * size, read=reader)
+    assert read == ["new", "mid"]
+    assert sorted(r.name for r in scan.runs) == ["mid", "new"]
+    assert scan.unread == 1
+    read.clear()
+    one = scan_runs(tmp_path, most_bytes=1, read=reader)  # the newest is read whatever its size
+    assert (read, one.unread) == (["new"], 2)
+
+
 # --- what differs ---------------------------------------------------------------------------------
 
 
@@ -346,6 +397,13 @@ def test_labels_say_what_differs_between_the_runs_chosen():
         "warm-up 100, label smoothing 0.1",
     ]
     assert run_labels([base, run("b", n_heads=1)]) == ["4 heads", "1 head"]
+    # without its ramp a 1/√step schedule holds the peak for the warm-up; a constant one has none
+    held = run("b", Recipe(warmup=100, ramp=False))
+    assert held.recipe.lr_at(1) == held.recipe.lr_at(100) > held.recipe.lr_at(101)
+    assert run_labels([base, held]) == ["warm-up 50", "peak lr held 100 updates, no warm-up"]
+    flat = run("b", Recipe(schedule="constant", warmup=100, ramp=False))
+    assert flat.recipe.lr_at(1) == flat.recipe.lr_at(5000)
+    assert run_labels([base, flat]) == ["1/√step decay, warm-up 50", "constant lr, no warm-up"]
     assert comparison_title([base, run("b", Recipe(warmup=0, schedule="constant"))]) == (
         "1/√step decay vs constant lr · warm-up 50 vs no warm-up"
     )
@@ -354,6 +412,10 @@ def test_labels_say_what_differs_between_the_runs_chosen():
 def test_runs_alike_are_told_apart_by_name():
     a, b = run("a"), run("b")
     assert run_labels([a, b]) == ["a", "b"]  # nothing differs
+    hand_written = run("c", Recipe(clip=1, lr=7e-3, betas=(0.9, 0.99)))  # ints where JSON had 1
+    assert repr(hand_written.recipe.clip) != repr(a.recipe.clip)
+    assert differing([a, hand_written]) == []
+    assert run_labels([a, hand_written]) == ["a", "c"]
     assert comparison_title([a, b]) == ""
     c = run("c", Recipe(dropout=0.1))
     assert run_labels([a, b, c]) == ["no dropout (a)", "no dropout (b)", "dropout 0.1"]

@@ -87,7 +87,7 @@ def _curve(curve: Curve | None, name: str) -> tuple[Float32Array, Float32Array] 
     if curve is None:
         return None
     x = np.asarray(curve[0], dtype=np.float64)
-    y = np.asarray(curve[1], dtype=np.float64)
+    y = np.array(curve[1], dtype=np.float64)  # a copy: the caller's (maybe read-only) array is left as it is
     if x.ndim != 1 or x.shape != y.shape:
         raise ValueError(f"{name} must be (steps [n], values [n]), got shapes {x.shape} and {y.shape}")
     if x.size > MAX_POINTS:
@@ -278,6 +278,7 @@ def role_timeline_figure(
     """
     x, z = _timeline(snapshot_steps, scores)
     n_layers, n_heads = np.shape(scores)[1:]
+    _check_marks(formed, current, n_layers, n_heads)
     loss_c, acc_c = _curve(loss, "loss"), _curve(accuracy, "accuracy")
     x_max = max(
         float(x[-1]), *(float(c[0][-1]) for c in (loss_c, acc_c) if c is not None and c[0].size), MIN_X
@@ -305,13 +306,6 @@ def role_timeline_figure(
     bar = colorbar(
         tr("{role} score", role=role), y=(hy[0] + hy[1]) / 2, length=hy[1] - hy[0], ticks=bar_ticks
     )
-    names = [head_name(layer, head) for layer in range(n_layers) for head in range(n_heads)]
-    data = [_heads_trace(x, z, names, role, heads_axis, bar, row_px)]
-    if formed:
-        data.append(_marker_trace(formed, n_heads, heads_axis))
-    for panel, c in (("loss", loss_c), ("accuracy", acc_c)):
-        if c is not None:
-            data.append(_curve_trace(c, _axis_suffix(list(domains), panel), *CURVES[panel]))
     shapes, notes = _marks(domains, formed, current, role)
     layout = base_layout(
         plot_h,
@@ -335,7 +329,31 @@ def role_timeline_figure(
         annotations=[*_titles(domains, role), *notes],
         **axes,
     )
+    names = [head_name(layer, head) for layer in range(n_layers) for head in range(n_heads)]
+    data = [_heads_trace(x, z, names, role, heads_axis, bar, row_px)]
+    if formed:
+        data.append(_marker_trace(formed, n_heads, heads_axis))
+    for panel, c in (("loss", loss_c), ("accuracy", acc_c)):
+        if c is not None:
+            data.append(_curve_trace(c, _axis_suffix(list(domains), panel), *CURVES[panel]))
     return go.Figure({"data": data, "layout": layout})
+
+
+def _check_marks(
+    formed: Sequence[tuple[int, int, int, str]], current: int | None, n_layers: int, n_heads: int
+) -> None:
+    """Each diamond on a head of the grid at an update >= 0; the snapshot shown at an update >= 0."""
+    for i, mark in enumerate(formed):
+        if len(mark) != 4:
+            raise ValueError(f"formed[{i}] must be (layer, head, step, sentence), got {mark!r}")
+        layer, head, step, _ = mark
+        if not (0 <= layer < n_layers and 0 <= head < n_heads and 0 <= step):
+            raise ValueError(
+                f"formed[{i}] = layer {layer} head {head} at update {step}: not a head of the "
+                f"{n_layers} x {n_heads} grid at an update >= 0"
+            )
+    if current is not None and not current >= 0:
+        raise ValueError(f"current={current!r} must be an update >= 0 (or None)")
 
 
 def _axis_suffix(panels: list[str], name: str) -> str:

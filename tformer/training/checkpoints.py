@@ -68,6 +68,7 @@ __all__ = [
     "RUNS_DIR_ENV",
     "CheckpointError",
     "RunInfo",
+    "finite_number",
     "is_run_name",
     "list_runs",
     "load_run",
@@ -291,13 +292,13 @@ def _final_accuracy(history: Mapping[str, Any] | None) -> float | None:
     if isinstance(evals, Sequence) and not isinstance(evals, str):
         candidates += [e.get("accuracy") for e in reversed(evals) if isinstance(e, Mapping)]
     for value in candidates:
-        number = _number(value)
+        number = finite_number(value)
         if number is not None:
             return number
     return None
 
 
-def _number(value: Any) -> float | None:
+def finite_number(value: Any) -> float | None:
     """A finite float from a Python or numpy number (bools are not numbers here)."""
     if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:
         value = value.item()
@@ -394,7 +395,7 @@ def _run_info(folder: Path, root: Path) -> RunInfo | None:
             path=folder,
             task=task_name if isinstance(task_name, str) else "",
             created=created,
-            accuracy=_number(run.get("accuracy")),
+            accuracy=finite_number(run.get("accuracy")),
         )
     except (OSError, ValueError, TypeError, KeyError):  # junk: not a run we can show
         return None

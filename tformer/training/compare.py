@@ -4,7 +4,9 @@ differs between the runs chosen, and "the same run without ..." as a comparison.
 A run folder is untrusted input (`tformer.training.checkpoints`): its run.json and config.json
 are read with the same bounded readers `load_run` uses (sizes checked before reading), and
 every field this module reads is checked here; a folder that fails is a `Refused` row with the
-reason, and the table goes on. At most `MAX_TABLE_RUNS` folders are read per scan (the newest).
+reason, and the table goes on. One scan reads the newest folders, at most `MAX_TABLE_RUNS` of
+them and at most `MAX_TABLE_BYTES` of run.json in all (each may hold 16 MB, and parsing one that
+large takes about a second: 200 of them would hold a page for minutes).
 
 What a run saves (`saved_history`): each update's loss, learning rate, gradient norm before
 clipping and time, each evaluation's held-out accuracy, and a ``final`` summary. Runs saved
@@ -39,6 +41,7 @@ from ..model.model_files import inside
 from ..timing import Load, timing_of
 from .checkpoints import (
     CheckpointError,
+    finite_number,
     is_run_name,
     read_run_config,
     read_run_meta,
@@ -52,6 +55,7 @@ __all__ = [
     "FINAL_LOSS_UPDATES",
     "MAX_CURVE_POINTS",
     "MAX_SAVED_STEPS",
+    "MAX_TABLE_BYTES",
     "MAX_TABLE_RUNS",
     "SETTINGS",
     "VARIANTS",
@@ -84,9 +88,13 @@ __all__ = [
 MAX_SAVED_STEPS = 2_000
 MAX_CURVE_POINTS = 200_000  # entries of one curve read back (run.json's byte bound comes first)
 MAX_TABLE_RUNS = 200  # run folders one scan reads, the newest first
+# run.json bytes one scan reads: 200 runs of 2,000 update records (~350 kB each) fit; a folder of
+# files near run.json's 16 MB bound is cut to ~8 of them (~1 s of json.loads each, measured)
+MAX_TABLE_BYTES = 128 * 2**20
 FINAL_LOSS_UPDATES = 10  # the final loss: the mean of the last updates' batch losses
 WARMUP_UPDATES = 5  # the first updates pay for allocation and kernel choice: not in the quartiles
 STEP_FIELDS = ("step", "loss", "lr", "grad_norm", "seconds")
+AVERAGED = ("loss", "grad_norm", "seconds")  # a thinned record's: the mean of the updates it stands for
 EVAL_FIELDS = ("step", "accuracy")
 UNCOMPARED = frozenset({"steps", "eval_every", "snapshot_every"})  # a run's length and watching
 
@@ -97,7 +105,10 @@ FloatArray = npt.NDArray[np.float64]
 
 
 def _thinned(entries: Sequence[Mapping[str, Any]], most: int) -> list[dict[str, Any]]:
-    """At most ``most`` of ``entries``: every k-th and always the last."""
+    """At most ``most`` of ``entries``: every k-th and always the last, each kept entry's
+    `AVERAGED` fields the mean over the entries since the one kept before it (a kept batch loss
+    alone is as noisy as any one batch's: the curves' averaging window would then average fewer
+    updates than it says)."""
     n = len(entries)
     if n <= most:
         return [dict(e) for e in entries]
@@ -105,7 +116,16 @@ def _thinned(entries: Sequence[Mapping[str, Any]], most: int) -> list[dict[str, 
     keep = list(range(0, n, every))
     if keep[-1] != n - 1:
         keep.append(n - 1)
-    return [dict(entries[i]) for i in keep]
+    out, start = [], 0
+    for i in keep:
+        entry = dict(entries[i])
+        block = entries[start : i + 1]
+        for key in AVERAGED:
+            if key in entry and all(key in e for e in block):
+                entry[key] = sum(float(e[key]) for e in block) / len(block)
+        out.append(entry)
+        start = i + 1
+    return out
 
 
 def _stride(n: int, most: int) -> int:
@@ -130,7 +150,9 @@ def saved_history(
     snapshots not counted), ``ms_per_update`` (the quartiles q1, median, q3 of the updates' own
     times, the first `WARMUP_UPDATES` left out) and, given the ``load`` watched while it
     trained (`tformer.timing.watch`), ``busy``, ``other_work`` and ``other_cpu``: what else ran
-    meanwhile. A history of ``"every"`` > 1 was thinned.
+    meanwhile. A history of ``"every"`` > 1 was thinned: each record kept then holds the mean
+    loss, gradient norm and time of the updates since the record before it (its learning rate
+    is its own update's).
     """
     losses = [float(s["loss"]) for s in steps[-FINAL_LOSS_UPDATES:] if "loss" in s]
     final: dict[str, Any] = {"accuracy": float(accuracy), "step": int(step)}
@@ -199,7 +221,13 @@ def _column(rows: Sequence[Mapping[str, Any]], key: str, where: str) -> FloatArr
     if not {type(v) for v in values} <= _NUMBERS:  # exact types: a bool is no number here
         i = next(i for i, v in enumerate(values) if type(v) not in _NUMBERS)
         raise ValueError(tr("{where}[{i}].{key} is not a number", where=where, i=i, key=key))
-    return _frozen(np.array(values, dtype=np.float64))  # OverflowError for an int past float's range
+    try:
+        return _frozen(np.array(values, dtype=np.float64))
+    except OverflowError:  # an integer past float's range (JSON allows any number of digits)
+        i = next(i for i, v in enumerate(values) if finite_number(v) is None and isinstance(v, int))
+        raise ValueError(
+            tr("{where}[{i}].{key} is too large for a number", where=where, i=i, key=key)
+        ) from None
 
 
 def _frozen(a: FloatArray) -> FloatArray:
@@ -351,16 +379,6 @@ def _task_of(data: Any) -> TaskSpec:
     return TaskSpec(**fields)
 
 
-def _number(value: Any) -> float | None:
-    """A finite float, else None (an integer too large for a float too)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        return float(value) if math.isfinite(value) else None
-    except OverflowError:
-        return None
-
-
 def _whole(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
@@ -369,7 +387,7 @@ def _quartiles(value: Any) -> tuple[float, float, float] | None:
     """Three ordered finite numbers (q1 <= median <= q3), else None."""
     if not isinstance(value, list) or len(value) != 3:
         return None
-    q = [_number(v) for v in value]
+    q = [finite_number(v) for v in value]
     if q[0] is None or q[1] is None or q[2] is None or not 0 <= q[0] <= q[1] <= q[2]:
         return None
     return q[0], q[1], q[2]
@@ -400,9 +418,9 @@ def read_saved_run(folder: Path, *, curves: bool = True) -> SavedRun:
         created = _created(run)
     except (ValueError, TypeError, OverflowError) as exc:
         raise CheckpointError(tr("{path}: {error}", path=folder / "run.json", error=exc)) from exc
-    accuracy = _number(final.get("accuracy"))
+    accuracy = finite_number(final.get("accuracy"))
     if accuracy is None:
-        accuracy = _number(run.get("accuracy"))
+        accuracy = finite_number(run.get("accuracy"))
     return SavedRun(
         name=folder.name,
         path=folder,
@@ -411,9 +429,9 @@ def read_saved_run(folder: Path, *, curves: bool = True) -> SavedRun:
         cfg=cfg,
         recipe=recipe,
         updates=_whole(final.get("step")),
-        loss=_number(final.get("loss")),
+        loss=finite_number(final.get("loss")),
         accuracy=accuracy if accuracy is None or 0 <= accuracy <= 1 else None,
-        seconds=_number(final.get("seconds")),
+        seconds=finite_number(final.get("seconds")),
         ms_per_update=_quartiles(final.get("ms_per_update")),
         busy=final["busy"] if isinstance(final.get("busy"), bool) else None,
         curves=series if curves else None,
@@ -434,7 +452,7 @@ def read_or_refuse(folder: Path, *, curves: bool = True) -> SavedRun | Refused:
 @dataclass(frozen=True)
 class RunsScan:
     """What one scan of a runs folder found: readable runs (newest first), refused folders, and
-    how many run folders were left unread past `MAX_TABLE_RUNS`."""
+    how many run folders were left unread past `MAX_TABLE_RUNS` or `MAX_TABLE_BYTES`."""
 
     runs: tuple[SavedRun, ...]
     refused: tuple[Refused, ...]
@@ -462,25 +480,45 @@ def run_folders(root: Path) -> list[Path]:
     return sorted(folders, key=lambda e: (_mtime(e), e.name), reverse=True)
 
 
+def _newest_within(folders: Sequence[Path], most: int, most_bytes: int) -> list[Path]:
+    """The first of ``folders`` (newest first) up to ``most`` of them and ``most_bytes`` of
+    run.json in all, by its size on disk before anything is read (the first is always taken:
+    its own size is bounded by `read_run_meta`)."""
+    kept: list[Path] = []
+    total = 0
+    for folder in folders[:most]:
+        try:
+            size = (folder / "run.json").stat().st_size
+        except OSError:
+            size = 0  # its read says why it cannot be read
+        if kept and total + size > most_bytes:
+            break
+        kept.append(folder)
+        total += size
+    return kept
+
+
 def scan_runs(
     root: str | os.PathLike[str] | None = None,
     *,
     most: int = MAX_TABLE_RUNS,
+    most_bytes: int = MAX_TABLE_BYTES,
     read: Callable[[Path], SavedRun | Refused] | None = None,
 ) -> RunsScan:
-    """Every run folder under ``root`` (default `runs_dir()`), the newest ``most`` of them, read
-    with ``read`` (default: `read_or_refuse` without the curves; a caching caller passes its
-    own). A folder that fails is refused with the reason and the rest go on; a folder without
-    run.json is not a run and is not listed."""
+    """Every run folder under ``root`` (default `runs_dir()`), the newest of them up to ``most``
+    folders and ``most_bytes`` of run.json, read with ``read`` (default: `read_or_refuse` without
+    the curves; a caching caller passes its own). A folder that fails is refused with the reason
+    and the rest go on; a folder without run.json is not a run and is not listed."""
     base = Path(root) if root is not None else runs_dir()
     read = read or functools.partial(read_or_refuse, curves=False)
     folders = [f for f in run_folders(base) if os.path.lexists(f / "run.json")]
-    found = [read(folder) for folder in folders[:most]]
+    chosen = _newest_within(folders, most, most_bytes)
+    found = [read(folder) for folder in chosen]
     runs = sorted(
         (r for r in found if isinstance(r, SavedRun)), key=lambda r: (r.created, r.name), reverse=True
     )
     refused = tuple(r for r in found if isinstance(r, Refused))
-    return RunsScan(tuple(runs), refused, max(0, len(folders) - most))
+    return RunsScan(tuple(runs), refused, len(folders) - len(chosen))
 
 
 # --- settings and what differs ------------------------------------------------------------------
@@ -523,9 +561,11 @@ def listed(parts: Sequence[str]) -> str:
 
 
 def _warmup_text(r: Recipe) -> str:
-    if r.warmup == 0 or not r.ramp:
-        return tr("no warm-up") if r.warmup == 0 else tr("peak lr held {n} updates", n=r.warmup)
-    return tr("warm-up {n}", n=r.warmup)
+    """The warm-up as a label. Without its ramp (`Recipe.ramp`) a 1/√step schedule holds the peak
+    through the warm-up's updates before it decays; a constant one simply starts at the peak."""
+    if r.warmup == 0 or (not r.ramp and r.schedule == "constant"):
+        return tr("no warm-up")
+    return tr("warm-up {n}", n=r.warmup) if r.ramp else tr("peak lr held {n} updates", n=r.warmup)
 
 
 def _ramp_text(r: Recipe) -> str:
@@ -571,8 +611,9 @@ SETTINGS: tuple[Setting, ...] = (
 
 
 def differing(runs: Sequence[SavedRun]) -> list[Setting]:
-    """The settings whose values are not all equal across ``runs``, in `SETTINGS` order."""
-    return [s for s in SETTINGS if len({repr(s.value(r)) for r in runs}) > 1]
+    """The settings whose values are not all equal across ``runs``, in `SETTINGS` order (equal as
+    `recipe_changes` compares them: a hand-written ``"clip": 1`` is the same setting as 1.0)."""
+    return [s for s in SETTINGS if any(s.value(r) != s.value(runs[0]) for r in runs[1:])]
 
 
 def _parts(run: SavedRun, settings: Sequence[Setting]) -> list[str]:

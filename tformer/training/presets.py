@@ -1,6 +1,7 @@
-"""Runs to show a class: a task, a model and a recipe slow enough that the heads form over about a
-minute here, with snapshots often enough that the replay slider shows the forming, and what the
-class should see, as a claim that a run can be checked against.
+"""Runs to show a class: a task, a model and a recipe slow enough that the heads form over about
+half of a run's updates (the first head takes its role around update 500 of 1,000; how long that
+takes on a machine is in docs/training.md), with snapshots often enough that the replay slider
+shows the forming, and what the class should see, as a claim that a run can be checked against.
 
 Each `Preset` trains with a fixed seed and no early stop, so a run of it repeats the run its
 claim was measured on (up to the rounding of a different thread count). Its `Claim` names the

@@ -42,6 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..analysis.head_roles import ROLES, role_scores
+from ..i18n import tr
 
 __all__ = [
     "HELD",
@@ -171,7 +172,7 @@ class RoleTimeline:
     def __post_init__(self) -> None:
         n = len(self.steps)
         if any(b <= a for a, b in zip(self.steps, self.steps[1:], strict=False)):
-            raise ValueError(f"snapshot steps must increase, got {list(self.steps)[:8]}...")
+            raise ValueError(tr("snapshot steps must increase, got {steps}...", steps=list(self.steps)[:8]))
         if list(self.scores) != list(ROLES):
             raise ValueError(f"scores must hold the roles {list(ROLES)} in order, got {list(self.scores)}")
         for role, a in self.scores.items():
@@ -281,23 +282,28 @@ class RoleTimeline:
         """A timeline from `to_json`'s form. Raises ValueError naming what is wrong (a saved run
         is untrusted: every count is bounded before anything is allocated)."""
         if not isinstance(data, Mapping) or data.get("format") != FORMAT:
-            raise ValueError(f"a role timeline is an object with format {FORMAT!r}")
+            raise ValueError(tr("a role timeline is an object with format {format!r}", format=FORMAT))
         layers, heads, steps = data.get("layers"), data.get("heads"), data.get("steps")
         if not (isinstance(layers, int) and isinstance(heads, int) and _whole(layers) and _whole(heads)):
-            raise ValueError("layers and heads must be whole numbers")
+            raise ValueError(tr("layers and heads must be whole numbers"))
         if not (layers >= 1 and heads >= 1 and layers * heads <= MAX_SAVED_HEADS):
             raise ValueError(
-                f"layers x heads must be 1..{MAX_SAVED_HEADS} heads in all, got {layers} x {heads}"
+                tr(
+                    "layers x heads must be 1..{most} heads in all, got {layers} x {heads}",
+                    most=MAX_SAVED_HEADS,
+                    layers=layers,
+                    heads=heads,
+                )
             )
         if not isinstance(steps, list) or len(steps) > MAX_SAVED_SNAPSHOTS:
-            raise ValueError(f"steps must be a list of at most {MAX_SAVED_SNAPSHOTS} update numbers")
+            raise ValueError(tr("steps must be a list of at most {n} update numbers", n=MAX_SAVED_SNAPSHOTS))
         if not all(_whole(s) and s >= 0 for s in steps):
-            raise ValueError("steps must be whole numbers >= 0")
+            raise ValueError(tr("steps must be whole numbers >= 0"))
         text, scores = data.get("text", ""), data.get("scores")
         if not isinstance(text, str) or len(text) > 8 * 2048:
-            raise ValueError("text must be a string of a task input")
+            raise ValueError(tr("text must be a string of a task input"))
         if not isinstance(scores, Mapping) or set(scores) != set(ROLES):
-            raise ValueError(f"scores must hold exactly the roles {list(ROLES)}")
+            raise ValueError(tr("scores must hold exactly the roles {roles}", roles=list(ROLES)))
         shape = (len(steps), layers, heads)
         parsed = {role: _read_only(_rows(scores[role], shape, role)) for role in ROLES}
         return cls(tuple(int(s) for s in steps), MappingProxyType(parsed), text, shape[1:])
@@ -311,19 +317,34 @@ def _rows(rows: object, shape: tuple[int, int, int], role: str) -> FloatArray:
     """One role's saved strings as float64 [snap, layer, head_index] (thousandths -> 0..1)."""
     n, layers, heads = shape
     if not isinstance(rows, list) or len(rows) != n:
-        raise ValueError(f"scores[{role!r}] must be a list of {n} strings, one a snapshot")
+        raise ValueError(tr("scores[{role!r}] must be a list of {n} strings, one a snapshot", role=role, n=n))
     out = np.empty((n, layers * heads))
     for i, text in enumerate(rows):
         parts = text.split() if isinstance(text, str) and len(text) <= 6 * layers * heads else None
         if parts is None or len(parts) != layers * heads:
-            raise ValueError(f"scores[{role!r}][{i}] must hold {layers * heads} scores (thousandths or -)")
+            raise ValueError(
+                tr(
+                    "scores[{role!r}][{i}] must hold {n} scores (thousandths or -)",
+                    role=role,
+                    i=i,
+                    n=layers * heads,
+                )
+            )
         for j, p in enumerate(parts):
             if p == "-":
                 out[i, j] = np.nan
-            elif p.isdigit() and int(p) <= SCALE:
+            elif p.isascii() and p.isdigit() and int(p) <= SCALE:  # "²" is a digit to isdigit
                 out[i, j] = int(p) / SCALE
             else:
-                raise ValueError(f"scores[{role!r}][{i}] holds {p[:8]!r}: a score is 0..{SCALE} or -")
+                raise ValueError(
+                    tr(
+                        "scores[{role!r}][{i}] holds {value!r}: a score is 0..{most} or -",
+                        role=role,
+                        i=i,
+                        value=p[:8],
+                        most=SCALE,
+                    )
+                )
     return out.reshape(shape)
 
 

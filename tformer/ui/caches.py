@@ -197,9 +197,13 @@ def _capture(
 
 @st.cache_data(ttl=30, show_spinner=False)
 def run_meta(name: str) -> dict[str, Any]:
-    """A saved run's run.json (task, recipe, history, example texts); ValueError (a
-    `tformer.training.checkpoints.CheckpointError`) for a name that is not a readable saved run."""
-    return read_run_meta(name)
+    """A saved run's run.json (task, recipe, example texts) without its ``history``; ValueError (a
+    `tformer.training.checkpoints.CheckpointError`) for a name that is not a readable saved run.
+
+    cache_data hands every call a copy (a pickle round trip), and the sidebar asks on every rerun
+    of every page: the history (each update's curves, the heads' role timeline: a few hundred kB)
+    is read by the Train page's own views, cached per state of the file."""
+    return {key: value for key, value in read_run_meta(name).items() if key != "history"}
 
 
 F = TypeVar("F")

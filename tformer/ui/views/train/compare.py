@@ -46,12 +46,14 @@ from ....training.compare import (
     variant_name,
 )
 from ....training.recipe import Recipe
+from ....training.role_timeline import RoleRecorder
 from ....training.runs import Message, Run, RunHandle
 from ....training.tasks import example_texts, task_tokenizer
 from ....training.trainer import StepStats, Trainer
 from ...binding import bind, set_values, view
 from ...caches import device
 from ...charts import chart
+from ...guard import plain
 from ...timing_view import busy_method
 from .jobs import MAX_RUN_SECONDS, MAX_STEPS, manager, over_budget, session_id
 
@@ -59,6 +61,7 @@ _COMPARE_KEY = "_train_compare"  # session_state: this session's latest comparis
 _ADDED_KEY = "_train_compare_added"  # the comparison whose saved run was added to the overlay
 RUN_FILES = ("run.json", "config.json")  # what the table reads of a run folder
 TITLE_CHARS = 110  # the overlay's title (what differs) is cut beyond this
+MAX_REASON_CHARS = 300  # of why a run cannot be drawn (the reason may quote its file)
 BUSY_MARK = (
     "* Other work ran while it trained (another training run, or other programs using much of the "
     "CPU): its times are slower than on a quiet machine."
@@ -194,7 +197,14 @@ def overlay(chosen: Sequence[str], live: Run | None, smooth: int) -> None:
     for name in chosen:
         found = read_curves(name)
         if isinstance(found, Refused):
-            st.warning(tr("{name} cannot be drawn: {reason}", name=name, reason=found.reason))
+            # the reason may quote the file (a setting's value): shown inert, never as markdown
+            st.warning(
+                tr(
+                    "{name} cannot be drawn: {reason}",
+                    name=plain(name),
+                    reason=plain(found.reason, MAX_REASON_CHARS),
+                )
+            )
         else:
             runs.append(found)
     extra = _live_run(live) if live is not None else None
@@ -244,6 +254,7 @@ def _comparison(
         info |= {"task": base.task, "cfg": cfg, "recipe": recipe}
         handle.set_result(info)
         trainer = Trainer(cfg, base.task, recipe, device=dev)  # the seed's weights, batches, held-out set
+        roles = RoleRecorder(trainer.probe, trainer.probe_text)  # its heads named as they form, as any run's
         handle.report_eval(step=0, accuracy=trainer.evaluate())
         last: StepStats | None = None
         evaluated = 0
@@ -262,7 +273,7 @@ def _comparison(
             return handle.should_stop() or trainer.step_count >= updates
 
         with watch() as watching:  # what else ran while it trained (saved with the times)
-            summary = trainer.run(stop=stop, on_step=on_step, on_eval=on_eval)
+            summary = trainer.run(stop=stop, on_step=on_step, on_eval=on_eval, on_snapshot=roles.add)
         problem = trainer.divergence(last) if summary.reason == "diverged" and last is not None else None
         if problem is not None:  # not saved: its weights are broken; the curves stay on the chart
             handle.fail(problem[0], **problem[1])
@@ -279,13 +290,16 @@ def _comparison(
             task_tokenizer(base.task),
             task=dataclasses.asdict(base.task),
             recipe=dataclasses.asdict(recipe),
-            history=saved_history(
-                handle.progress.steps(),
-                handle.progress.evals(),
-                accuracy=acc,
-                step=trainer.step_count,
-                load=watching.load,
-            ),
+            history={
+                **saved_history(
+                    handle.progress.steps(),
+                    handle.progress.evals(),
+                    accuracy=acc,
+                    step=trainer.step_count,
+                    load=watching.load,
+                ),
+                "roles": roles.timeline().to_json(),
+            },
             examples=example_texts(base.task, 6),
         )
         handle.set_result({**info, "saved": saved})
@@ -431,7 +445,7 @@ def compare_view() -> None:
     asked = view().get("train.runs") or []
     missing = [n for n in asked if n not in names]
     if missing:
-        st.warning(tr("Not saved on this server: {names}", names=", ".join(missing)))
+        st.warning(tr("Not saved on this server: {names}", names=listed([plain(n) for n in missing])))
     kwargs = bind("train.runs", names, fallback=[])
     if st.session_state.get("train.runs") is None:
         st.session_state["train.runs"] = []

@@ -262,7 +262,7 @@ def live_view(run: Run) -> None:
         run.result["trainer"].recipe if isinstance(run.result, dict) and "trainer" in run.result else None
     )
     chart(training_curves(steps, evals, clip=recipe.clip if recipe else None, target=0.99), key="curves")
-    roles_view(run)  # every head's role over the snapshots, under the run's loss and accuracy
+    roles_view(run, steps, evals)  # every head's role over the snapshots, under the same curves
     snaps = run.progress.snapshots()
     if not snaps:
         return

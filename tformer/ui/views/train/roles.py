@@ -10,21 +10,25 @@ curves (`tformer.ui.views.train.jobs`); a saved run's is read back with every bo
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import streamlit as st
 
 from ....figures.role_timeline import role_timeline_figure
-from ....i18n import tr
+from ....i18n import language, tr
+from ....model.model_files import folder_stamp
+from ....training.checkpoints import read_run_meta, runs_dir
+from ....training.compare import curves_of, listed
 from ....training.presets import PRESETS, ROLE_PHRASES, Preset, check_claim, claim_sentence
 from ....training.recipe import model_config
 from ....training.role_timeline import MAX_SAVED_SNAPSHOTS, Change, RoleRecorder, RoleTimeline, Rule
 from ....training.runs import Run, RunHandle
 from ...binding import bind, set_values, view
-from ...caches import run_meta
 from ...charts import chart
+from ...guard import plain
 from ...opening import ROLE_NAMES
 from ...sidebar import saved_runs
 
@@ -49,7 +53,9 @@ ROLE_SHORT = {
     "duplicate": "duplicate-token", "antidiagonal": "anti-diagonal", "broad": "broad",
 }  # fmt: skip
 MAX_SENTENCES = 12  # role changes said in words; the rest are counted
+MAX_ERROR_CHARS = 300  # of a message about a saved run's file (its text may come from the file)
 _OWN = ""  # the preset picker's "your own settings"
+Curve = tuple[np.ndarray, np.ndarray]  # (update steps, values)
 
 
 # --- presets ----------------------------------------------------------------------------------
@@ -115,7 +121,7 @@ def preset_controls() -> Preset | None:
             tr(
                 "The settings below differ from the preset ({settings}): what it says the class will "
                 "see may not happen.",
-                settings=", ".join(f"“{tr(SETTING_LABELS[k])}”" for k in differs),
+                settings=listed([f"“{tr(SETTING_LABELS[k])}”" for k in differs]),
             )
         )
         st.button(tr("Use the preset's settings again"), key="train.preset_restore", on_click=_apply_preset)
@@ -174,17 +180,17 @@ def role_recorder(
     return roles, snapshot
 
 
-def _curve(records: object, key: str) -> tuple[np.ndarray, np.ndarray] | None:
-    """(steps, values) of ``key`` from records (dicts with ``step`` and ``key``); None when there
-    are none or a record lacks a number (a saved run's history is untrusted)."""
-    if not isinstance(records, list) or not records:
-        return None
+def _curves(steps: object, evals: object) -> tuple[Curve | None, Curve | None, str | None]:
+    """The loss and the held-out accuracy of a run's records, read by `curves_of` (the runs
+    table's reader: every entry's type, range and order checked; a saved history is untrusted),
+    and why they cannot be drawn, worded for the reader, when they cannot."""
     try:
-        pairs = [(float(r["step"]), float(r[key])) for r in records]
-    except (KeyError, TypeError, ValueError):
-        return None
-    x, y = np.array(pairs).T
-    return (x, y) if (np.diff(x) > 0).all() else None
+        c = curves_of(steps, evals)
+    except (ValueError, TypeError, OverflowError) as err:  # OverflowError: an int past float's range
+        return None, None, str(err)
+    loss = (c.step, c.loss) if c.loss is not None and c.step.size else None
+    accuracy = (c.eval_step, c.accuracy) if c.accuracy is not None and c.eval_step.size else None
+    return loss, accuracy, None
 
 
 def change_sentence(c: Change) -> str:
@@ -251,9 +257,11 @@ def draw_timeline(
     return changes
 
 
-def roles_view(run: Run) -> None:
-    """The role timeline of ``run`` (this session's training run), under its curves; with the
-    snapshot the slider below shows marked, and for a preset's run whether its claim held."""
+def roles_view(run: Run, steps: Sequence[Mapping[str, Any]], evals: Sequence[Mapping[str, Any]]) -> None:
+    """The role timeline of ``run`` (this session's training run), under its curves (``steps``
+    and ``evals``: what it reported, as the page's curves read it; polled every second while it
+    trains, so not copied again here); with the snapshot the slider below shows marked, and for a
+    preset's run whether its claim held."""
     recorder = run.result.get("roles") if isinstance(run.result, dict) else None
     if not isinstance(recorder, RoleRecorder) or not len(recorder):
         return
@@ -262,26 +270,61 @@ def roles_view(run: Run) -> None:
     picked = st.session_state.get("train.snap_slider")
     current = snaps[min(int(picked), len(snaps) - 1)].step if isinstance(picked, int) and snaps else None
     st.markdown(tr("**Heads named as they form**"))
+    loss, accuracy, _ = _curves(steps, evals)  # this server's own records
     draw_timeline(
         timeline,
-        loss=_curve(run.progress.steps(), "loss"),
-        accuracy=_curve(run.progress.evals(), "accuracy"),
+        loss=loss,
+        accuracy=accuracy,
         final=run.is_final,
         current=current if current is not None else (timeline.steps[-1] if timeline.steps else None),
         key="roles",
     )
     preset = _run_preset(run)
     if preset is not None and run.is_final:
-        problems = check_claim(preset.claim, timeline, run.progress.evals())
+        problems = check_claim(preset.claim, timeline, evals)
         if problems:
             st.warning(
                 tr(
                     "This run did not do all the preset says: {problems}.",
-                    problems="; ".join(tr(t, **v) for t, v in problems),
+                    problems=tr("; ").join(tr(t, **v) for t, v in problems),
                 )
             )
         else:
             st.success(tr("This run did what the preset says."))
+
+
+@dataclass(frozen=True)
+class SavedTimeline:
+    """What "Heads of a saved run" draws of one run.json: its timeline (None: saved without one),
+    its loss and accuracy, and why its file or its curves cannot be read (worded for the reader)."""
+
+    timeline: RoleTimeline | None = None
+    loss: Curve | None = None
+    accuracy: Curve | None = None
+    error: str | None = None  # the file or its timeline cannot be read: nothing is drawn
+    curves_error: str | None = None  # the curves cannot be read: the timeline is drawn alone
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _saved_timeline(name: str, stamp: tuple[Any, ...], lang: str) -> SavedTimeline:
+    """Run ``name``'s timeline and curves, parsed once per state of its run.json (``stamp``)
+    and language and shared by every session: a rerun of the page reads nothing again."""
+    try:
+        history = read_run_meta(name).get("history")
+        data = history.get("roles") if isinstance(history, dict) else None
+        timeline = None if data is None else RoleTimeline.from_json(data)
+    except (ValueError, OSError) as err:  # CheckpointError is a ValueError
+        return SavedTimeline(error=str(err))
+    if timeline is None or not len(timeline):
+        return SavedTimeline()
+    assert isinstance(history, dict)
+    loss, accuracy, problem = _curves(history.get("steps"), history.get("evals"))
+    return SavedTimeline(timeline, loss, accuracy, curves_error=problem)
+
+
+def saved_timeline(name: str) -> SavedTimeline:
+    """The saved run ``name``'s `SavedTimeline`, read again only when its run.json changed."""
+    return _saved_timeline(name, folder_stamp(runs_dir() / name, ("run.json",)), language())
 
 
 def saved_roles_view() -> None:
@@ -301,29 +344,32 @@ def saved_roles_view() -> None:
         )
         if not name:
             return
-        try:
-            history = run_meta(str(name)).get("history")
-            data = history.get("roles") if isinstance(history, dict) else None
-            timeline = None if data is None else RoleTimeline.from_json(data)
-        except ValueError as err:
-            st.error(tr("This run's file cannot be read: {error}", error=err))
+        saved = saved_timeline(str(name))
+        if saved.error is not None:  # its text may come from the file: shown inert
+            st.error(tr("This run's file cannot be read: {error}", error=plain(saved.error, MAX_ERROR_CHARS)))
             return
-        if timeline is None or not len(timeline):
+        if saved.timeline is None:
             st.info(tr("This run was saved without a role timeline (before they were recorded)."))
             return
-        assert isinstance(history, dict)
         draw_timeline(
-            timeline,
-            loss=_curve(history.get("steps"), "loss"),
-            accuracy=_curve(history.get("evals"), "accuracy"),
+            saved.timeline,
+            loss=saved.loss,
+            accuracy=saved.accuracy,
             final=True,
             current=None,
             key="saved_roles",
         )
+        if saved.curves_error is not None:
+            st.caption(
+                tr(
+                    "Its loss and accuracy are not drawn: {error}",
+                    error=plain(saved.curves_error, MAX_ERROR_CHARS),
+                )
+            )
         st.caption(
             tr("Scored on this input (a saved run keeps at most {n} snapshots):", n=MAX_SAVED_SNAPSHOTS)
         )
-        st.code(timeline.text, language=None)  # from the run's file: shown as text, never as markdown
+        st.code(saved.timeline.text, language=None)  # from the run's file: shown as text, never as markdown
 
 
 __all__ = ["draw_timeline", "preset_controls", "roles_view", "saved_roles_view"]
