@@ -1,5 +1,5 @@
-"""Shared fixtures: every test starts from a seeded torch, empty Streamlit caches and no app
-singletons (the training manager)."""
+"""Shared fixtures: every test starts from a seeded torch, empty Streamlit caches, no app
+singletons (the training manager) and no class rooms."""
 
 from __future__ import annotations
 
@@ -32,6 +32,12 @@ def _fresh_state():
     if st is not None:  # only tests that imported streamlit have caches to clear
         st.cache_data.clear()
         st.cache_resource.clear()
+    rooms = sys.modules.get("tformer.rooms.factory")
+    if rooms is not None:  # the rooms of the process's store, and a remembered dead Redis
+        rooms.forget_room_stores()
+    room = sys.modules.get("tformer.ui.room")
+    if room is not None:
+        room.forget_failure()
     singletons = sys.modules.get("tformer.ui.singletons")
     if singletons is not None:  # no cache clear reaches these: drop them, stopping their threads
         for obj in singletons.reset().values():

@@ -16,6 +16,7 @@ from .caches import ModelChoice
 from .lesson_questions import figure_hidden, question_box, reset_gate, summary
 from .lessons import Lesson, lesson_by_id, local
 from .registry import PAGES
+from .room import teaching
 from .state import ViewState
 
 
@@ -74,7 +75,11 @@ def lesson_bar(page_key: str, choice: ModelChoice | None = None) -> None:
             spec = next(p for p in PAGES if p.key == step.page)
             st.caption(tr("This step is on the page “{page}”.", page=tr(spec.title)))
         elif figure_hidden():  # the notes name the answer: they follow it
-            st.caption(tr("The step's notes follow your answer."))
+            st.caption(
+                tr("The step's notes follow the reveal.")
+                if teaching()
+                else tr("The step's notes follow your answer.")
+            )
         else:
             st.markdown(local(step.say))
         if index == len(lesson.steps) - 1:
