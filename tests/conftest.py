@@ -4,10 +4,13 @@ singletons (the training manager) and no class rooms."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 
 import pytest
 import torch
 from hypothesis import settings
+
+from .redis_server import RedisServer
 
 # Property tests check values, not speed (timings live in benchmarks/): no per-example deadline,
 # which a busy 2-core machine can pass by a factor of two without anything being wrong.
@@ -44,6 +47,16 @@ def _fresh_state():
             shutdown = getattr(obj, "shutdown", None)
             if callable(shutdown):
                 shutdown()
+
+
+@pytest.fixture(scope="module")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A redis-server of the module's own (tests/redis_server.py), stopped after its last test."""
+    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture

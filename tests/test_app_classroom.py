@@ -463,3 +463,29 @@ def test_the_live_class_page_is_not_followed_and_a_teacher_there_publishes_nothi
     s.run()
     assert header(s) == "Attention: who looks at whom"
     assert s.selectbox(key="layer").value == 5
+
+
+@pytest.mark.slow
+def test_every_room_widget_with_a_callback_is_driven_as_streamlit_calls_it():
+    """`tests/_drive.py` finds each room widget with a callback from Streamlit's own widget
+    metadata and drives it: with no room, as a teacher (a lesson's question step) and as an
+    exploring student."""
+    from ._drive import explore
+
+    def check(at, target, option) -> None:
+        assert not at.exception, (target.key, [e.message for e in at.exception])
+        assert at.header, f"blank page after {target.key}"
+
+    def ours(target) -> bool:
+        return target.key.startswith("room.")
+
+    driven: dict[str, set[str]] = {}
+    explore(on_page(open_app(CLASSROOM)), check, keep=ours, driven=driven)  # open, close, join
+    t = teacher(ATTENTION, lesson=BASICS, lesson_step=str(IT))
+    s = student(code_of(t))
+    s.selectbox(key="head").set_value(5).run()  # exploring: the badge offers the way back
+    explore(s, check, keep=ours, driven=driven)
+    explore(goto(s, CLASSROOM), check, keep=ours, driven=driven)  # leave
+    explore(t, check, keep=ours, driven=driven)  # reveal
+    assert set(driven) >= {"room.open", "room.close", "room.join", "room.back", "room.leave", "room.reveal"}
+    assert not [k for k, v in driven.items() if not v]
