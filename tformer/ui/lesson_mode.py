@@ -16,7 +16,7 @@ from .caches import ModelChoice
 from .lesson_questions import figure_hidden, question_box, reset_gate, summary
 from .lessons import Lesson, lesson_by_id, local
 from .registry import PAGES
-from .room import teaching
+from .room import go, teaching
 from .state import ViewState
 
 
@@ -47,7 +47,7 @@ def in_lesson() -> bool:
 
 def start_lesson(lesson: Lesson, index: int = 0) -> None:
     """Open ``lesson`` at step ``index`` (switches page; does not return)."""
-    st.switch_page(apply_step(lesson, index))
+    go(apply_step(lesson, index))
 
 
 def lesson_bar(page_key: str, choice: ModelChoice | None = None) -> None:
@@ -102,4 +102,4 @@ def lesson_bar(page_key: str, choice: ModelChoice | None = None) -> None:
         script = apply_step(lesson, target)
         if next(p.key for p in PAGES if p.script == script) == page_key:
             st.rerun()
-        st.switch_page(script)
+        go(script)

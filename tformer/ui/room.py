@@ -32,9 +32,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from ..i18n import tr
 from ..rooms import (
@@ -66,6 +67,7 @@ __all__ = [
     "close_room",
     "follow",
     "forget_failure",
+    "go",
     "join",
     "leave",
     "lost",
@@ -101,6 +103,9 @@ _PUBLISHED = "room.published"  # the view this teacher last published
 _NOTICE = "room.notice"  # one message for the next run (the room ended, an error)
 _FRAME_RAN = "room.frame_ran"  # this full run's frame polled already: the fragment need not
 _LOST = "room.lost"  # why the store could not be read (shown until it can be again)
+_HERE = "room.here"  # (script, page hash) of this session's last full run
+_GOING = "room.going"  # (script, tries): a page switch asked for and not seen arrive yet
+MAX_SWITCH_TRIES = 3
 
 T = TypeVar("T")
 
@@ -198,6 +203,7 @@ def show_lost() -> None:
 def teacher_read(value: T | None) -> T | None:
     """``value`` as a teacher's live fragment read it from the room: when the room ended
     meanwhile the whole app reruns (to say so); when it could not be read, why is shown."""
+    _stale_timer()
     if not teaching():
         st.rerun(scope="app")
     if value is None:
@@ -431,7 +437,8 @@ def _take(params: dict[str, str]) -> None:
 
 def follow(spec: PageSpec) -> None:
     """A student's full run, before any widget: read the room and take the teacher's view when
-    this student follows it; switch to the teacher's page (does not return then)."""
+    this student follows it; open the teacher's page (does not return then)."""
+    _arrive(spec)
     if seat() is None:
         return
     st.session_state[_FRAME_RAN] = True
@@ -443,24 +450,73 @@ def follow(spec: PageSpec) -> None:
         f.seen = got
     f.page = spec.key
     f.exploring = f.target is not None and f.settled is not None and view_params(spec.key) != f.settled
-    if f.exploring or f.seen is None or f.seen.version == f.applied:
+    if f.exploring:
         return
-    f.applied = f.seen.version
-    params = dict(f.seen.params)
-    if not params or params == f.target:  # nothing published yet, or a reveal only
-        return
-    f.target, f.settled = params, None
-    _take(params)
-    page = params.get(PAGE_PARAM, "")
-    if page != spec.key and page in _SCRIPTS:
-        st.switch_page(_SCRIPTS[page])
+    if f.seen is not None and f.seen.version != f.applied:
+        f.applied = f.seen.version
+        params = dict(f.seen.params)
+        if params and params != f.target:  # else nothing published yet, or a reveal only
+            f.target, f.settled = params, None
+            _take(params)
+    page = _page_of(f)
+    if page is not None and page != spec.key:
+        # also when a switch asked for earlier was lost (a rerun the browser asked for at the
+        # same moment took its place): a following student is always on the teacher's page
+        f.settled = None
+        go(_SCRIPTS[page])
+
+
+# --- page switches and the fragments' timers ------------------------------------------------------
+#
+# A room's page polls from a fragment on a timer, and the browser asks for each timed run with the
+# page it shows. When the server switches the page (a student following, the lesson bar's Next),
+# a timed run asked for just before the browser learnt of the switch is folded into the switch's
+# run (Streamlit keeps the newer request's page: the switch is lost), or runs after it on the old
+# page (the address bar and the browser's idea of the page go back to the old one). `go` keeps the
+# switch asked for and the next full run makes it again when it was lost (`_arrive`); a fragment
+# that finds itself run on another page than the last full run sends the browser back there
+# (`_stale_timer`).
+
+
+def go(script: str) -> NoReturn:
+    """``st.switch_page(script)``, made again by the next full run if a fragment's timer lost it."""
+    going = st.session_state.get(_GOING)
+    tries = going[1] + 1 if isinstance(going, tuple) and going[0] == script else 1
+    st.session_state[_GOING] = (script, tries)
+    st.switch_page(script)
+
+
+def _arrive(spec: PageSpec) -> None:
+    going = st.session_state.get(_GOING)
+    if isinstance(going, tuple) and going[0] != spec.script and going[1] < MAX_SWITCH_TRIES:
+        go(going[0])
+    st.session_state.pop(_GOING, None)
+    ctx = get_script_run_ctx()
+    st.session_state[_HERE] = (spec.script, ctx.page_script_hash if ctx is not None else "")
+
+
+def _stale_timer() -> None:
+    """In a room's fragment: a timed run of a page the session has left goes back to the page."""
+    here = st.session_state.get(_HERE)
+    ctx = get_script_run_ctx()
+    if isinstance(here, tuple) and ctx is not None and here[1] and ctx.page_script_hash != here[1]:
+        st.switch_page(here[0])
+
+
+def _page_of(f: Follow) -> str | None:
+    """The teacher's page a student follows onto (None: none yet, or one not followed)."""
+    page = f.target.get(PAGE_PARAM) if f.target is not None else None
+    return page if page in _SCRIPTS else None
 
 
 def settle() -> None:
-    """The end of a full run: a view just taken, as this page left it, is the one to compare
-    the next runs with."""
+    """The end of a full run: a view just taken, as the teacher's page left it, is the one to
+    compare the next runs with."""
     f = st.session_state.get(_FOLLOW)
     if seat() is None or not isinstance(f, Follow) or f.settled is not None or not f.page:
+        return
+    page = _page_of(f)
+    if page is not None and page != f.page:  # not there yet: the switch is still to come
         return
     f.settled = view_params(f.page)
 
@@ -505,6 +561,7 @@ def room_bar(spec: PageSpec) -> None:
 @st.fragment(run_every=POLL_S, key="room.poll")
 def _student_bar() -> None:
     if not st.session_state.pop(_FRAME_RAN, False):  # a poll between full runs
+        _stale_timer()
         _tick()
     s = seat()
     if s is None:
@@ -525,6 +582,7 @@ def _student_bar() -> None:
 
 @st.fragment(run_every=TEACHER_POLL_S, key="room.teacher")
 def _teacher_bar() -> None:
+    _stale_timer()
     t = ticket()
     if t is None:
         return
