@@ -119,6 +119,7 @@ def test_a_student_joins_by_link_and_follows_the_teachers_page_and_view():
     assert_clean(s)
     assert header(s) == "Heads compared"
     assert s.text_area(key="text").value == "Birds sing at dawn."
+    assert "Birds" in json.dumps(charts(s)), "the page draws the teacher's text, not only its box"
     assert FOLLOWING in badge(s)
 
 
@@ -175,6 +176,7 @@ def test_the_poll_fragment_reruns_the_app_only_when_the_room_changed():
     assert_clean(moved)
     assert moved.header, "a new view reruns the whole app"
     assert moved.selectbox(key="layer").value == 2
+    assert json.loads(moved.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"].startswith("layer 2")
     # an exploring student's poll notes the teacher's move without running the page
     moved.selectbox(key="head").set_value(6).run()
     t.selectbox(key="layer").set_value(1).run()

@@ -9,6 +9,7 @@ of a widget that a page does not draw loses nothing.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -44,9 +45,12 @@ def view() -> ViewState:
 
 
 def replace_view(state: ViewState) -> None:
-    """Make ``state`` this session's view (a live class's student taking the teacher's view);
+    """Make ``state``'s values this session's view (a live class's student taking the teacher's
+    view), in place: whoever holds the session's view object (the page's frame) sees them, and
     every widget bound to it shows its value from the next widget drawn on."""
-    st.session_state[_VIEW] = state
+    v = view()
+    for f in dataclasses.fields(ViewState):
+        setattr(v, f.name, getattr(state, f.name))
 
 
 def session_language() -> str | None:
