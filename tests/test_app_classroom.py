@@ -176,7 +176,9 @@ def test_the_poll_fragment_reruns_the_app_only_when_the_room_changed():
     assert_clean(moved)
     assert moved.header, "a new view reruns the whole app"
     assert moved.selectbox(key="layer").value == 2
-    assert json.loads(moved.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"].startswith("layer 2")
+    assert json.loads(moved.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"].startswith(
+        "layer 2"
+    )
     # an exploring student's poll notes the teacher's move without running the page
     moved.selectbox(key="head").set_value(6).run()
     t.selectbox(key="layer").set_value(1).run()
@@ -491,3 +493,12 @@ def test_every_room_widget_with_a_callback_is_driven_as_streamlit_calls_it():
     explore(t, check, keep=ours, driven=driven)  # reveal
     assert set(driven) >= {"room.open", "room.close", "room.join", "room.back", "room.leave", "room.reveal"}
     assert not [k for k, v in driven.items() if not v]
+
+
+def test_a_join_link_to_another_page_points_to_the_live_class_page():
+    at = open_app(ATTENTION, room="K7QM2XPA")
+    assert_clean(at)
+    assert "You were invited to a live class" in unescaped(at)
+    assert [link.proto.page for link in at.main.get("page_link")] == ["classroom"]
+    assert "room" not in at.query_params
+    assert charts(at)

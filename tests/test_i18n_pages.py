@@ -220,6 +220,9 @@ def test_the_live_class_views_in_chinese_have_no_english_left(monkeypatch):
     refused.button(key="room.join").click().run()
     assert refused.error
     assert not left(refused, "ABCD"), "a refused join"
+    invited = open_app("pages/attention.py", lang="zh", room="K7QM2XPA")  # a join link to another page
+    assert invited.main.get("page_link")
+    assert not left(invited), "a join link's pointer to the Live class page"
 
     t = teacher("pages/attention.py", lang="zh", lesson=BASICS, lesson_step=str(IT))
     code = code_of(t)

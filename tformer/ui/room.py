@@ -52,7 +52,7 @@ from ..rooms import (
     format_code,
     room_store,
 )
-from .binding import replace_view, view
+from .binding import INVITE, replace_view, view
 from .guard import plain
 from .registry import PAGES, PageSpec
 from .state import ViewState
@@ -556,6 +556,10 @@ def room_bar(spec: PageSpec) -> None:
         _student_bar()
     elif teaching() and spec.followed:
         _teacher_bar()
+    elif spec.followed and isinstance(invite := st.session_state.get(INVITE), str):
+        # a join link opened on another page than the Live class page (its join form is there)
+        st.info(tr("You were invited to a live class: join it on the Live class page."), icon="🎓")
+        st.page_link("pages/classroom.py", label=tr("Live class"), icon="🎓", help=plain(invite, 40))
 
 
 @st.fragment(run_every=POLL_S, key="room.poll")
