@@ -502,3 +502,18 @@ def test_a_join_link_to_another_page_points_to_the_live_class_page():
     assert [link.proto.page for link in at.main.get("page_link")] == ["classroom"]
     assert "room" not in at.query_params
     assert charts(at)
+
+
+def test_a_page_switch_that_a_timers_run_took_the_place_of_is_made_again():
+    """The lesson bar's Next asked for the Q, K, V page; a fragment timer's run of the old page
+    was folded into it (Streamlit keeps the newer request's page), so the Attention page ran
+    again: the frame opens the page that was asked for."""
+    t = teacher(ATTENTION, lesson=BASICS, lesson_step=str(IT))
+    t.session_state["room.going"] = ("pages/qkv.py", 1)  # as room.go leaves it
+    t.run()  # AppTest asks for the Attention page again, as the folded run did
+    assert_clean(t)
+    assert header(t) == "Q, K, V: where the scores come from"
+    assert "room.going" not in t.session_state
+    t.session_state["room.going"] = ("pages/qkv.py", 3)  # tried enough: the page stays as it is
+    goto(t, ATTENTION)
+    assert header(t) == "Attention: who looks at whom"

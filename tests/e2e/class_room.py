@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .streamlit_driver import mark, nav_to, wait_idle, widget
+from .streamlit_driver import mark, nav_to, set_widget, wait_idle, widget
 
 CODE = re.compile(r"^[0-9A-Z]{4}-[0-9A-Z]{4}$")  # a join code as the teacher's page shows it
 FOLLOW_TIMEOUT_S = 30.0  # a following student's page on a busy 2-core machine
@@ -52,6 +52,20 @@ def join(page: Any, name: str) -> None:
     click(page, "room.join")
 
 
+def pick(page: Any, key: str, value: str, tries: int = 3) -> None:
+    """Choose ``value`` in the select box ``key``, as a person does: again when the list closed
+    before it could be clicked (right after the reveal the page grows by its figures, and a list
+    opened during that layout shift closes again, measured: 1 of 6 opens)."""
+    for attempt in range(tries):
+        try:
+            set_widget(page, key, value, timeout=10_000)
+            return
+        except Exception:
+            if attempt == tries - 1:
+                raise
+            page.keyboard.press("Escape")
+
+
 def badge(page: Any) -> str:
     bar = widget(page, "room_bar")
     return bar.first.inner_text() if bar.count() else ""
@@ -78,7 +92,9 @@ def eventually(
 
 
 def path_of(page: Any) -> str:
-    return re.sub(r"^https?://[^/]+", "", page.url).split("?")[0].strip("/")
+    """The page's path as the browser has it (``location``; Playwright's ``page.url`` was seen
+    to keep the path from before a page switch made by the server for seconds)."""
+    return str(page.evaluate("location.pathname")).strip("/")
 
 
 def go(page: Any, url_path: str) -> None:

@@ -1,5 +1,5 @@
 """A live class on one server, in Chromium: the teacher in one browser context, two students in
-two others (one at a phone's width). The teacher opens a room; the students open the join link
+two others (one at a phone's width, in Chinese). The teacher opens a room; the students open the join link
 and type a name; they follow the teacher onto the lesson's question step; one answers, the
 teacher's tally shows it, the teacher reveals and the other student sees the answer; the teacher
 picks a head and the students' pickers follow; a student who explores stays put until "Back to
@@ -12,9 +12,9 @@ from typing import Any
 
 from tformer.ui.lessons import lesson_by_id
 
-from .class_room import badge, click, eventually, go, join, open_room, path_of
+from .class_room import badge, click, eventually, go, join, open_room, path_of, pick
 from .conftest import PageProbe, new_page
-from .streamlit_driver import exception_boxes, open_page, screenshot, selectbox_value, set_widget, widget
+from .streamlit_driver import exception_boxes, open_page, screenshot, selectbox_value, widget
 
 
 def _it_step() -> int:
@@ -25,6 +25,7 @@ def _it_step() -> int:
 
 IT = _it_step()
 PHONE = 420  # px: a student on a phone
+LANG = {"Mei": "en", "Ana": "zh"}  # each student's own language: the teacher's does not reach them
 
 
 def _context(browser: Any, url: str, width: int = 1400) -> Any:
@@ -44,16 +45,16 @@ def start_class(teacher: Any, students: dict[str, Any]) -> str:
     assert teacher.locator('[data-testid="stImage"] img').count() == 1  # the QR code
     screenshot(teacher, "classroom-teacher-room")
     for name, student in students.items():
-        open_page(student, f"classroom?room={code}")
+        open_page(student, f"classroom?room={code}&lang={LANG[name]}")
         assert widget(student, "room.code").locator("input").input_value() == code
         join(student, name)
-        eventually(f"{name} waits for the first view", lambda s=student: "Waiting" in badge(s), page=student)
-    screenshot(students["Ana"], "classroom-student-waiting-phone")
+        eventually(f"{name} waits for the first view", lambda s=student: "⏳" in badge(s), page=student)
+    screenshot(students["Ana"], "classroom-student-waiting-phone-zh")
     go(teacher, "attention")  # the lesson's question step: everyone follows
     for name, s in students.items():
         took = eventually(
             f"{name} follows onto the teacher's page",
-            lambda s=s: path_of(s) == "attention" and "Following your teacher" in badge(s),
+            lambda s=s: path_of(s) == "attention" and "🟢" in badge(s),
             page=s,
         )
         print(f"{name} on the teacher's page after {took:.1f} s")
@@ -80,24 +81,24 @@ def answer_and_reveal(teacher: Any, mei: Any, ana: Any) -> None:
     click(teacher, "room.reveal")
     revealed = eventually(
         "the reveal reaches the student who did not answer",
-        lambda: "Your teacher revealed the answer" in widget(ana, "lesson_bar").inner_text(),
+        lambda: "老师公布了答案" in widget(ana, "lesson_bar").inner_text(),  # in her language
         page=ana,
     )
     print(f"the reveal on a student's screen after {revealed:.1f} s")
     assert widget(ana, "lq.check").count() == 0
-    screenshot(ana, "classroom-student-revealed-phone")
+    screenshot(ana, "classroom-student-revealed-phone-zh")
 
 
 def follow_explore_and_return(teacher: Any, mei: Any, ana: Any) -> None:
-    set_widget(teacher, "head", "5")
+    pick(teacher, "head", "5")
     for s in (mei, ana):
         moved = eventually(
             "the students' head follows", lambda s=s: selectbox_value(s, "head") == "5", page=s
         )
         print(f"a head the teacher picked on a student's screen after {moved:.1f} s")
-    set_widget(mei, "head", "7")  # Mei explores
+    pick(mei, "head", "7")  # Mei explores
     eventually("Mei is exploring", lambda: "Exploring on your own" in badge(mei), page=mei)
-    set_widget(teacher, "head", "6")
+    pick(teacher, "head", "6")
     eventually("Ana follows", lambda: selectbox_value(ana, "head") == "6", page=ana)
     eventually("Mei is told the teacher moved on", lambda: "moved on" in badge(mei), page=mei)
     assert selectbox_value(mei, "head") == "7"

@@ -203,7 +203,7 @@ def show_lost() -> None:
 def teacher_read(value: T | None) -> T | None:
     """``value`` as a teacher's live fragment read it from the room: when the room ended
     meanwhile the whole app reruns (to say so); when it could not be read, why is shown."""
-    _stale_timer()
+    _check_timer()
     if not teaching():
         st.rerun(scope="app")
     if value is None:
@@ -470,12 +470,12 @@ def follow(spec: PageSpec) -> None:
 #
 # A room's page polls from a fragment on a timer, and the browser asks for each timed run with the
 # page it shows. When the server switches the page (a student following, the lesson bar's Next),
-# a timed run asked for just before the browser learnt of the switch is folded into the switch's
-# run (Streamlit keeps the newer request's page: the switch is lost), or runs after it on the old
-# page (the address bar and the browser's idea of the page go back to the old one). `go` keeps the
-# switch asked for and the next full run makes it again when it was lost (`_arrive`); a fragment
-# that finds itself run on another page than the last full run sends the browser back there
-# (`_stale_timer`).
+# a timed run the browser asked for before it learnt of the switch carries the old page: when it
+# arrives while the switch's run is still waiting, Streamlit folds the two into one run of the
+# newer request's page (`ScriptRequests`), and the switch is lost; when it arrives after, it runs
+# on the old page. `go` keeps the switch asked for and the next full run makes it again
+# (`_arrive`); a room fragment run on another page than the last full run sends the browser back
+# to that page (`_check_timer`). (Read in Streamlit 1.67's code; not seen to happen in a test.)
 
 
 def go(script: str) -> NoReturn:
@@ -495,7 +495,7 @@ def _arrive(spec: PageSpec) -> None:
     st.session_state[_HERE] = (spec.script, ctx.page_script_hash if ctx is not None else "")
 
 
-def _stale_timer() -> None:
+def _check_timer() -> None:
     """In a room's fragment: a timed run of a page the session has left goes back to the page."""
     here = st.session_state.get(_HERE)
     ctx = get_script_run_ctx()
@@ -565,7 +565,7 @@ def room_bar(spec: PageSpec) -> None:
 @st.fragment(run_every=POLL_S, key="room.poll")
 def _student_bar() -> None:
     if not st.session_state.pop(_FRAME_RAN, False):  # a poll between full runs
-        _stale_timer()
+        _check_timer()
         _tick()
     s = seat()
     if s is None:
@@ -586,7 +586,7 @@ def _student_bar() -> None:
 
 @st.fragment(run_every=TEACHER_POLL_S, key="room.teacher")
 def _teacher_bar() -> None:
-    _stale_timer()
+    _check_timer()
     t = ticket()
     if t is None:
         return
