@@ -21,7 +21,6 @@ MAX_EDITS publications; ``max_seconds`` bounds the whole run.
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,10 +28,8 @@ from dataclasses import dataclass, field
 from tformer.rooms import RoomStore, TeacherTicket
 
 from .ws_client import (
-    LOOPBACK,
-    MAX_EDITS,
-    MAX_SESSIONS,
     StreamlitWsSession,
+    check_bounds,
     run_sync,
     session_words,
     tokens_in,
@@ -139,11 +136,7 @@ def run_follow(
     follow it while this process publishes ``publishes`` views ``every_s`` seconds apart, after
     ``idle_s`` seconds of polls with nothing new; ``cpu()`` (the servers' CPU seconds so far)
     measures what that idle window cost them."""
-    host = re.sub(r"^wss?://", "", ws_url).rsplit(":", 1)[0]
-    if host not in LOOPBACK:
-        raise ValueError(f"load runs only against a loopback server, not {host!r}")
-    if not (1 <= students <= MAX_SESSIONS and 1 <= publishes <= MAX_EDITS):
-        raise ValueError(f"students in 1..{MAX_SESSIONS} and publishes in 1..{MAX_EDITS}")
+    check_bounds(ws_url, students, publishes)
     rep = FollowReport(students=students, publishes=publishes)
     ticket = store.open_room()
 

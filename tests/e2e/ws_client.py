@@ -399,6 +399,16 @@ async def _load_session(
             rep.edit_bytes.append(r.bytes_received)
 
 
+def check_bounds(ws_url: str, sessions: int, edits: int) -> None:
+    """A load run's bounds: a loopback server, at most MAX_SESSIONS sessions and MAX_EDITS edits
+    (or views published) each. ValueError otherwise."""
+    host = re.sub(r"^wss?://", "", ws_url).rsplit(":", 1)[0]
+    if host not in LOOPBACK:
+        raise ValueError(f"load runs only against a loopback server, not {host!r}")
+    if not (1 <= sessions <= MAX_SESSIONS and 1 <= edits <= MAX_EDITS):
+        raise ValueError(f"sessions in 1..{MAX_SESSIONS} and edits in 1..{MAX_EDITS}")
+
+
 def run_load(
     ws_url: str,
     sessions: int = 10,
@@ -412,11 +422,7 @@ def run_load(
 
     Bounded: loopback servers only, at most MAX_SESSIONS x MAX_EDITS, and max_seconds overall.
     """
-    host = re.sub(r"^wss?://", "", ws_url).rsplit(":", 1)[0]
-    if host not in LOOPBACK:
-        raise ValueError(f"load runs only against a loopback server, not {host!r}")
-    if not (1 <= sessions <= MAX_SESSIONS and 1 <= edits <= MAX_EDITS):
-        raise ValueError(f"sessions in 1..{MAX_SESSIONS} and edits in 1..{MAX_EDITS}")
+    check_bounds(ws_url, sessions, edits)
     rep = LoadReport(sessions=sessions, edits=edits)
 
     async def main() -> None:
