@@ -17,6 +17,7 @@ from .client_messages import install as guard_client_messages
 from .guard import MAX_NOTICES, no_traceback, plain
 from .lesson_mode import lesson_bar
 from .registry import PageSpec, page_for
+from .room import follow, publish, room_bar
 from .share import share_box, sync_url
 from .sidebar import model_and_text, page_links
 from .state import ViewState
@@ -41,6 +42,7 @@ def draw_frame(script: str) -> Frame:
     v = view()  # first: a link's language must reach the tab title
     st.set_page_config(page_title=f"{tr(spec.title)} · tformer", page_icon="🔍", layout="wide")
     set_threads()
+    follow(spec)  # a live class's student takes the teacher's view before any widget is drawn
     choice = None
     # The text and the model first: with 14 pages the page map would push the text box and the
     # example picker below a laptop screen's fold (the picker's list then failed to open).
@@ -48,7 +50,9 @@ def draw_frame(script: str) -> Frame:
         choice = model_and_text()
     page_links()
     sync_url()
+    publish(spec)  # a live class's teacher: the view, when it changed
     share_box(spec.url_path)
+    room_bar(spec)
     st.header(tr(spec.heading))
     lesson_bar(spec.key, choice)
     notices = pop_notices()

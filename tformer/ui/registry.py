@@ -70,6 +70,9 @@ class PageSpec:
     # the dataclass of the page's own choices (`tformer.ui.state`), its namespace ``key`` in the
     # view state and in share links; None: the page has no choices of its own
     state: type | None = None
+    # False: a live class's students do not follow their teacher onto this page (the room's own
+    # page: its QR code and answers are the teacher's, `tformer.ui.room`)
+    followed: bool = True
 
     @property
     def url_path(self) -> str:
@@ -280,6 +283,18 @@ PAGES: tuple[PageSpec, ...] = (
         "The same head under two settings or for two texts: positions off, more heads, pre-norm, "
         "a causal mask, another model; and where the weights moved.",
         state=CompareState,
+    ),
+    PageSpec(
+        "classroom",
+        "Live class",
+        "Live class: teach a room, or join your teacher's",
+        "🎓",
+        "Classroom",
+        "pages/classroom.py",
+        "Open a room for your class (a join code, its link and QR code), or join one: students follow "
+        "the teacher's screen on their own devices and answer the lesson's questions live.",
+        needs_text=False,
+        followed=False,
     ),
     PageSpec(
         "export",
