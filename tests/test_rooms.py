@@ -31,6 +31,7 @@ from tformer.rooms import (
     RoomStore,
     TooManyRooms,
     format_code,
+    format_key,
 )
 from tformer.rooms.limits import CODE_ALPHABET, CODE_LENGTH
 
@@ -56,8 +57,12 @@ LIMITS = RoomLimits(
     max_view_bytes=200,
     closed_notice_s=30,
 )
-# for tests about something else: no rate limit or idle expiry in the way
+# for tests about something else: no rate limit, idle expiry or absence in the way
 ROOMY = replace(LIMITS, idle_s=60, answer_burst=100, max_answers=100)
+# presence on a short clock (the Redis store's tests sleep through it)
+PRESENT_S = 1.5
+EVERY_S = 0.5
+PRESENCE = replace(ROOMY, present_s=PRESENT_S, seen_every_s=EVERY_S)
 
 
 class FakeClock:
@@ -152,8 +157,9 @@ def test_display_names_are_cleaned_bounded_and_unique(store: RoomStore):
         store.join(t.code, "x" * 13)
     with pytest.raises(InvalidInput, match="at most 12 characters"):
         store.join(t.code, "x" * 10_000_000)
-    with pytest.raises(NameTaken, match="already uses the name “li wei”"):
-        store.join(t.code, "li wei")
+    with pytest.raises(NameTaken, match="is using the name “li wei” now") as err:
+        store.join(t.code, "li wei")  # its seat is present: it joined a moment ago
+    assert 1 <= int(err.value.values["seconds"]) <= LIMITS.present_s
     with pytest.raises(NameTaken):
         store.join(t.code, "ＬＩ ＷＥＩ")  # full-width letters read the same
 
@@ -204,7 +210,8 @@ def test_the_view_is_bounded(store: RoomStore):
 def test_leave_and_return_to_the_same_seat(roomy: RoomStore):
     t = roomy.open_room()
     mei = roomy.join(t.code, "Mei")
-    roomy.join(t.code, "Bo")
+    assert not mei.back
+    bo = roomy.join(t.code, "Bo")
     roomy.submit(mei.code, mei.seat_id, "q1", "B")
     assert roomy.status(t.code, t.token).present == 2
     roomy.leave(mei.code, mei.seat_id)
@@ -212,17 +219,15 @@ def test_leave_and_return_to_the_same_seat(roomy: RoomStore):
     assert (s.students, s.present) == (2, 1)
     with pytest.raises(NotInRoom):
         roomy.submit(mei.code, mei.seat_id, "q1", "C")
-    with pytest.raises(NameTaken):  # a seat that left keeps its name
-        roomy.join(t.code, "mei")
     back = roomy.join(t.code, "Mei L.", seat=mei.seat_id)
     assert back.seat_id == mei.seat_id
-    assert back.name == "Mei L."
+    assert (back.name, back.back) == ("Mei L.", True)
     assert roomy.my_answers(back.code, back.seat_id) == {"q1": "B"}
     s = roomy.status(t.code, t.token)
     assert (s.students, s.present) == (2, 2)
-    assert roomy.join(t.code, "Mei").name == "Mei"  # the old name is free again
-    with pytest.raises(NameTaken):
-        roomy.join(t.code, "bo", seat=mei.seat_id)
+    assert not roomy.join(t.code, "Mei").back  # the old name is free again: a new seat
+    with pytest.raises(NameTaken, match="already uses the name “bo”"):
+        roomy.join(t.code, "bo", seat=mei.seat_id)  # coming back under another seat's name
     # a seat from elsewhere is no way in to someone's answers: it gets a new seat
     other = roomy.join(t.code, "Ann", seat="A" * 24)
     assert other.seat_id != "A" * 24
@@ -231,6 +236,97 @@ def test_leave_and_return_to_the_same_seat(roomy: RoomStore):
         roomy.join(t.code, "Zed", seat="short")
     with pytest.raises(NotInRoom):
         roomy.leave(t.code, "B" * 24)
+    # a name whose student left is free to take back at once, with its answers
+    roomy.submit(t.code, bo.seat_id, "q1", "A")
+    roomy.leave(t.code, bo.seat_id)
+    again = roomy.join(t.code, "BO")
+    assert again.back
+    assert again.seat_id != bo.seat_id
+    assert roomy.my_answers(t.code, again.seat_id) == {"q1": "A"}
+    assert roomy.status(t.code, t.token).students == 4  # Mei L., Mei, Ann, BO
+
+
+# --- presence and coming back after a reload ----------------------------------------------------
+
+
+def test_present_means_the_screen_polled_lately(rooms: Rooms):
+    store = rooms.make(PRESENCE)
+    t = store.open_room()
+    a, b = store.join(t.code, "a"), store.join(t.code, "b")
+    assert store.status(t.code, t.token).present == 2  # a join is seen
+    rooms.advance(0.6 * PRESENT_S)
+    assert store.poll(t.code, 0, seat=a.seat_id) is None  # a's tab polls: recorded (due)
+    rooms.advance(0.6 * PRESENT_S)  # b's tab was closed 1.2 periods ago
+    s = store.status(t.code, t.token)
+    assert (s.students, s.present) == (2, 1)
+    assert store.tally(t.code, t.token, "q1").present == 1  # "answered / present" counts a only
+    store.submit(t.code, b.seat_id, "q1", "x")  # an answer is seen too
+    assert store.status(t.code, t.token).present == 2
+    store.leave(t.code, a.seat_id)  # leaving ends presence at once
+    assert store.status(t.code, t.token).present == 1
+    assert store.view(t.code).version == 0  # polls without a seat record nothing, change nothing
+
+
+def test_a_poll_records_its_seat_at_most_once_per_period(rooms: Rooms):
+    store = rooms.make(PRESENCE)
+    t = store.open_room()
+    a = store.join(t.code, "a")  # seen now
+    rooms.advance(0.5 * EVERY_S)
+    store.poll(t.code, 0, seat=a.seat_id)  # within the period of the join's record: not recorded
+    rooms.advance(PRESENT_S - 0.3 * EVERY_S)  # the join is a period ago; that poll was not
+    assert store.status(t.code, t.token).present == 0
+    store.poll(t.code, 0, seat=a.seat_id)  # due: recorded
+    assert store.status(t.code, t.token).present == 1
+
+
+def test_a_name_whose_seat_is_away_is_taken_back_with_its_answers(rooms: Rooms):
+    """A student reloads: the new session has no seat id, joins under the same name and is back
+    on the seat (answers and rate limit kept); the old seat id stops working."""
+    store = rooms.make(replace(PRESENCE, answer_burst=2, answer_refill_s=600))
+    t = store.open_room()
+    mei = store.join(t.code, "Mei")
+    store.submit(t.code, mei.seat_id, "q1", "B", correct=True)
+    store.submit(t.code, mei.seat_id, "q2", "C")  # her last token
+    rooms.advance(0.6 * PRESENT_S)
+    store.poll(t.code, 0, seat=mei.seat_id)  # her tab is open
+    with pytest.raises(NameTaken, match="is using the name “mei” now") as err:
+        store.join(t.code, "mei")  # someone else, or Mei in a second tab
+    assert 1 <= int(err.value.values["seconds"]) <= PRESENT_S + 1
+    rooms.advance(1.1 * PRESENT_S)  # her tab went away (a reload, a closed laptop)
+    back = store.join(t.code, "MEI")
+    assert back.back
+    assert back.seat_id != mei.seat_id
+    assert back.name == "MEI"
+    assert store.my_answers(t.code, back.seat_id) == {"q1": "B", "q2": "C"}
+    with pytest.raises(RateLimited):  # a reload does not refill the bucket
+        store.submit(t.code, back.seat_id, "q3", "A")
+    s = store.status(t.code, t.token)
+    assert (s.students, s.present, s.answers) == (1, 1, 2)
+    assert [(r.name, r.step, r.answer) for r in store.answers(t.code, t.token)] == [
+        ("MEI", "q1", "B"),
+        ("MEI", "q2", "C"),
+    ]
+    # the old session (a laptop waking up) is no longer on the seat: its next recorded poll says so
+    with pytest.raises(NotInRoom):
+        store.poll(t.code, 0, seat=mei.seat_id)
+    with pytest.raises(NotInRoom):
+        store.submit(t.code, mei.seat_id, "q4", "A")
+    with pytest.raises(NotInRoom):
+        store.my_answers(t.code, mei.seat_id)
+    assert store.poll(t.code, 0, seat=back.seat_id) is None  # the new one polls on
+    with pytest.raises(NameTaken, match="is using the name"):
+        store.join(t.code, "Mei")  # and is present: nobody else takes the name now
+
+
+def test_a_seat_taken_back_in_a_full_room_needs_no_new_seat(rooms: Rooms):
+    store = rooms.make(replace(PRESENCE, max_students=2))
+    t = store.open_room()
+    store.join(t.code, "a")
+    store.join(t.code, "b")
+    rooms.advance(1.1 * PRESENT_S)
+    with pytest.raises(RoomFull):
+        store.join(t.code, "c")
+    assert store.join(t.code, "b").back
 
 
 # --- the teacher's token ------------------------------------------------------------------------
@@ -263,6 +359,72 @@ def test_only_the_teacher_token_drives_the_room(store: RoomStore):
     assert store.check_teacher(format_code(t.code).lower(), t.token) == t.code
     store.submit(seat.code, seat.seat_id, "q1", "B")  # not revealed: still open
     assert store.tally(t.code, t.token, "q1").counts == (("B", 1),)
+
+
+def test_the_teacher_key_takes_the_room_back_with_a_new_token(store: RoomStore):
+    """The teacher's page was reloaded (a new session, the token lost): the key typed there
+    gives the new session a new token, and the old token drives the room no more."""
+    t = store.open_room()
+    assert t.key not in repr(t)
+    assert len(t.key) == 12
+    assert set(t.key) <= set(CODE_ALPHABET)
+    assert t.key not in (t.token, t.code)
+    seat = store.join(t.code, "Mei")
+    assert store.publish(t.code, t.token, {"page": "heads"}) == 1
+    typed = f" {format_key(t.key).lower()} "  # as read off a note: any case, dashes, spaces
+    again = store.reclaim(format_code(t.code).lower(), typed)
+    assert (again.code, again.key) == (t.code, t.key)
+    assert again.token != t.token
+    assert again.token not in repr(again)
+    with pytest.raises(NotTeacher):
+        store.publish(t.code, t.token, {"page": "qkv"})
+    with pytest.raises(NotTeacher):
+        store.status(t.code, t.token)
+    assert store.publish(again.code, again.token, {"page": "qkv"}) == 2  # the room goes on
+    assert store.view(seat.code).params == {"page": "qkv"}
+    assert store.status(again.code, again.token).students == 1
+    # the key stays the room's: a second reload takes it back again
+    third = store.reclaim(t.code, t.key)
+    with pytest.raises(NotTeacher):
+        store.tally(again.code, again.token, "q1")
+    store.check_teacher(third.code, third.token)
+
+
+def test_wrong_teacher_keys_are_limited_per_room_and_never_shown(rooms: Rooms):
+    store = rooms.make(replace(LIMITS, idle_s=60, key_tries=3, key_refill_s=REFILL_S))
+    t, other = store.open_room(), store.open_room()
+    wrong = ("2" if t.key[0] != "2" else "3") + t.key[1:]  # one character off
+    for _ in range(3):
+        with pytest.raises(NotTeacher, match="not the teacher key of room") as err:
+            store.reclaim(t.code, wrong)
+        assert wrong not in str(err.value)
+    with pytest.raises(RateLimited, match="Too many wrong teacher keys") as err:
+        store.reclaim(t.code, t.key)  # even the right key waits: a guesser learns nothing
+    assert 0 < err.value.retry_after_s <= REFILL_S
+    assert store.reclaim(other.code, other.key).code == other.code  # each room has its own tries
+    said = set()
+    for bad in ("", "QRST", "QRST-2345-EFG0", t.key + "A", t.key[:-1], "<script>x</script>"):
+        with pytest.raises(InvalidInput, match="not a teacher key") as err:
+            store.reclaim(t.code, bad)  # refused before any try is spent
+        said.add(str(err.value))
+    assert len(said) == 1, "the refusal never repeats what was typed"
+    rooms.advance(1.1 * REFILL_S)
+    store.reclaim(t.code, t.key)
+    for _ in range(4):  # a right key spends no try
+        latest = store.reclaim(t.code, t.key)
+    store.check_teacher(t.code, latest.token)
+    with pytest.raises(NotTeacher):
+        store.reclaim(t.code, wrong)
+
+
+def test_a_room_that_ended_cannot_be_taken_back(store: RoomStore):
+    t = store.open_room()
+    other = ("2" if t.code[0] != "2" else "3") + t.code[1:]
+    with pytest.raises(RoomNotFound):
+        store.reclaim(other, t.key)
+    store.close(t.code, t.token)
+    with pytest.raises(RoomClosed):
+        store.reclaim(t.code, t.key)
 
 
 def test_close_ends_the_room_for_everyone(store: RoomStore):

@@ -61,6 +61,7 @@ def test_every_key_of_a_room_expires(redis_server: RedisServer):
         "view",
         "seats",
         "names",
+        "seen",
         "revealed",
         "steps",
     }
@@ -87,6 +88,31 @@ def test_an_unchanged_poll_is_one_get(redis_server: RedisServer):
     calls.pop("info", None)
     calls.pop("config|resetstat", None)
     assert calls == {"get": 20}
+
+
+def test_a_students_idle_polls_are_one_get_and_one_record_per_period(redis_server: RedisServer):
+    """Following students poll once a second naming their seat: within ``seen_every_s`` of the
+    last record a poll is the one GET; the next one records the seat in one script call."""
+    every_s = 0.4
+    store = RedisRoomStore(redis_server.url, RoomLimits(present_s=10, seen_every_s=every_s), prefix=_prefix())
+    t = store.open_room()
+    version = store.publish(t.code, t.token, {"page": "heads"})
+    seat = store.join(t.code, "Mei")
+    time.sleep(every_s)
+    store.poll(t.code, since=version, seat=seat.seat_id)  # loads the script into Redis
+    r = redis_server.client()
+    r.config_resetstat()
+    for _ in range(20):  # within the period of that record
+        assert store.poll(t.code, since=version, seat=seat.seat_id) is None
+    time.sleep(every_s)
+    assert store.poll(t.code, since=version, seat=seat.seat_id) is None  # due: recorded
+    stats = r.info("commandstats")
+    calls = {k.removeprefix("cmdstat_"): v["calls"] for k, v in stats.items()}
+    calls.pop("info", None)
+    calls.pop("config|resetstat", None)
+    # the recording poll: the script, and inside it the room's EXISTS, the seat's ZSCORE, the
+    # server's TIME, the ZADD of it and the version's GET
+    assert calls == {"get": 21, "evalsha": 1, "exists": 1, "zscore": 1, "time": 1, "zadd": 1}
 
 
 def test_two_replicas_share_one_room(redis_server: RedisServer):

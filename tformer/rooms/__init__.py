@@ -8,7 +8,8 @@ does not load this package.
     ticket = store.open_room()                 # ticket.code for the class, ticket.token secret
     store.publish(ticket.code, ticket.token, {"page": "attention", "layer": "2"})
     seat = store.join("abcd-2345", "Mei")      # a student
-    view = store.poll(seat.code, since=0)      # None while the version is unchanged
+    view = store.poll(seat.code, since=0, seat=seat.seat_id)  # None while unchanged; seen
+    again = store.reclaim(ticket.code, ticket.key)  # after a reload: a new token, same room
     store.submit(seat.code, seat.seat_id, "basics:3", "B", correct=True)
     store.tally(ticket.code, ticket.token, "basics:3").counts   # (("B", 1),)
 """
@@ -37,7 +38,7 @@ from .limits import IDLE_MINUTES_ENV, JOIN_PARAM, REDIS_URL_ENV, RoomLimits, lim
 from .memory import MemoryRoomStore
 from .qr import join_link, join_qr, qr_matrix
 from .redis_store import RedisRoomStore, redact_url
-from .rules import format_code, normalize_code
+from .rules import format_code, format_key, normalize_code, normalize_key
 from .store import AnswerRow, RoomStatus, RoomStore, RoomView, Seat, Tally, TeacherTicket
 
 __all__ = [
@@ -74,10 +75,12 @@ __all__ = [
     "csv_cell",
     "forget_room_stores",
     "format_code",
+    "format_key",
     "join_link",
     "join_qr",
     "limits_from_env",
     "normalize_code",
+    "normalize_key",
     "qr_matrix",
     "redact_url",
     "room_store",

@@ -39,6 +39,11 @@ TOO_MANY_ROOMS = (
     "Close a room or wait until one expires."
 )
 NAME_TAKEN = "Someone in room {code} already uses the name “{name}”: pick another one."
+NAME_IN_USE = (
+    "Someone in room {code} is using the name “{name}” now: pick another one. If it is yours (from "
+    "before a reload, or open in another tab: close that one), join again in {seconds} s: a name is "
+    "free once its screen has been away for {away} s."
+)
 NAME_EMPTY = "Type a display name: it cannot be empty."
 NAME_TOO_LONG = "The display name is too long: at most {n} characters."
 ANSWER_EMPTY = "The answer is empty."
@@ -46,6 +51,9 @@ ANSWER_TOO_LONG = "The answer is too long: at most {n} characters."
 BAD_CODE = "“{code}” is not a join code: a code has {n} letters and digits, like {example}."
 BAD_STEP = "“{step}” is not a question id: 1 to {n} letters, digits and . _ : -"
 BAD_SEAT = "That seat id is not valid."
+BAD_KEY = "That is not a teacher key: a key has {n} letters and digits, like {example}."
+WRONG_KEY = "That is not the teacher key of room {code}."
+KEY_RATE_LIMITED = "Too many wrong teacher keys for room {code}: wait {seconds} s, then try again."
 VIEW_TOO_MANY = "The view has {count} settings; a room shares at most {n}."
 VIEW_BAD_KEY = "“{key}” is not a view setting name: 1 to {n} letters, digits and . _ -"
 VIEW_NOT_TEXT = "The view setting “{key}” must be text."
@@ -69,6 +77,7 @@ MESSAGES: tuple[str, ...] = (
     ROOM_FULL,
     TOO_MANY_ROOMS,
     NAME_TAKEN,
+    NAME_IN_USE,
     NAME_EMPTY,
     NAME_TOO_LONG,
     ANSWER_EMPTY,
@@ -76,6 +85,9 @@ MESSAGES: tuple[str, ...] = (
     BAD_CODE,
     BAD_STEP,
     BAD_SEAT,
+    BAD_KEY,
+    WRONG_KEY,
+    KEY_RATE_LIMITED,
     VIEW_TOO_MANY,
     VIEW_BAD_KEY,
     VIEW_NOT_TEXT,
@@ -113,7 +125,7 @@ class RoomClosed(RoomNotFound):
 
 
 class NotTeacher(RoomError):
-    """A teacher's action without the room's teacher token."""
+    """A teacher's action without the room's teacher token (or a wrong teacher key)."""
 
 
 class NotInRoom(RoomError):
@@ -129,7 +141,8 @@ class TooManyRooms(RoomError):
 
 
 class NameTaken(RoomError):
-    """Another student of the room has that display name (compared case-insensitively)."""
+    """Another student of the room has that display name (compared case-insensitively) and is
+    present, or it is another seat's name when coming back to one's own seat."""
 
 
 class InvalidInput(RoomError, ValueError):
@@ -137,7 +150,8 @@ class InvalidInput(RoomError, ValueError):
 
 
 class RateLimited(RoomError):
-    """A student sent answers faster than their token bucket refills."""
+    """A student sent answers faster than their token bucket refills, or a room's teacher key
+    was tried wrong too often."""
 
     def __init__(self, template: str, /, *, retry_after_s: float, **values: object) -> None:
         self.retry_after_s = retry_after_s

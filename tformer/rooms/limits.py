@@ -22,6 +22,7 @@ __all__ = [
     "MAX_LINK_CHARS",
     "REDIS_URL_ENV",
     "SEAT_BYTES",
+    "TEACHER_KEY_LENGTH",
     "TEACHER_TOKEN_BYTES",
     "RoomLimits",
     "limits_from_env",
@@ -32,6 +33,10 @@ __all__ = [
 CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTVWXYZ"
 CODE_LENGTH = 8
 TEACHER_TOKEN_BYTES = 24  # 192 random bits: a bearer secret, never shown to students
+# The teacher key takes a room back after a reload: typed by hand, so drawn from the code's
+# alphabet and shown in groups of four; 30 ** 12 ≈ 5.3e17 keys (59 bits), and wrong keys are
+# rate-limited per room (RoomLimits.key_tries).
+TEACHER_KEY_LENGTH = 12
 SEAT_BYTES = 18  # a student's seat id is their secret too (it lets its holder answer as them)
 JOIN_PARAM = "room"  # the join link's query parameter: https://host/?room=ABCD-2345
 MAX_LINK_CHARS = 1024  # a longer join link would need a QR code too dense to read off a screen
@@ -50,6 +55,14 @@ class RoomLimits:
     max_rooms: int = 200
     # Seats per room; a student who leaves keeps their seat (and answers) to come back to.
     max_students: int = 500
+    # Present: a seat whose screen polled the room within this long. An open tab polls every
+    # second; 12 s rides out a busy server's slow polls (p95 1.6 s with 100 students on one
+    # replica) and still drops a closed tab or a sleeping phone within a breath of the lecture.
+    present_s: float = 12.0
+    # A poll records its seat's last-seen time at most this often (per seat), so three idle
+    # polls in four stay a single read; at most half of present_s, so a polling seat never
+    # looks absent between two records.
+    seen_every_s: float = 4.0
     # Answers kept per room (one per student and question): 500 students x 40 questions.
     max_answers: int = 20_000
     # Distinct question ids with answers or a reveal, per room.
@@ -57,6 +70,10 @@ class RoomLimits:
     # Token bucket per student: a burst of this many answers, then one per refill period.
     answer_burst: int = 5
     answer_refill_s: float = 2.0
+    # Tries of a room's teacher key: a burst of this many wrong keys, then one per refill
+    # period (a right key spends none). Typos pass; guessing 59 bits does not.
+    key_tries: int = 5
+    key_refill_s: float = 10.0
     # Text a student types: a display name and a short answer (a choice, a number, a word).
     max_name_chars: int = 40
     max_answer_chars: int = 200
@@ -77,6 +94,13 @@ class RoomLimits:
                 raise ValueError(f"RoomLimits.{f.name}={value!r} must be a positive finite number")
         if self.answer_burst < 1:
             raise ValueError(f"RoomLimits.answer_burst={self.answer_burst} must allow one answer")
+        if self.key_tries < 1:
+            raise ValueError(f"RoomLimits.key_tries={self.key_tries} must allow one try")
+        if self.seen_every_s > self.present_s / 2:
+            raise ValueError(
+                f"RoomLimits.seen_every_s={self.seen_every_s} is over half of present_s={self.present_s}: "
+                "a seat polling all along would look absent between two records"
+            )
 
 
 def limits_from_env(env: Mapping[str, str] | None = None) -> RoomLimits:

@@ -32,7 +32,8 @@ class _Answer:
 class _Seat:
     name: str
     key: str
-    present: bool = True
+    seen_at: float  # when its screen last polled (or it joined, or answered)
+    left: bool = False
     answers: dict[str, _Answer] = field(default_factory=dict)
     tokens: float = 0.0
     tokens_at: float = 0.0
@@ -41,7 +42,10 @@ class _Seat:
 @dataclass
 class _Room:
     digest: str
+    key_digest: str
     expires_at: float
+    key_tries: float
+    key_tries_at: float
     version: int = 0
     view_json: str = "{}"
     revealed: set[str] = field(default_factory=set)
@@ -51,9 +55,26 @@ class _Room:
     correct: Counter[str] = field(default_factory=Counter)  # step -> correct answers
     n_answers: int = 0
 
-    @property
-    def present(self) -> int:
-        return sum(s.present for s in self.seats.values())
+    def present(self, now: float, within_s: float) -> int:
+        return sum(1 for s in self.seats.values() if not s.left and now - s.seen_at < within_s)
+
+    def present_for(self, seat: _Seat, now: float, within_s: float) -> float:
+        """How much longer ``seat`` counts as present (0: it is not present)."""
+        return 0.0 if seat.left else max(within_s - (now - seat.seen_at), 0.0)
+
+
+def _refilled(tokens: float, elapsed_s: float, burst: int, refill_s: float) -> float:
+    """A token bucket's tokens after ``elapsed_s``: one more per ``refill_s``, at most ``burst``."""
+    return min(float(burst), tokens + max(elapsed_s, 0.0) / refill_s)
+
+
+def _seen_seat(room: _Room, seat: str, now: float) -> _Seat | None:
+    """``seat`` when it is the room's and has not left, seen now; else None."""
+    s = room.seats.get(seat)
+    if s is None or s.left:
+        return None
+    s.seen_at = now
+    return s
 
 
 class MemoryRoomStore(RoomStore):
@@ -65,6 +86,9 @@ class MemoryRoomStore(RoomStore):
         self._lock = threading.Lock()
         self._rooms: dict[str, _Room] = {}
         self._closed: dict[str, float] = {}  # code -> until when students are told so
+
+    def seen_clock(self) -> float:
+        return self._clock()
 
     def _room(self, code: str, now: float) -> _Room | None:
         room = self._rooms.get(code)
@@ -84,7 +108,7 @@ class MemoryRoomStore(RoomStore):
 
     # --- the teacher ----------------------------------------------------------------------------
 
-    def store_open(self, code: str, digest: str) -> Outcome:
+    def store_open(self, code: str, digest: str, key_digest: str) -> Outcome:
         with self._lock:
             now = self._clock()
             self._expire_all(now)
@@ -92,7 +116,39 @@ class MemoryRoomStore(RoomStore):
                 return ("too_many_rooms",)
             if code in self._rooms or code in self._closed:
                 return ("taken",)
-            self._rooms[code] = _Room(digest=digest, expires_at=now + self.limits.idle_s)
+            self._rooms[code] = _Room(
+                digest=digest,
+                key_digest=key_digest,
+                expires_at=now + self.limits.idle_s,
+                key_tries=float(self.limits.key_tries),
+                key_tries_at=now,
+            )
+            return ("ok",)
+
+    def store_key_try(self, code: str) -> Outcome:
+        lim = self.limits
+        with self._lock:
+            now = self._clock()
+            room = self._room(code, now)
+            if room is None:
+                return ("no_room",)
+            tries = _refilled(room.key_tries, now - room.key_tries_at, lim.key_tries, lim.key_refill_s)
+            room.key_tries_at = now
+            if tries < 1.0:
+                room.key_tries = tries
+                return ("rate", (1.0 - tries) * lim.key_refill_s)
+            room.key_tries = tries - 1.0
+            return ("ok", room.key_digest)
+
+    def store_reclaim(self, code: str, digest: str) -> Outcome:
+        with self._lock:
+            now = self._clock()
+            room = self._room(code, now)
+            if room is None:
+                return ("no_room",)
+            room.digest = digest
+            room.key_tries = min(float(self.limits.key_tries), room.key_tries + 1.0)
+            self._touch(room, now)
             return ("ok",)
 
     def store_was_closed(self, code: str) -> bool:
@@ -150,7 +206,8 @@ class MemoryRoomStore(RoomStore):
                 return ("no_room",)
             self._touch(room, now)
             counts = dict(room.tallies.get(step, {}))
-            return ("ok", room.present, counts, room.correct[step], step in room.revealed)
+            present = room.present(now, self.limits.present_s)
+            return ("ok", present, counts, room.correct[step], step in room.revealed)
 
     def store_rows(self, code: str) -> Outcome:
         with self._lock:
@@ -177,7 +234,7 @@ class MemoryRoomStore(RoomStore):
                 "ok",
                 room.version,
                 len(room.seats),
-                room.present,
+                room.present(now, self.limits.present_s),
                 room.n_answers,
                 sum(1 for t in room.tallies.values() if sum(t.values())),
                 set(room.revealed),
@@ -206,19 +263,30 @@ class MemoryRoomStore(RoomStore):
             if seat is not None:
                 if owner is not None and owner != resume:
                     return ("name_taken", name)
-                del room.names[seat.key]
-                room.names[key] = resume
-                seat.name, seat.key, seat.present = name, key, True
-                self._touch(room, now)
-                return ("ok", resume)
+                return self._seat_back(room, resume, resume, name, key, now)
             if owner is not None:
-                return ("name_taken", name)
+                wait_s = room.present_for(room.seats[owner], now, self.limits.present_s)
+                if wait_s > 0:
+                    return ("name_in_use", name, wait_s)
+                return self._seat_back(room, owner, fresh, name, key, now)
             if len(room.seats) >= self.limits.max_students:
                 return ("full",)
-            room.seats[fresh] = _Seat(name=name, key=key, tokens=self.limits.answer_burst, tokens_at=now)
+            room.seats[fresh] = _Seat(
+                name=name, key=key, seen_at=now, tokens=self.limits.answer_burst, tokens_at=now
+            )
             room.names[key] = fresh
             self._touch(room, now)
-            return ("ok", fresh)
+            return ("ok", fresh, 0)
+
+    def _seat_back(self, room: _Room, old: str, new: str, name: str, key: str, now: float) -> Outcome:
+        """Seat ``old`` (its answers and rate limit) is ``new``'s now, under ``name``, present."""
+        seat = room.seats.pop(old)
+        del room.names[seat.key]
+        seat.name, seat.key, seat.left, seat.seen_at = name, key, False, now
+        room.seats[new] = seat
+        room.names[key] = new
+        self._touch(room, now)
+        return ("ok", new, 1)
 
     def store_leave(self, code: str, seat: str) -> Outcome:
         with self._lock:
@@ -229,7 +297,7 @@ class MemoryRoomStore(RoomStore):
             s = room.seats.get(seat)
             if s is None:
                 return ("no_seat",)
-            s.present = False
+            s.left = True
             self._touch(room, now)
             return ("ok",)
 
@@ -238,9 +306,23 @@ class MemoryRoomStore(RoomStore):
             room = self._room(code, self._clock())
             if room is None:
                 return ("no_room",)
-            if room.version == since:
-                return ("same",)
-            return ("ok", room.version, decode_view(room.view_json), set(room.revealed))
+            return self._view(room, since)
+
+    def store_seen(self, code: str, seat: str, since: int) -> Outcome:
+        with self._lock:
+            now = self._clock()
+            room = self._room(code, now)
+            if room is None:
+                return ("no_room",)
+            if _seen_seat(room, seat, now) is None:
+                return ("no_seat",)
+            return self._view(room, since)
+
+    @staticmethod
+    def _view(room: _Room, since: int) -> Outcome:
+        if room.version == since:
+            return ("same",)
+        return ("ok", room.version, decode_view(room.view_json), set(room.revealed))
 
     def store_submit(self, code: str, seat: str, step: str, answer: str, correct: bool | None) -> Outcome:
         lim = self.limits
@@ -249,13 +331,11 @@ class MemoryRoomStore(RoomStore):
             room = self._room(code, now)
             if room is None:
                 return ("no_room",)
-            s = room.seats.get(seat)
-            if s is None or not s.present:
+            s = _seen_seat(room, seat, now)
+            if s is None:
                 return ("no_seat",)
             # token bucket: refill since the last attempt, then spend one
-            s.tokens = min(
-                float(lim.answer_burst), s.tokens + max(now - s.tokens_at, 0.0) / lim.answer_refill_s
-            )
+            s.tokens = _refilled(s.tokens, now - s.tokens_at, lim.answer_burst, lim.answer_refill_s)
             s.tokens_at = now
             if s.tokens < 1.0:
                 return ("rate", (1.0 - s.tokens) * lim.answer_refill_s)

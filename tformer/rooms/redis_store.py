@@ -6,13 +6,15 @@ is one Lua script, so the limits (students, answers, questions, rooms) hold when
 replicas write at once; the token compare stays in Python (`hmac.compare_digest`), and only
 the token's SHA-256 is stored. Every key of a room carries the idle TTL, set again on each
 activity, so Redis itself ends idle rooms; a sorted set of rooms by expiry time bounds their
-number. A student's poll is one GET of the small version key while nothing changed.
+number. A student's poll is one GET of the small version key while nothing changed; one poll
+in four (`RoomStore.poll` decides) is instead one script that also records the seat as seen.
 
-Keys, under ``{prefix}:room:{code}:``: ``meta`` (hash: token digest, present, answers), ``ver``,
-``view`` (JSON of the view), ``seats`` (hash: seat -> JSON of name, presence, token bucket and
-answers), ``names`` (hash: name key -> seat), ``revealed``, ``steps`` (sets), ``tally:{step}``
-(hash: ``a:{answer}`` -> count, ``c`` -> correct). Also ``{prefix}:rooms`` and
-``{prefix}:closed:{code}``.
+Keys, under ``{prefix}:room:{code}:``: ``meta`` (hash: token and teacher key digests, the key
+tries' bucket, answers), ``ver``, ``view`` (JSON of the view), ``seats`` (hash: seat -> JSON of
+name, left, token bucket and answers), ``names`` (hash: name key -> seat), ``seen`` (sorted
+set: seat -> when last seen, ms; a seat that left is not in it), ``revealed``, ``steps``
+(sets), ``tally:{step}`` (hash: ``a:{answer}`` -> count, ``c`` -> correct). Also
+``{prefix}:rooms`` and ``{prefix}:closed:{code}``.
 
 The ``redis`` package is imported when a store is made, so ``import tformer.rooms`` needs it not.
 """
@@ -44,7 +46,7 @@ local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-local FIXED = {'meta', 'ver', 'view', 'seats', 'names', 'revealed', 'steps'}
+local FIXED = {'meta', 'ver', 'view', 'seats', 'names', 'seen', 'revealed', 'steps'}
 local function touch(now)
   for _, k in ipairs(FIXED) do redis.call('PEXPIRE', base .. k, idle_ms) end
   for _, s in ipairs(redis.call('SMEMBERS', base .. 'steps')) do
@@ -53,16 +55,26 @@ local function touch(now)
   redis.call('ZADD', rooms_key, now + idle_ms, code)
 end
 local function alive() return redis.call('EXISTS', base .. 'meta') == 1 end
+local function present(now, within_ms)
+  return redis.call('ZCOUNT', base .. 'seen', '(' .. (now - within_ms), '+inf')
+end
+local function view_since(since)
+  local ver = tonumber(redis.call('GET', base .. 'ver'))
+  if ver == since then return {'same'} end
+  return {'ok', ver, redis.call('GET', base .. 'view'), redis.call('SMEMBERS', base .. 'revealed')}
+end
 """
 
 _SCRIPTS = {
-    # ARGV[5] digest, [6] max rooms, [7] the closed-room key of this code
+    # ARGV[5] digest, [6] max rooms, [7] the closed-room key of this code, [8] the teacher key's
+    # digest, [9] key tries
     "open": """
 local now = now_ms()
 redis.call('ZREMRANGEBYSCORE', rooms_key, '-inf', now)
 if redis.call('ZCARD', rooms_key) >= tonumber(ARGV[6]) then return {'too_many_rooms'} end
 if alive() or redis.call('EXISTS', ARGV[7]) == 1 then return {'taken'} end
-redis.call('HSET', base .. 'meta', 'digest', ARGV[5], 'present', 0, 'answers', 0)
+redis.call('HSET', base .. 'meta', 'digest', ARGV[5], 'answers', 0, 'kdigest', ARGV[8],
+           'ktries', ARGV[9], 'kts', now)
 redis.call('SET', base .. 'ver', 0)
 redis.call('SET', base .. 'view', '{}')
 touch(now)
@@ -70,6 +82,29 @@ return {'ok'}
 """,
     "touch": """
 if not alive() then return {'no_room'} end
+touch(now_ms())
+return {'ok'}
+""",
+    # ARGV[5] key tries, [6] refill period (ms)
+    "key_try": """
+if not alive() then return {'no_room'} end
+local meta, now = base .. 'meta', now_ms()
+local k = redis.call('HMGET', meta, 'ktries', 'kts', 'kdigest')
+local burst, refill = tonumber(ARGV[5]), tonumber(ARGV[6])
+local tries = math.min(burst, tonumber(k[1]) + math.max(now - tonumber(k[2]), 0) / refill)
+if tries < 1 then
+  redis.call('HSET', meta, 'ktries', tostring(tries), 'kts', now)
+  return {'rate', math.ceil((1 - tries) * refill)}
+end
+redis.call('HSET', meta, 'ktries', tostring(tries - 1), 'kts', now)
+return {'ok', k[3]}
+""",
+    # ARGV[5] the new token's digest, [6] key tries
+    "reclaim": """
+if not alive() then return {'no_room'} end
+local meta = base .. 'meta'
+local tries = math.min(tonumber(ARGV[6]), tonumber(redis.call('HGET', meta, 'ktries')) + 1)
+redis.call('HSET', meta, 'digest', ARGV[5], 'ktries', tostring(tries))
 touch(now_ms())
 return {'ok'}
 """,
@@ -103,11 +138,12 @@ local ver = redis.call('INCR', base .. 'ver')
 touch(now)
 return {'ok', ver}
 """,
-    # ARGV[5] step
+    # ARGV[5] step, [6] present (ms)
     "tally": """
 if not alive() then return {'no_room'} end
-touch(now_ms())
-return {'ok', tonumber(redis.call('HGET', base .. 'meta', 'present')),
+local now = now_ms()
+touch(now)
+return {'ok', present(now, tonumber(ARGV[6])),
         redis.call('HGETALL', base .. 'tally:' .. ARGV[5]),
         redis.call('SISMEMBER', base .. 'revealed', ARGV[5])}
 """,
@@ -116,12 +152,14 @@ if not alive() then return {'no_room'} end
 touch(now_ms())
 return {'ok', redis.call('HVALS', base .. 'seats')}
 """,
+    # ARGV[5] present (ms)
     "status": """
 if not alive() then return {'no_room'} end
-touch(now_ms())
+local now = now_ms()
+touch(now)
 local meta = base .. 'meta'
 return {'ok', tonumber(redis.call('GET', base .. 'ver')), redis.call('HLEN', base .. 'seats'),
-        tonumber(redis.call('HGET', meta, 'present')), tonumber(redis.call('HGET', meta, 'answers')),
+        present(now, tonumber(ARGV[5])), tonumber(redis.call('HGET', meta, 'answers')),
         redis.call('SCARD', base .. 'steps'), redis.call('SMEMBERS', base .. 'revealed'),
         redis.call('PTTL', meta)}
 """,
@@ -135,35 +173,45 @@ redis.call('SET', ARGV[5], '1', 'PX', ARGV[6])
 return {'ok'}
 """,
     # ARGV[5] name, [6] name key, [7] seat to resume or '', [8] a new seat's id, [9] max
-    # students, [10] a new seat's tokens
+    # students, [10] a new seat's tokens, [11] present (ms)
     "join": """
 if not alive() then return {'no_room'} end
 local now = now_ms()
-local seats, names, meta = base .. 'seats', base .. 'names', base .. 'meta'
+local seats, names, seen = base .. 'seats', base .. 'names', base .. 'seen'
 local owner = redis.call('HGET', names, ARGV[6])
-if ARGV[7] ~= '' then
-  local raw = redis.call('HGET', seats, ARGV[7])
-  if raw then
-    if owner and owner ~= ARGV[7] then return {'name_taken', ARGV[5]} end
-    local s = cjson.decode(raw)
-    redis.call('HDEL', names, s.key)
-    redis.call('HSET', names, ARGV[6], ARGV[7])
-    if s.present ~= 1 then redis.call('HINCRBY', meta, 'present', 1) end
-    s.name, s.key, s.present = ARGV[5], ARGV[6], 1
-    redis.call('HSET', seats, ARGV[7], cjson.encode(s))
-    touch(now)
-    return {'ok', ARGV[7]}
+-- seat `old` (its answers and rate limit) is `new`'s now, under this name, seen now
+local function seat_back(old, new)
+  local s = cjson.decode(redis.call('HGET', seats, old))
+  redis.call('HDEL', names, s.key)
+  if old ~= new then
+    redis.call('HDEL', seats, old)
+    redis.call('ZREM', seen, old)
   end
+  s.name, s.key, s.left = ARGV[5], ARGV[6], 0
+  redis.call('HSET', seats, new, cjson.encode(s))
+  redis.call('HSET', names, ARGV[6], new)
+  redis.call('ZADD', seen, now, new)
+  touch(now)
+  return {'ok', new, 1}
 end
-if owner then return {'name_taken', ARGV[5]} end
+if ARGV[7] ~= '' and redis.call('HEXISTS', seats, ARGV[7]) == 1 then
+  if owner and owner ~= ARGV[7] then return {'name_taken', ARGV[5]} end
+  return seat_back(ARGV[7], ARGV[7])
+end
+if owner then
+  local at = redis.call('ZSCORE', seen, owner)
+  local wait = at and tonumber(ARGV[11]) - (now - tonumber(at)) or 0
+  if wait > 0 then return {'name_in_use', ARGV[5], wait} end
+  return seat_back(owner, ARGV[8])
+end
 if redis.call('HLEN', seats) >= tonumber(ARGV[9]) then return {'full'} end
-local s = {name = ARGV[5], key = ARGV[6], present = 1, tokens = tonumber(ARGV[10]), ts = now,
+local s = {name = ARGV[5], key = ARGV[6], left = 0, tokens = tonumber(ARGV[10]), ts = now,
            answers = {}}
 redis.call('HSET', seats, ARGV[8], cjson.encode(s))
 redis.call('HSET', names, ARGV[6], ARGV[8])
-redis.call('HINCRBY', meta, 'present', 1)
+redis.call('ZADD', seen, now, ARGV[8])
 touch(now)
-return {'ok', ARGV[8]}
+return {'ok', ARGV[8], 0}
 """,
     # ARGV[5] seat
     "leave": """
@@ -171,11 +219,20 @@ if not alive() then return {'no_room'} end
 local raw = redis.call('HGET', base .. 'seats', ARGV[5])
 if not raw then return {'no_seat'} end
 local s = cjson.decode(raw)
-if s.present == 1 then redis.call('HINCRBY', base .. 'meta', 'present', -1) end
-s.present = 0
+s.left = 1
 redis.call('HSET', base .. 'seats', ARGV[5], cjson.encode(s))
+redis.call('ZREM', base .. 'seen', ARGV[5])
 touch(now_ms())
 return {'ok'}
+""",
+    # ARGV[5] seat, [6] since: a poll that records the seat (the room's expiry is not moved:
+    # `seen` keeps the TTL the room's keys have)
+    "seen": """
+if not alive() then return {'no_room'} end
+local seen = base .. 'seen'
+if not redis.call('ZSCORE', seen, ARGV[5]) then return {'no_seat'} end
+redis.call('ZADD', seen, now_ms(), ARGV[5])
+return view_since(tonumber(ARGV[6]))
 """,
     # ARGV[5] seat, [6] step, [7] answer, [8] correct ('y', 'n' or ''), [9] burst, [10] refill
     # period (ms), [11] max answers, [12] max questions
@@ -185,8 +242,9 @@ local seats, meta = base .. 'seats', base .. 'meta'
 local raw = redis.call('HGET', seats, ARGV[5])
 if not raw then return {'no_seat'} end
 local s = cjson.decode(raw)
-if s.present ~= 1 then return {'no_seat'} end
+if s.left == 1 then return {'no_seat'} end
 local now = now_ms()
+redis.call('ZADD', base .. 'seen', now, ARGV[5])
 local burst, refill = tonumber(ARGV[9]), tonumber(ARGV[10])
 local tokens = math.min(burst, s.tokens + math.max(now - s.ts, 0) / refill)
 s.ts = now
@@ -256,6 +314,7 @@ class RedisRoomStore(RoomStore):
         self._password = (urlsplit(url).password or "") if "://" in url else ""
         self._prefix = prefix
         self._idle_ms = str(max(1, int(self.limits.idle_s * 1000)))
+        self._present_ms = max(1, int(self.limits.present_s * 1000))
         import redis as redis_lib  # here, so that tformer.rooms loads without redis
 
         self._errors: tuple[type[BaseException], ...] = (redis_lib.RedisError, OSError)
@@ -313,8 +372,21 @@ class RedisRoomStore(RoomStore):
 
     # --- the teacher ----------------------------------------------------------------------------
 
-    def store_open(self, code: str, digest: str) -> Outcome:
-        return tuple(self._run("open", code, digest, self.limits.max_rooms, self._closed_key(code)))
+    def store_open(self, code: str, digest: str, key_digest: str) -> Outcome:
+        lim = self.limits
+        return tuple(
+            self._run("open", code, digest, lim.max_rooms, self._closed_key(code), key_digest, lim.key_tries)
+        )
+
+    def store_key_try(self, code: str) -> Outcome:
+        refill_ms = max(1, int(self.limits.key_refill_s * 1000))
+        out = self._run("key_try", code, self.limits.key_tries, refill_ms)
+        if out[0] == "rate":
+            return ("rate", int(out[1]) / 1000)
+        return tuple(out)
+
+    def store_reclaim(self, code: str, digest: str) -> Outcome:
+        return tuple(self._run("reclaim", code, digest, self.limits.key_tries))
 
     def store_was_closed(self, code: str) -> bool:
         with self._guard():
@@ -335,7 +407,7 @@ class RedisRoomStore(RoomStore):
         return tuple(self._run("reveal", code, step, self.limits.max_questions))
 
     def store_tally(self, code: str, step: str) -> Outcome:
-        out = self._run("tally", code, step)
+        out = self._run("tally", code, step, self._present_ms)
         if out[0] != "ok":
             return tuple(out)
         flat = out[2]
@@ -364,7 +436,7 @@ class RedisRoomStore(RoomStore):
         return ("ok", rows)
 
     def store_status(self, code: str) -> Outcome:
-        out = self._run("status", code)
+        out = self._run("status", code, self._present_ms)
         if out[0] != "ok":
             return tuple(out)
         _, version, students, present, answers, questions, revealed, pttl = out
@@ -378,7 +450,12 @@ class RedisRoomStore(RoomStore):
 
     def store_join(self, code: str, name: str, key: str, resume: str, fresh: str) -> Outcome:
         lim = self.limits
-        return tuple(self._run("join", code, name, key, resume, fresh, lim.max_students, lim.answer_burst))
+        out = self._run(
+            "join", code, name, key, resume, fresh, lim.max_students, lim.answer_burst, self._present_ms
+        )
+        if out[0] == "name_in_use":
+            return ("name_in_use", out[1], int(out[2]) / 1000)
+        return tuple(out)
 
     def store_leave(self, code: str, seat: str) -> Outcome:
         return tuple(self._run("leave", code, seat))
@@ -399,6 +476,12 @@ class RedisRoomStore(RoomStore):
         if version is None or view is None:
             return ("no_room",)
         return ("ok", int(version), decode_view(view), set(revealed))
+
+    def store_seen(self, code: str, seat: str, since: int) -> Outcome:
+        out = self._run("seen", code, seat, since)
+        if out[0] != "ok":
+            return tuple(out)
+        return ("ok", int(out[1]), decode_view(out[2]), set(out[3]))
 
     def store_submit(self, code: str, seat: str, step: str, answer: str, correct: bool | None) -> Outcome:
         lim = self.limits

@@ -12,6 +12,11 @@ websocket: a replica serves tens of those a second. A guesser making 100 attempt
 a three-hour lecture (1.1e6 guesses) finds one of 200 open rooms with probability
 1.1e6 * 200 / 6.6e11 ≈ 3e-4, and finding a room only lets them sit in it as a student: the
 teacher's token (192 random bits) is what drives or closes a room.
+
+The teacher key (12 characters from the same 30: 30**12 ≈ 5.3e17) takes a room back after the
+teacher's session was lost. Its tries are limited per room (`RoomLimits.key_tries`: 5 wrong
+keys, then one per 10 s): a three-hour lecture allows about 1,100 wrong keys, a chance of
+2e-15 to hit the one (without the limit, 100 tries a second would take 8e7 years on average).
 """
 
 from __future__ import annotations
@@ -26,7 +31,14 @@ from collections.abc import Mapping
 
 from . import errors as E
 from .errors import InvalidInput
-from .limits import CODE_ALPHABET, CODE_LENGTH, SEAT_BYTES, TEACHER_TOKEN_BYTES, RoomLimits
+from .limits import (
+    CODE_ALPHABET,
+    CODE_LENGTH,
+    SEAT_BYTES,
+    TEACHER_KEY_LENGTH,
+    TEACHER_TOKEN_BYTES,
+    RoomLimits,
+)
 
 __all__ = [
     "check_seat",
@@ -36,11 +48,14 @@ __all__ = [
     "decode_view",
     "encode_view",
     "format_code",
+    "format_key",
     "name_key",
     "new_code",
     "new_seat",
+    "new_teacher_key",
     "new_teacher_token",
     "normalize_code",
+    "normalize_key",
     "token_digest",
     "token_matches",
 ]
@@ -49,6 +64,7 @@ _STEP = re.compile(r"[A-Za-z0-9_.:\-]+")
 _VIEW_KEY = re.compile(r"[A-Za-z0-9_.\-]+")
 _SEAT = re.compile(r"[A-Za-z0-9_\-]{16,64}")
 _EXAMPLE = "ABCD-2345"
+_KEY_EXAMPLE = "ABCD-2345-EFGH"
 # Kept although they are format characters: they join the letters of some scripts and the
 # parts of emoji (family, flags of regions), so removing them changes what a name says.
 _KEEP_FORMAT = {"\u200c", "\u200d"} | {chr(c) for c in range(0xE0020, 0xE0080)}
@@ -82,6 +98,29 @@ def format_code(code: str) -> str:
 
 def new_teacher_token() -> str:
     return secrets.token_urlsafe(TEACHER_TOKEN_BYTES)
+
+
+def new_teacher_key() -> str:
+    """A fresh teacher key (normalized: 12 characters, no dashes)."""
+    return "".join(secrets.choice(CODE_ALPHABET) for _ in range(TEACHER_KEY_LENGTH))
+
+
+def normalize_key(key: object) -> str:
+    """A teacher key as typed (any case, spaces or dashes) in its stored form. Raises
+    InvalidInput, whose message never repeats what was typed (a near miss of the real key
+    must not reach the screen or a log)."""
+    if not isinstance(key, str):
+        raise TypeError(f"a teacher key is a str, not {type(key).__name__}")
+    cleaned = re.sub(r"[\s\-]", "", key[:200]).upper()
+    if len(cleaned) != TEACHER_KEY_LENGTH or any(c not in CODE_ALPHABET for c in cleaned):
+        raise InvalidInput(E.BAD_KEY, n=TEACHER_KEY_LENGTH, example=_KEY_EXAMPLE)
+    return cleaned
+
+
+def format_key(key: str) -> str:
+    """The key as shown to its teacher: ``ABCD-2345-EFGH``."""
+    k = normalize_key(key)
+    return "-".join(k[i : i + 4] for i in range(0, TEACHER_KEY_LENGTH, 4))
 
 
 def new_seat() -> str:
