@@ -104,6 +104,7 @@ def test_a_student_joins_by_link_and_follows_the_teachers_page_and_view():
     s.button(key="room.join").click().run()
     assert_clean(s)
     assert seat(s) is not None
+    assert s.query_params["room"] == format_code(code)  # a reload finds the way back
     assert header(s) == "Q, K, V: where the scores come from"  # on the teacher's page
     assert {k: s.query_params.get(k) for k in ("layer", "head", "qkv.kind")} == {
         "layer": "4",
@@ -231,7 +232,7 @@ def test_a_name_taken_in_the_room_is_refused_and_shown_as_text():
     again = student(code, "**MEI** [X](http://evil.example)")  # the same name to a class
     assert seat(again) is None
     (error,) = again.error
-    assert "already uses the name" in error.value
+    assert "is using the name" in error.value
     assert "\\*\\*MEI\\*\\*" in error.value  # markdown escaped: shown as typed, never as a link
     assert "](http" not in error.value
     t.run()
@@ -491,7 +492,15 @@ def test_every_room_widget_with_a_callback_is_driven_as_streamlit_calls_it():
     explore(s, check, keep=ours, driven=driven)
     explore(goto(s, CLASSROOM), check, keep=ours, driven=driven)  # leave
     explore(t, check, keep=ours, driven=driven)  # reveal
-    assert set(driven) >= {"room.open", "room.close", "room.join", "room.back", "room.leave", "room.reveal"}
+    assert set(driven) >= {
+        "room.open",
+        "room.take",
+        "room.close",
+        "room.join",
+        "room.back",
+        "room.leave",
+        "room.reveal",
+    }
     assert not [k for k, v in driven.items() if not v]
 
 

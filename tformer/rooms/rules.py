@@ -64,7 +64,7 @@ _STEP = re.compile(r"[A-Za-z0-9_.:\-]+")
 _VIEW_KEY = re.compile(r"[A-Za-z0-9_.\-]+")
 _SEAT = re.compile(r"[A-Za-z0-9_\-]{16,64}")
 _EXAMPLE = "ABCD-2345"
-_KEY_EXAMPLE = "ABCD-2345-EFGH"
+_KEY_EXAMPLE = "K7QM-X2P9-H4TW"
 # Kept although they are format characters: they join the letters of some scripts and the
 # parts of emoji (family, flags of regions), so removing them changes what a name says.
 _KEEP_FORMAT = {"\u200c", "\u200d"} | {chr(c) for c in range(0xE0020, 0xE0080)}

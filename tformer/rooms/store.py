@@ -150,6 +150,7 @@ class RoomStatus:
     questions: int  # questions with at least one answer
     revealed: frozenset[str]
     expires_in_s: float  # without activity, the room ends in this many seconds
+    present_s: float  # the store's window of presence (RoomLimits.present_s)
 
 
 def _sorted_counts(counts: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
@@ -268,6 +269,7 @@ class RoomStore(ABC):
             questions=int(questions),
             revealed=frozenset(revealed),
             expires_in_s=float(left_s),
+            present_s=self.limits.present_s,
         )
 
     def close(self, code: str, token: str) -> None:

@@ -17,7 +17,7 @@ from .client_messages import install as guard_client_messages
 from .guard import MAX_NOTICES, no_traceback, plain
 from .lesson_mode import lesson_bar
 from .registry import PageSpec, page_for
-from .room import follow, publish, room_bar
+from .room import follow, link_params, publish, room_bar
 from .share import share_box, sync_url
 from .sidebar import model_and_text, page_links
 from .state import ViewState
@@ -49,7 +49,7 @@ def draw_frame(script: str) -> Frame:
     with no_traceback():
         choice = model_and_text()
     page_links()
-    sync_url()
+    sync_url(link_params())
     publish(spec)  # a live class's teacher: the view, when it changed
     share_box(spec.url_path)
     room_bar(spec)

@@ -20,6 +20,17 @@ normalised counts as following), and stops applying. "Back to the teacher's view
 latest one again. A reveal (the teacher showed a question's answer) reaches a student who is
 exploring too.
 
+**Presence and coming back.** A student's poll names their seat, so the room counts them
+present while their screen is open (`tformer.rooms`: seen within 12 s). A student whose page
+was reloaded (a new session, the seat id gone) joins again under the same name and is back on
+their seat, answers kept (`join`: "welcome back"); the session that held the seat before, should
+it wake up, is told on its next recorded poll that the seat was taken (`_seat_lost`). A teacher
+whose page was reloaded types the room's teacher key on the Live class page (`reclaim`): this
+session drives the room again with a new token, and a session still holding the old one is told
+that the room was taken back (`_retired`). The address bar of a session in a room carries the
+join code (`link_params`), so a reload lands on the invitation to the Live class page, where
+the code is filled in.
+
 Every string is shown as text (`guard.plain`); a display name never goes through markdown.
 A store that cannot be reached is said once per session (`lost`) and retried after
 `tformer.rooms.RETRY_S`; the app goes on without rooms meanwhile.
@@ -39,7 +50,10 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from ..i18n import tr
 from ..rooms import (
+    JOIN_PARAM,
     RETRY_S,
+    NotInRoom,
+    NotTeacher,
     RoomError,
     RoomNotFound,
     RoomStatus,
@@ -70,10 +84,12 @@ __all__ = [
     "go",
     "join",
     "leave",
+    "link_params",
     "lost",
     "notice",
     "open_room",
     "publish",
+    "reclaim",
     "reveal",
     "revealed",
     "room_bar",
@@ -241,9 +257,59 @@ def _follow_state() -> Follow:
 
 def _ended(err: RoomError) -> None:
     """The room is gone (closed or expired): this session is no longer in it."""
+    _out(said(err))
+
+
+def _out(why: str) -> None:
+    """This session is no longer in its room; ``why`` is said at the next run."""
     for key in (_TICKET, _SEAT, _FOLLOW, _PUBLISHED, _LOST):
         st.session_state.pop(key, None)
-    notice(said(err))
+    notice(why)
+
+
+def _retired(t: TeacherTicket) -> None:
+    """Another session took the room back with its teacher key: this one drives it no more."""
+    _out(
+        tr(
+            "Room {code} was taken back with its teacher key in another tab or on another device: "
+            "this tab no longer drives it.",
+            code=format_code(t.code),
+        )
+    )
+
+
+def _seat_lost(s: Seat) -> None:
+    """A join under this seat's name took it over while this screen was away (or it left)."""
+    _out(
+        tr(
+            "Your seat in room {code} was taken by a new join as “{name}” while this screen was away. "
+            "Join again (if it was not you, tell your teacher).",
+            code=format_code(s.code),
+            name=s.name,
+        )
+    )
+
+
+def _enter(act: Callable[[RoomStore], T]) -> tuple[T | None, str | None]:
+    """``act(store)`` for a session in no room yet (joining, taking a room back): its result,
+    or the refusal's words (both None for a session already in a room)."""
+    if teaching() or seat() is not None:
+        return None, None
+    try:
+        return _call(act, store()), None
+    except RoomsUnavailable as err:
+        _unreachable(err)
+        return None, said(err)
+    except RoomError as err:
+        return None, said(err)
+
+
+def link_params() -> dict[str, str]:
+    """What the address bar carries besides the view while this session is in a room: the join
+    code, so that a reloaded page invites its reader back (never the token or the key)."""
+    t, s = ticket(), seat()
+    code = t.code if t is not None else s.code if s is not None else None
+    return {JOIN_PARAM: format_code(code)} if code is not None else {}
 
 
 # --- the teacher --------------------------------------------------------------------------------
@@ -276,11 +342,31 @@ def close_room() -> None:
     except RoomsUnavailable as err:
         notice(said(err))
         return
+    except NotTeacher:
+        _retired(t)
+        return
     except RoomError:
         pass  # gone already: closing it is done
     for key in (_TICKET, _PUBLISHED):
         st.session_state.pop(key, None)
     notice(tr("You closed room {code}.", code=format_code(t.code)))
+
+
+def reclaim(code: str, key: str) -> str | None:
+    """Take room ``code`` back with its teacher key (this tab was reloaded); the refusal's words,
+    or None when this session drives the room again."""
+    t, refused = _enter(lambda rooms: rooms.reclaim(code, key))
+    if t is None:
+        return refused
+    st.session_state[_TICKET] = t
+    st.session_state.pop(_PUBLISHED, None)
+    notice(
+        tr(
+            "You drive room {code} again: your students follow the next page you open.",
+            code=format_code(t.code),
+        )
+    )
+    return None
 
 
 def view_params(page: str) -> dict[str, str]:
@@ -307,52 +393,48 @@ def publish(spec: PageSpec) -> None:
     except RoomNotFound as err:
         _ended(err)
         return
+    except NotTeacher:
+        _retired(t)
+        return
     except RoomError as err:  # a view over the room's bounds (a text too long to share)
         st.session_state[_LOST] = said(err)
         return
     st.session_state[_PUBLISHED] = params
 
 
-def status() -> RoomStatus | None:
-    """The teacher's room now (None when it cannot be read; `lost` or a notice says why)."""
+def _as_teacher(act: Callable[[RoomStore, TeacherTicket], T]) -> T | None:
+    """``act(store, ticket)`` for this session's room; None when it cannot be done: the store is
+    down (`lost` says why), the room ended or was taken back in another tab (a notice says so).
+    Other refusals are raised."""
     t = ticket()
     if t is None:
         return None
     try:
-        return _call(store().status, t.code, t.token)
+        return _call(act, store(), t)
     except RoomsUnavailable as err:
         _unreachable(err)
     except RoomNotFound as err:
         _ended(err)
+    except NotTeacher:
+        _retired(t)
     return None
+
+
+def status() -> RoomStatus | None:
+    """The teacher's room now (None when it cannot be read; `lost` or a notice says why)."""
+    return _as_teacher(lambda rooms, t: rooms.status(t.code, t.token))
 
 
 def tally(step: str) -> Tally | None:
     """How the room answered question ``step`` (counts only; None when it cannot be read)."""
-    t = ticket()
-    if t is None:
-        return None
-    try:
-        return _call(store().tally, t.code, t.token, step)
-    except RoomsUnavailable as err:
-        _unreachable(err)
-    except RoomNotFound as err:
-        _ended(err)
-    return None
+    return _as_teacher(lambda rooms, t: rooms.tally(t.code, t.token, step))
 
 
 def reveal(step: str) -> None:
     """Button callback: show question ``step``'s answer on every student's screen."""
-    t = ticket()
-    if t is None:
-        return
     try:
-        _call(store().reveal, t.code, t.token, step)
-    except RoomsUnavailable as err:
-        _unreachable(err)
-    except RoomNotFound as err:
-        _ended(err)
-    except RoomError as err:
+        _as_teacher(lambda rooms, t: rooms.reveal(t.code, t.token, step))
+    except RoomError as err:  # the room's limit of questions
         notice(said(err))
 
 
@@ -361,17 +443,19 @@ def reveal(step: str) -> None:
 
 def join(code: str, name: str) -> str | None:
     """Take a seat in room ``code`` as ``name``; the refusal's words, or None when seated."""
-    if teaching() or seat() is not None:
-        return None
-    try:
-        s = _call(store().join, code, name)
-    except RoomsUnavailable as err:
-        _unreachable(err)
-        return said(err)
-    except RoomError as err:
-        return said(err)
+    s, refused = _enter(lambda rooms: rooms.join(code, name))
+    if s is None:
+        return refused
     st.session_state[_SEAT] = s
     st.session_state[_FOLLOW] = Follow()
+    if s.back:
+        notice(
+            tr(
+                "Welcome back to room {code}, {name}: you have your seat again, and your answers are kept.",
+                code=format_code(s.code),
+                name=s.name,
+            )
+        )
     return None
 
 
@@ -384,7 +468,12 @@ def leave() -> None:
         _call(store().leave, s.code, s.seat_id)
     for key in (_SEAT, _FOLLOW, _LOST):
         st.session_state.pop(key, None)
-    notice(tr("You left room {code}.", code=format_code(s.code)))
+    notice(
+        tr(
+            "You left room {code}. To come back, join it again under the same name: your answers are kept.",
+            code=format_code(s.code),
+        )
+    )
 
 
 def submit(step: str, answer: str, correct: bool | None) -> None:
@@ -400,6 +489,9 @@ def submit(step: str, answer: str, correct: bool | None) -> None:
     except RoomNotFound as err:
         _ended(err)
         raise
+    except NotInRoom:
+        _seat_lost(s)
+        raise
 
 
 def revealed(step: str) -> bool:
@@ -413,11 +505,13 @@ def _poll(f: Follow) -> RoomView | None:
     s = seat()
     assert s is not None
     try:
-        return _call(store().poll, s.code, f.seen.version if f.seen else -1)
+        return _call(store().poll, s.code, f.seen.version if f.seen else -1, seat=s.seat_id)
     except RoomsUnavailable as err:
         _unreachable(err)
     except RoomNotFound as err:
         _ended(err)
+    except NotInRoom:  # a join under this name took the seat while this screen was away
+        _seat_lost(s)
     return None
 
 
@@ -558,7 +652,12 @@ def room_bar(spec: PageSpec) -> None:
         _teacher_bar()
     elif spec.followed and isinstance(invite := st.session_state.get(INVITE), str):
         # a join link opened on another page than the Live class page (its join form is there)
-        st.info(tr("You were invited to a live class: join it on the Live class page."), icon="🎓")
+        st.info(
+            tr(
+                "You were invited to a live class, or reloaded this page while in one: join it on the Live class page."
+            ),
+            icon="🎓",
+        )
         st.page_link("pages/classroom.py", label=tr("Live class"), icon="🎓", help=plain(invite, 40))
 
 

@@ -19,7 +19,7 @@ import streamlit as st
 from ..figures.answers import MAX_BARS, answers_figure
 from ..i18n import tr
 from ..questions import ChoiceAnswer, DirectionAnswer, Grade, NumberAnswer, Question, TokenAnswer
-from ..rooms import AnswersClosed, RateLimited, RoomError, RoomNotFound, RoomsUnavailable, Tally
+from ..rooms import AnswersClosed, NotInRoom, RateLimited, RoomError, RoomNotFound, RoomsUnavailable, Tally
 from . import room
 
 __all__ = [
@@ -100,8 +100,10 @@ def send(lesson_id: str, index: int, question: Question, grade: Grade) -> str | 
         room.submit(step_id(lesson_id, index), room_answer(question, grade), grade.correct)
     except RateLimited as err:
         return room.said(err)
-    except (AnswersClosed, RoomNotFound, RoomsUnavailable):
-        return None  # revealed meanwhile, the room ended, the store is down: the bar says so
+    except (AnswersClosed, RoomNotFound, NotInRoom, RoomsUnavailable):
+        return (
+            None  # revealed meanwhile, the room ended, the seat was taken, the store is down: the bar says so
+        )
     except RoomError as err:
         room.notice(room.said(err))
     return None

@@ -9,6 +9,7 @@ not use. The sidebar also shows the link in a box with a copy button.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import streamlit as st
@@ -17,9 +18,10 @@ from ..i18n import tr
 from .binding import view
 
 
-def sync_url() -> None:
-    """Put the view into the URL (history.replaceState on the browser side; no reload)."""
-    wanted = view().to_query()
+def sync_url(extra: Mapping[str, str] | None = None) -> None:
+    """Put the view into the URL (history.replaceState on the browser side; no reload), and
+    ``extra`` parameters that are not the view's (a live class's join code)."""
+    wanted = {**view().to_query(), **(extra or {})}
     if st.query_params.to_dict() != wanted:
         st.query_params.from_dict(wanted)
 

@@ -3,10 +3,13 @@
 The teacher's panel shows what the class needs to join (the code, the link, its QR code drawn
 here by segno: no request to any host), how many students are present and how the lesson's
 questions were answered (counts, no names; live), the answers as a CSV file (display names,
-question, answer, right or wrong, time; cells a spreadsheet cannot run as formulas) and closing
-the room. The teacher's token stays in the session's state (`tformer.ui.room`): nothing here
-shows it or puts it in a link. A student's panel says which room and name they are in, and
-leaves it. Names are students' text: always shown as text.
+question, answer, right or wrong, time; cells a spreadsheet cannot run as formulas), the teacher
+key on demand and closing the room. The teacher's token stays in the session's state
+(`tformer.ui.room`): nothing here shows it or puts it in a link. The teacher key is drawn only
+while its toggle is on (a collapsed expander's content still reaches the browser), never in a
+link or the published view; typed into "Take your room back", it is cleared from the session
+once it worked. A student's panel says which room and name they are in, and leaves it. Names
+are students' text: always shown as text.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from ...rooms import (
     TeacherTicket,
     answers_csv,
     format_code,
+    format_key,
     join_link,
     join_qr,
 )
@@ -43,6 +47,7 @@ __all__ = [
 ]
 
 _JOIN_ERROR = "room.join_error"
+_TAKE_ERROR = "room.take_error"
 QR_PX = 320  # the QR code on a projected screen: a phone reads it from the back rows
 
 
@@ -68,16 +73,52 @@ def open_panel() -> None:
         )
     )
     st.button(tr("Open a room"), key="room.open", type="primary", on_click=room.open_room)
+    _take_back_form()
 
 
-def _join() -> None:
-    code = str(st.session_state.get("room.code") or "")
-    name = str(st.session_state.get("room.name") or "")
-    refused = room.join(code, name)
+def _enter(act: Callable[[str, str], str | None], code_key: str, other_key: str, error_key: str) -> None:
+    """Button callback of the two forms that put this session in a room (join, take back):
+    ``act(code, other)`` with the form's values; its refusal is said under the form. The
+    teacher key (``room.key``) leaves the session's widget state once it worked."""
+    refused = act(str(st.session_state.get(code_key) or ""), str(st.session_state.get(other_key) or ""))
     if refused is not None:
-        st.session_state[_JOIN_ERROR] = refused
-    else:
-        st.session_state.pop(INVITE, None)
+        st.session_state[error_key] = refused
+        return
+    if other_key == "room.key":
+        st.session_state[other_key] = ""
+    st.session_state.pop(INVITE, None)
+
+
+def _take_back_form() -> None:
+    """A teacher whose tab was reloaded types the room's teacher key here."""
+    refused = st.session_state.pop(_TAKE_ERROR, None)
+    with st.expander(tr("Take your room back (after a reload)"), expanded=isinstance(refused, str)):
+        st.caption(
+            tr(
+                "Reloading the page or closing the tab loses the room for this browser, not for the class: "
+                "type its join code and the teacher key you kept, and you drive it again."
+            )
+        )
+        invite = st.session_state.get(INVITE)
+        if isinstance(invite, str) and not st.session_state.get("room.take_code"):
+            st.session_state["room.take_code"] = invite  # the reloaded page's address had it
+        st.text_input(tr("join code"), key="room.take_code", max_chars=20, placeholder="7K2M-9Q4T")
+        st.text_input(
+            tr("teacher key"),
+            key="room.key",
+            type="password",
+            max_chars=40,
+            autocomplete="off",
+            placeholder="K7QM-X2P9-H4TW",
+        )
+        st.button(
+            tr("Take the room back"),
+            key="room.take",
+            on_click=_enter,
+            args=(room.reclaim, "room.take_code", "room.key", _TAKE_ERROR),
+        )
+        if isinstance(refused, str):
+            st.error(plain(refused, 400), icon="✋")
 
 
 def join_panel() -> None:
@@ -94,10 +135,17 @@ def join_panel() -> None:
             "Your teacher sees it in the answers file only; the class's screen shows counts, never names."
         ),
     )
-    st.button(tr("Join"), key="room.join", type="primary", on_click=_join)
+    st.button(
+        tr("Join"),
+        key="room.join",
+        type="primary",
+        on_click=_enter,
+        args=(room.join, "room.code", "room.name", _JOIN_ERROR),
+    )
     refused = st.session_state.pop(_JOIN_ERROR, None)
     if isinstance(refused, str):
         st.error(plain(refused, 400), icon="✋")
+    st.caption(tr("Back after a reload? Type the same name: you get your seat and your answers back."))
 
 
 # --- the teacher ---------------------------------------------------------------------------------
@@ -147,6 +195,7 @@ def teacher_panel(t: TeacherTicket) -> None:
             on_click="ignore",
             help=tr("Display names, question, answer, right or wrong, and time, one row per answer."),
         )
+        _key_panel(t)
         with st.popover(tr("Close the room")):
             st.markdown(
                 tr("Closing ends the room for everyone and deletes its answers: download them first.")
@@ -163,13 +212,35 @@ def teacher_panel(t: TeacherTicket) -> None:
     )
 
 
+def _key_panel(t: TeacherTicket) -> None:
+    """The teacher key, drawn only while asked for: this screen is projected."""
+    with st.expander(tr("Your teacher key: take the room back after a reload")):
+        st.markdown(
+            tr(
+                "If this tab is reloaded or closed, open the Live class page, type the join code and this "
+                "key, and you drive the room again (your students and their answers stay). **Don't "
+                "project it**: whoever has it can drive the room. Write it down or copy it somewhere private."
+            )
+        )
+        if st.toggle(tr("Show the key"), key="room.show_key"):
+            st.code(format_key(t.key), language=None)
+
+
 @st.fragment(run_every=room.TEACHER_POLL_S, key="room.status")
 def _live_status() -> None:
     now = room.teacher_read(room.status())
     if now is None:
         return
     row = st.container(horizontal=True, gap="large")
-    row.metric(tr("students present"), now.present)
+    row.metric(
+        tr("students present"),
+        now.present,
+        help=tr(
+            "Students whose screen polled the room in the last {seconds} s: a closed tab or a sleeping "
+            "phone drops out, and counts again when it comes back.",
+            seconds=f"{now.present_s:g}",
+        ),
+    )
     row.metric(tr("joined"), now.students)
     row.metric(tr("answers"), now.answers)
     minutes = max(0, round(now.expires_in_s / 60))
