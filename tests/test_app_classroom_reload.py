@@ -104,6 +104,19 @@ def test_students_present_are_the_screens_that_poll(clock: Clock):
     assert {m.label: m.value for m in t.metric}["students present"] == "2"
 
 
+def test_answers_of_screens_that_closed_still_count_without_a_fraction_over_one(clock: Clock):
+    t = teacher(ATTENTION, lesson=BASICS, lesson_step=str(IT))
+    code = code_of(t)
+    mei = student(code, "Mei")
+    mei.button_group(key=f"lq.{IT}.answer").set_value(2).run()
+    mei.button(key="lq.check").click().run()
+    clock.now += AWAY_S  # Mei answered, then her phone went to sleep
+    t.run()
+    text = unescaped(t)
+    assert answered(t) == "", "no '1 of 0'"
+    assert "**1** students have answered; **0** are present now" in text
+
+
 # --- a student's reload ---------------------------------------------------------------------------
 
 

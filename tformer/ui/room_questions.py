@@ -149,13 +149,19 @@ def _live_tally(step: str, question: Question, revealed: bool) -> None:
 
 
 def _draw(t: Tally, question: Question) -> None:
-    st.markdown(
-        tr(
+    if t.answered <= t.present:
+        said = tr(
             "**{answered} of {present}** students present have answered.",
             answered=t.answered,
             present=t.present,
         )
-    )
+    else:  # answers stay when their screens close: "5 of 3" would read as a fault
+        said = tr(
+            "**{answered}** students have answered; **{present}** are present now (a closed screen keeps its answer).",
+            answered=t.answered,
+            present=t.present,
+        )
+    st.markdown(said)
     if not t.counts:
         st.caption(tr("Answers appear here as they arrive: counts only, no names."))
         return
