@@ -1064,6 +1064,22 @@ def minilm_tokenizer() -> Any | None:
     return tok
 
 
+def scratch_counting_tokenizer() -> Any:
+    """The from-scratch encoder's WordPiece tokenizer (tformer's data file) as a `tokenizers`
+    Tokenizer, padding and truncation off: `token_text` counts its tokens for that model."""
+    from importlib import resources
+
+    from tokenizers import Tokenizer
+
+    from tformer.model.tokenizer import SCRATCH_TOKENIZER_FILE
+
+    source = resources.files("tformer").joinpath("data").joinpath(SCRATCH_TOKENIZER_FILE)
+    tok = Tokenizer.from_str(source.read_text(encoding="utf-8"))
+    tok.no_padding()
+    tok.no_truncation()
+    return tok
+
+
 def token_text(n_tokens: int, variant: int = 0, tokenizer: Any | None = None) -> tuple[str, bool]:
     """A text that MiniLM encodes to exactly `n_tokens` ids, [CLS] and [SEP] included.
 
