@@ -97,3 +97,4 @@ with ui.page_context(__file__) as ctx:
             **shape,
         )
     st.caption(overview_text)
+    st.caption(ui.memory_note(cap))

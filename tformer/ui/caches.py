@@ -15,7 +15,7 @@ import streamlit as st
 import torch
 
 from ..i18n import language, tr
-from ..model.capture import TextCapture, capture_ids, capture_nbytes, normalize_names
+from ..model.capture import TextCapture, capture_ids, capture_memory, normalize_names
 from ..model.config import EncoderConfig
 from ..model.device import pick_device
 from ..model.encoder import Encoder
@@ -27,15 +27,17 @@ from .state import SOURCES, ViewState
 
 log = logging.getLogger("tformer.app")
 
-SCRATCH_MAX_LEN = 512
-# Memory guard for the from-scratch encoder's weights and for any one capture: both must fit
+SCRATCH_MAX_LEN = 2048
+# Memory guard for the from-scratch encoder's weights and for any one capture (its arrays and
+# the forward that fills them, at its peak: `tformer.model.capture.CaptureMemory`): both must fit
 # comfortably on a 2-core, 24 GB laptop-class machine shared by a classroom.
 MAX_PARAMS = 64_000_000
 MAX_CAPTURE_BYTES = 768 * 2**20
 
 
 class CaptureTooLarge(ValueError):
-    """The requested capture would pass MAX_CAPTURE_BYTES; the message says by how much."""
+    """The requested capture would pass MAX_CAPTURE_BYTES at its peak; the message gives the
+    figures (`tformer.ui.memory.refusal`)."""
 
 
 @dataclass(frozen=True)
@@ -162,7 +164,7 @@ def get_capture(
     cached per (model, text, set of names, layers).
 
     Refuses (CaptureTooLarge) before running anything when the capture would pass
-    MAX_CAPTURE_BYTES for this text's length.
+    MAX_CAPTURE_BYTES for this text's length, the forward's working memory included.
     """
     return _capture(
         choice, text, normalize_names(names), None if layers is None else tuple(sorted(set(layers)))
@@ -175,20 +177,13 @@ def get_capture(
 def _capture(
     choice: ModelChoice, text: str, names: tuple[str, ...], layers: tuple[int, ...] | None = None
 ) -> TextCapture:
+    from .memory import refusal  # it reads this module's limit
+
     model, tokenizer = get_model(choice)
     encoded = tokenizer.encode(text)
-    nbytes = capture_nbytes(model.cfg, len(encoded.ids), names, layers)
-    if nbytes > MAX_CAPTURE_BYTES:
-        raise CaptureTooLarge(
-            tr(
-                "capturing {names} for {n} tokens would take {size:.0f} MB; the limit is {limit:.0f} MB. "
-                "Use a shorter text, or fewer layers or heads.",
-                names=", ".join(names),
-                n=len(encoded.ids),
-                size=nbytes / 2**20,
-                limit=MAX_CAPTURE_BYTES / 2**20,
-            )
-        )
+    refused = refusal(capture_memory(model.cfg, len(encoded.ids), names, layers), names)
+    if refused is not None:
+        raise CaptureTooLarge(refused)
     with st.spinner(tr("Running the model...")):
         return capture_ids(model, encoded, names, layers)
 
