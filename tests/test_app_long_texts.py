@@ -38,6 +38,13 @@ def test_the_attention_page_draws_2048_tokens_pooled_and_states_the_memory():
     assert detail["layout"]["meta"]["block"] == 8  # 2,048 positions in 256 cells a side
     # the axes say that each cell is a block of positions
     assert tr(", cells of {block}×{block} positions", block=8) in detail["layout"]["xaxis"]["title"]["text"]
+    step = detail["layout"]["meta"]["tick_step"]
+    pooled = [c for c in captions(at) if c.startswith("**2,048 tokens in 256 × 256 cells.**")]
+    assert pooled == [
+        "**2,048 tokens in 256 × 256 cells.** Each cell stands for 8 × 8 positions: their largest weight, "
+        f"or their score farthest from 0; one label every {step} tokens. Hover a cell for its positions; "
+        "Across layers zooms into a window at full resolution."
+    ]
     memory = next(c for c in captions(at) if c.startswith("Memory of this capture"))
     # 1 layer x 2 heads x 2,048² floats: 32 MiB for the weights, 32 for the scores, 64 while running
     assert "weights [layer, head, query, key]: 1 × 2 × 2,048² × 4 bytes = 32 MiB" in memory
@@ -118,13 +125,14 @@ def test_minilm_says_it_reads_512_tokens_and_why():
     assert any("this model reads at most 512" in w.value for w in at.warning)
 
 
-ZH_LONG = "小猫坐在垫子上。" * 256  # 2,048 characters: each is one from-scratch token
+ZH_LONG = ("小猫坐在垫子上。" * 256)[:2046]  # one from-scratch token a character: 2,048 with [CLS], [SEP]
 
 
 @pytest.mark.parametrize("page", [ATTENTION, CAPPED[0].script])
 def test_2048_tokens_in_chinese_leave_no_english(page):
     at = open_app(page, text=ZH_LONG, lang="zh", **TINY)
     assert_clean(at)
+    assert not at.warning  # exactly the limit: nothing cut
     shown = visible_strings(at)
     left = sorted(set(english_words(shown, []).values()))
     assert not left, f"English left on {page} at 2,048 tokens: {left}"

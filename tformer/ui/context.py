@@ -118,8 +118,8 @@ def open_page(script: str, names: Iterable[str] | None = None, *, one_layer: boo
             tr(
                 "The text has {n} tokens; this model reads at most {limit}, so only the first {limit} "
                 "are shown.",
-                n=f"{enc.n_input_tokens}{'' if enc.n_input_exact else '+'}",
-                limit=len(enc.ids),
+                n=f"{enc.n_input_tokens:,}{'' if enc.n_input_exact else '+'}",
+                limit=f"{len(enc.ids):,}",
             )
         )
     return PageContext(fr, choice, capture, model, text)
