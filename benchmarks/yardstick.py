@@ -12,12 +12,14 @@ drawn and settled states of tests/e2e/streamlit_driver.py's wait_idle).
 When the naive app fails (an error on its page: Streamlit refuses a message over its 200 MB
 limit; a page that does not settle within --naive-timeout; a crashed browser tab), the time it
 took to fail is its result at that size, the ratio a lower bound ("> x"), and that size is not
-tried again. The table prints the medians and quartiles, the bytes each rerun received over the
-websocket, the ratio naive / ours and whether it reaches --min-ratio (10).
+tried again. (Streamlit's limit stays: raised, the naive app's 416 MB frame at 512 tokens is more
+than the DevTools protocol hands Playwright's driver, whose strings end at 512 MB: the driver
+stops, and the browser's own time cannot be taken this way.) The table prints the medians and
+quartiles, the bytes each rerun received over the websocket, the ratio naive / ours and whether
+it reaches --min-ratio (10).
 
     .venv/bin/python benchmarks/yardstick.py                    # 128 and 512 tokens, 5 edits each
     .venv/bin/python benchmarks/yardstick.py --sizes 128 --runs 3 --naive-timeout 120
-    .venv/bin/python benchmarks/yardstick.py --sizes 512 --runs 1 --naive-max-message-mb 1000
 
 Exit status 0, or 1 with --strict when a ratio is under --min-ratio.
 """
@@ -182,13 +184,6 @@ def main(argv: list[str] | None = None) -> int:
         "--naive-timeout", type=float, default=300.0, help="seconds an edit of the naive app may take"
     )
     ap.add_argument("--min-ratio", type=float, default=10.0, help="the bar: naive / ours at least this")
-    ap.add_argument(
-        "--naive-max-message-mb",
-        type=int,
-        default=None,
-        help="raise the naive server's message limit (Streamlit's default: 200 MB) so that the browser "
-        "gets what it sends at 512 tokens",
-    )
     ap.add_argument("--strict", action="store_true", help="exit 1 when a ratio is under --min-ratio")
     args = ap.parse_args(argv)
     if args.runs < 1:
@@ -200,12 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     texts = Texts()
     started = time.monotonic()
     ours_server = AppServer(app_dir=default_app_dir()).start()
-    limit = (
-        []
-        if args.naive_max_message_mb is None
-        else ["--server.maxMessageSize", str(args.naive_max_message_mb)]
-    )
-    naive_server = AppServer(app_dir=HERE, script=NAIVE_SCRIPT, extra_args=limit).start()
+    naive_server = AppServer(app_dir=HERE, script=NAIVE_SCRIPT).start()
     try:
         with sync_playwright() as pw:
             browser = launch_chromium(pw)
