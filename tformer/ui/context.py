@@ -84,8 +84,10 @@ def open_page(script: str, names: Iterable[str] | None = None, *, one_layer: boo
         model, tokenizer = get_model(choice)
         has = available_names(model.cfg)  # e.g. only BERT has a segment embedding
         cfg = model.cfg
-        fr.length_note.caption(length_limit_note(choice, cfg))
-        text, n_full = shown_text(choice, fr.text, fr.spec.max_tokens)
+        if fr.length_note is not None:
+            fr.length_note.caption(length_limit_note(choice, cfg))
+        limit = fr.spec.max_tokens
+        text, n_full = (fr.text, None) if limit is None else shown_text(choice, fr.text, limit)
         layers = (chosen_head(choice, text, cfg.n_layers, cfg.n_heads)[0],) if one_layer else None
         capture = get_capture(choice, text, [n for n in names if n in has], layers)
     except (ValueError, MemoryError, RuntimeError) as err:  # a refused folder, a model too big here
@@ -126,12 +128,10 @@ def open_page(script: str, names: Iterable[str] | None = None, *, one_layer: boo
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def shown_text(choice: ModelChoice, text: str, max_tokens: int | None) -> tuple[str, int | None]:
+def shown_text(choice: ModelChoice, text: str, max_tokens: int) -> tuple[str, int | None]:
     """The part of ``text`` a page that shows at most ``max_tokens`` tokens keeps (its first
-    whole words that fit, `Tokenizer.head`), and the text's own token count when it was cut
-    (None: the whole text is shown)."""
-    if max_tokens is None:
-        return text, None
+    whole words that fit, `Tokenizer.head`), and the number of tokens the model reads of the
+    text when it was cut (None: the whole text is shown)."""
     tokenizer = get_model(choice)[1]
     encoded = tokenizer.encode(text)
     if len(encoded.ids) <= max_tokens:
