@@ -145,6 +145,11 @@ PAGES: tuple[PageSpec, ...] = (
         "pages/qk_space.py",
         "One head's queries and keys in one plane, with lines for the pairs that attend most.",
         state=QKSpaceState,
+        max_tokens=CAPPED_TOKENS,
+        max_tokens_why=(
+            "it draws every query and every key as a point with its own hover text: 2 × {n:,} points "
+            "at this length."
+        ),
     ),
     PageSpec(
         "scaling",
@@ -155,6 +160,10 @@ PAGES: tuple[PageSpec, ...] = (
         "pages/scaling.py",
         "The head under a temperature and without the scaling, and a sweep over d_k computed live.",
         state=ScalingState,
+        max_tokens=CAPPED_TOKENS,
+        max_tokens_why=(
+            "its entropy chart has a bar for every query under each setting: 2 × {n:,} bars at this length."
+        ),
     ),
     PageSpec(
         "masks",
