@@ -135,6 +135,11 @@ PAGES: tuple[PageSpec, ...] = (
         "pages/qkv.py",
         "The chosen head's queries, keys and values beside the scores they make.",
         state=QKVState,
+        max_tokens=CAPPED_TOKENS,
+        max_tokens_why=(
+            "its Q, K, V and output panels have a row for every token: at {n:,} tokens several rows "
+            "would share each pixel, and every row is sent in full."
+        ),
     ),
     PageSpec(
         "qk_space",
