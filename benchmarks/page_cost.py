@@ -136,9 +136,9 @@ def _keep_profiles(srv: ProbedServer, recs_before: int, dest: Path | None, name:
     if dest is None:
         return
     dest.mkdir(parents=True, exist_ok=True)
-    for i, p in enumerate(sorted(srv.tmp.glob("runs.jsonl.*.prof"), key=lambda p: int(p.name.split(".")[2]))):
+    for i, p in enumerate(sorted(srv.tmp.glob("runs.jsonl.*.*"), key=lambda p: int(p.name.split(".")[2]))):
         if int(p.name.split(".")[2]) >= recs_before:
-            shutil.move(str(p), dest / f"{name}-{i}.prof")
+            shutil.move(str(p), dest / f"{name}-{i}.{p.name.split('.')[3]}")
 
 
 async def measure_page(
@@ -159,7 +159,7 @@ async def measure_page(
                 before = srv.seen
                 res, server_ms, script_ms = await timed_run(s, srv, {"text": texts.next(n)})
                 if i == 0:  # warms this length up
-                    for p in srv.tmp.glob("runs.jsonl.*.prof"):
+                    for p in srv.tmp.glob("runs.jsonl.*.*"):
                         p.unlink()
                     continue
                 row.script_cpu_ms.append(script_ms)
@@ -236,7 +236,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--opens", type=int, default=0, help="rounds of page opens (0: none)")
     ap.add_argument("--profile", type=Path, default=None, help="write a cProfile of each measured run here")
     ap.add_argument(
-        "--clock", choices=("wall", "cpu"), default="wall", help="the profile's clock (see _server_probe.py)"
+        "--clock",
+        choices=("wall", "cpu", "sample"),
+        default="wall",
+        help="the profile's clock (see _server_probe.py)",
     )
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
