@@ -269,7 +269,8 @@ def test_an_edit_leaves_slow_comparisons_to_the_worker_and_reuses_their_capture(
     assert got["float32 (the reference)"] == 0.0  # float32 is always the run's own
     assert str(got["bfloat16"]).strip() == ""  # not compared in the run
     assert precision_jobs().idle(120)
-    assert ran and all(thread == "tformer-precision" for _, thread in ran), ran
+    assert ran
+    assert all(thread == "tformer-precision" for _, thread in ran), ran
     assert sorted(name for name, _ in ran) == sorted(["bfloat16", "float16", "int8", "int8_channel"])
     before = len(ran)
     at.run()
