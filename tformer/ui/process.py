@@ -52,6 +52,20 @@ def plain_pages_for_arrays() -> bool:
     return False
 
 
+# Idle memory the capture arrays may leave for the next capture: two 512-token captures of
+# every head's pattern and scores (75 MB each array).
+RECYCLE_IDLE_BYTES = 320 * 2**20
+
+
+def recycle_capture_memory() -> None:
+    """Capture arrays of 32 MB and more reuse the memory of dropped ones instead of fresh pages
+    (`tformer.model.buffers`): filling a fresh 75 MB array costs ~45 ms of page faults on this
+    2-core machine, against ~10 ms for memory already mapped (docs/performance.md)."""
+    from ..model.buffers import recycle_large_arrays
+
+    recycle_large_arrays(RECYCLE_IDLE_BYTES)
+
+
 def app_threads() -> int:
     """Torch intra-op threads for the app: half the cores (at least 1), or TFORMER_THREADS.
 
