@@ -22,7 +22,13 @@ from ..model.encoder import Encoder
 from ..model.pretrained import load_pretrained
 from ..model.tokenizer import Encoded, Tokenizer, scratch_tokenizer
 from ..training.checkpoints import load_run, read_run_meta
-from .process import app_threads, keep_freed_memory, plain_pages_for_arrays, recycle_capture_memory
+from .process import (
+    app_threads,
+    blas_threads,
+    keep_freed_memory,
+    plain_pages_for_arrays,
+    recycle_capture_memory,
+)
 from .state import SOURCES, ViewState
 
 log = logging.getLogger("tformer.app")
@@ -117,7 +123,8 @@ def device() -> tuple[torch.device, str | None]:
 
 @st.cache_resource(show_spinner=False)
 def set_threads() -> int:
-    """Once per server, from whichever page its first visitor opens: torch's thread count, the
+    """Once per server, from whichever page its first visitor opens: torch's thread count (and
+    numpy's BLAS's, `blas_threads`), the
     allocator keeping freed activation buffers (`keep_freed_memory`), numpy's large arrays on
     plain pages (`plain_pages_for_arrays`), large capture arrays in recycled memory
     (`recycle_capture_memory`), and gc.freeze() so that
@@ -133,6 +140,7 @@ def set_threads() -> int:
         log.warning("%s; keeping torch's default", err)
         n = torch.get_num_threads()
     torch.set_num_threads(n)
+    blas_threads(n)  # numpy's matrix products too
     gc.freeze()
     return n
 
