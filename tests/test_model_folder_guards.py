@@ -298,3 +298,19 @@ def test_expected_shapes_run_no_reference_kernels_in_a_fresh_process() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_a_folder_loads_the_same_model_without_the_initialisers_it_overwrites(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """load_model_folder builds the encoder under NoInit: every tensor of its state dict is the
+    checkpoint's, exactly as when the initialisers ran first."""
+    import contextlib
+
+    folder = tiny_bert_folder(tmp_path / "bert")
+    skipped = loader.load_model_folder(folder).model.state_dict()
+    monkeypatch.setattr(loader, "NoInit", contextlib.nullcontext)
+    initialised = loader.load_model_folder(folder).model.state_dict()
+    assert list(skipped) == list(initialised)
+    for name, value in initialised.items():
+        assert torch.equal(skipped[name], value), name

@@ -323,22 +323,24 @@ def check_config_bounds(cfg: EncoderConfig, source: str | Path) -> None:
 
 def expected_shapes(cfg: EncoderConfig) -> dict[str, tuple[int, ...]]:
     """Our state dict's shapes for ``cfg``, from a model on the meta device (no memory), its
-    parameters left uninitialised (`_ShapesOnly`). Call it once the config's sizes are bounded."""
+    parameters left uninitialised (`NoInit`). Call it once the config's sizes are bounded."""
     from .encoder import Encoder
 
     # The sinusoidal table is derived from the config and not saved: without it the state dict
     # is the same, and computing it on the meta device would run those reference kernels too.
     plain = dataclasses.replace(cfg, pos_encoding="none") if cfg.pos_encoding == "sinusoidal" else cfg
-    with torch.device("meta"), _ShapesOnly():
+    with torch.device("meta"), NoInit():
         meta = Encoder(plain, init_weights=False)
     return {name: tuple(t.shape) for name, t in meta.state_dict().items()}
 
 
-class _ShapesOnly(TorchFunctionMode):
+class NoInit(TorchFunctionMode):
     """torch.nn.init's in-place initialisers do nothing under it (in this thread only, as every
-    torch function mode). A module's constructor initialises its parameters; on the meta device
-    torch runs those initialisers through its Python reference kernels, whose first call imports
-    torch._dynamo: 1.2 s of a fresh server's first page, for numbers a shape check never reads."""
+    torch function mode does): for a model whose parameters are about to be overwritten, or
+    whose shapes alone are read. Every module initialises its parameters in its constructor:
+    for MiniLM that is ~0.15 s of random numbers the checkpoint then replaces, and on the meta
+    device torch runs the initialisers through its Python reference kernels, whose first call
+    imports torch._dynamo (1.2 s of a fresh server's first page)."""
 
     def __torch_function__(
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
