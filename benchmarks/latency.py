@@ -284,6 +284,12 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     ap.add_argument("--port", type=int, default=None, help="use a server already listening on 127.0.0.1:PORT")
     ap.add_argument(
+        "--script",
+        default=None,
+        help="what `streamlit run` starts: serve.py (the server that warms itself up at start) when the "
+        "app folder has it, else app.py",
+    )
+    ap.add_argument(
         "--pages",
         default="all",
         help='"all" (default: every page of tformer.ui.registry) or url paths, comma-separated '
@@ -418,7 +424,9 @@ def main(argv: list[str] | None = None) -> int:
     server = None
     t_start = time.monotonic()
     if args.port is None:
-        server = AppServer(app_dir=plan.app_dir).start()
+        script = args.script or ("serve.py" if (plan.app_dir / "serve.py").is_file() else "app.py")
+        print(f"streamlit run {script} in {plan.app_dir}", file=sys.stderr)
+        server = AppServer(app_dir=plan.app_dir, script=script).start()
         base_url = server.url + "/"
     else:
         base_url = f"http://127.0.0.1:{args.port}/"

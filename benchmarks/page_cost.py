@@ -72,7 +72,7 @@ class ProbedServer:
     """A `streamlit run` of the app under test with the probe loaded (a sitecustomize on
     PYTHONPATH), writing its per-run log into a temporary folder."""
 
-    def __init__(self, app_dir: Path, profile: str) -> None:
+    def __init__(self, app_dir: Path, profile: str, script: str = "app.py") -> None:
         self.tmp = Path(tempfile.mkdtemp(prefix="page_cost-"))
         (self.tmp / "sitecustomize.py").write_text(f"import runpy\nrunpy.run_path({str(PROBE)!r})\n")
         self.log = self.tmp / "runs.jsonl"
@@ -81,7 +81,9 @@ class ProbedServer:
             "TFORMER_PROBE_LOG": str(self.log),
             "TFORMER_PROBE_PROFILE": profile,
         }
-        self.server = AppServer(app_dir=app_dir, extra_env=env, log_path=self.tmp / "server.log")
+        self.server = AppServer(
+            app_dir=app_dir, script=script, extra_env=env, log_path=self.tmp / "server.log"
+        )
         self.seen = 0
 
     def start(self) -> ProbedServer:
