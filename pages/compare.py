@@ -20,7 +20,7 @@ with ui.page_context(__file__) as ctx:
     if what == "text":
         st.text_input(tr("text B (Enter to apply)"), max_chars=2000, **ui.bind("compare.text_b"))
     elif what == "heads":
-        st.number_input(tr("heads in B"), **ui.bind_number("compare.heads_b"))
+        st.number_input(tr("heads in B"), **ui.bind_number("compare.n_heads_b"))
     try:
         a, b = view.compare_sides(ctx.view, ctx.choice, ctx.text, what)
     except ValueError as err:

@@ -67,7 +67,7 @@ with ui.page_context(__file__) as ctx:
         st.caption(
             tr(
                 "Entropy (bits): low = the head focuses on few tokens. Mean distance: how many positions "
-                "away it looks. self / prev / first / cls / sep: the share of weight on that token "
+                "away it looks. self / previous / first / cls / sep: the share of weight on that token "
                 "(cls and sep are the tokenizer's first and last special tokens). Click a column to sort."
             )
         )

@@ -61,7 +61,7 @@ def _slow_metrics(p: np.ndarray, cls_pos=None, sep_pos=None) -> dict[str, np.nda
                 acc["mean_distance"].append(sum(row[k] * abs(q - k) for k in range(n_k)))
                 acc["self"].append(row[q])
                 if q >= 1:
-                    acc["prev"].append(row[q - 1])
+                    acc["previous"].append(row[q - 1])
                 acc["first"].append(row[0])
                 acc["max"].append(row.max())
                 if cls_pos is not None:
@@ -85,7 +85,7 @@ def test_identity_pattern_attends_to_self_only():
     assert m["entropy"][0, 0] == pytest.approx(0.0)
     assert m["entropy_norm"][0, 0] == pytest.approx(0.0)
     assert m["max"][0, 0] == pytest.approx(1.0)
-    assert m["prev"][0, 0] == pytest.approx(0.0)
+    assert m["previous"][0, 0] == pytest.approx(0.0)
     assert m["first"][0, 0] == pytest.approx(1.0 / n)  # only row 0 puts weight on key 0
 
 
@@ -104,7 +104,7 @@ def test_shifted_identity_attends_to_previous_token():
     n = 6
     p = np.eye(n, k=-1)  # row q has its 1 at key q-1; row 0 is all zero (masked)
     m = head_metrics(_stack(p))
-    assert m["prev"][0, 0] == pytest.approx(1.0)
+    assert m["previous"][0, 0] == pytest.approx(1.0)
     assert m["mean_distance"][0, 0] == pytest.approx(1.0)
     assert m["self"][0, 0] == pytest.approx(0.0)
     # query 1 is the only valid row with weight on key 0; 5 valid rows
@@ -131,13 +131,13 @@ def test_masked_rows_are_ignored():
     row = p[0, 0, keep].astype(np.float64)
     assert m["max"][0, 0] == pytest.approx(row.max(-1).mean())
     assert m["self"][0, 0] == pytest.approx(np.mean([p[0, 0, q, q] for q in keep]))
-    assert m["prev"][0, 0] == pytest.approx(np.mean([p[0, 0, q, q - 1] for q in keep if q >= 1]))
+    assert m["previous"][0, 0] == pytest.approx(np.mean([p[0, 0, q, q - 1] for q in keep if q >= 1]))
 
 
 def test_fully_masked_head_gives_nan_not_zero():
     p = _stack(np.eye(4), np.zeros((4, 4)))
     m = head_metrics(p)
-    for name in ("entropy", "self", "max", "mean_distance", "prev", "first"):
+    for name in ("entropy", "self", "max", "mean_distance", "previous", "first"):
         assert np.isnan(m[name][0, 1]), name
         assert not np.isnan(m[name][0, 0]), name
 
@@ -227,8 +227,8 @@ def test_metrics_table_rows():
     assert rows[0]["self"] == 1.0
     assert type(rows[0]["self"]) is float
     assert rows[1]["self"] == 0.3333  # rounded to 4 decimals
-    # one position: "prev" is NaN for every head, which becomes an empty cell
-    assert metrics_table(head_metrics(p[:, :, :1, :1]))[0]["prev"] is None
+    # one position: "previous" is NaN for every head, which becomes an empty cell
+    assert metrics_table(head_metrics(p[:, :, :1, :1]))[0]["previous"] is None
     with pytest.raises(ValueError, match="one shape"):
         metrics_table({"a": np.zeros((2, 2)), "b": np.zeros((2, 3))})
 

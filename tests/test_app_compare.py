@@ -52,9 +52,9 @@ def test_the_difference_is_b_minus_a():
 
 def test_heads_of_b_follow_the_number_input_and_invalid_counts_are_explained():
     at = open_app(COMPARE, source="scratch", **{"compare.what": "heads"})
-    at.number_input(key="compare.heads_b").set_value(3).run()  # 64 is not divisible by 3
+    at.number_input(key="compare.n_heads_b").set_value(3).run()  # 64 is not divisible by 3
     assert_clean(at)
     assert any("divisible" in i.value for i in at.info)
-    at.number_input(key="compare.heads_b").set_value(2).run()
+    at.number_input(key="compare.n_heads_b").set_value(2).run()
     assert_clean(at)
     assert chart(at, "compare_diff") is not None

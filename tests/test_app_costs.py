@@ -17,7 +17,7 @@ PAGE = "pages/costs.py"
 SMALL = {
     "costs.n_max": "256",
     "costs.call_ms": "100",
-    "costs.heads": "2",
+    "costs.n_heads": "2",
     "costs.d_head": "16",
     "costs.d_model": "64",
 }
@@ -109,7 +109,7 @@ def test_with_no_text_the_sparse_section_says_so_and_still_measures():
 
 
 def test_settings_that_do_not_fit_are_explained():
-    at = open_app(PAGE, **{"costs.section": "rnn", "costs.d_model": "64", "costs.heads": "5"})
+    at = open_app(PAGE, **{"costs.section": "rnn", "costs.d_model": "64", "costs.n_heads": "5"})
     assert_clean(at)
     assert any("not divisible" in w.value for w in at.warning)
 

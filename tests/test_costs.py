@@ -54,7 +54,7 @@ class Recorder:
 @pytest.fixture(scope="module")
 def wall():
     progress = Recorder()
-    sweep = wall_sweep(WallSettings(heads=2, d_head=8, n_min=16, n_max=256, budget=SMALL), "cpu", progress)
+    sweep = wall_sweep(WallSettings(n_heads=2, d_head=8, n_min=16, n_max=256, budget=SMALL), "cpu", progress)
     return sweep, progress
 
 
@@ -123,7 +123,7 @@ def test_peak_memory_is_a_real_measurement():
 
 def test_a_memory_budget_stops_a_method_with_a_message():
     budget = Budget(call_s=5.0, total_s=60.0, memory_bytes=200 * 1024)  # time never binds here
-    sweep = wall_sweep(WallSettings(heads=2, d_head=8, n_min=32, n_max=512, block=16, budget=budget), "cpu")
+    sweep = wall_sweep(WallSettings(n_heads=2, d_head=8, n_min=32, n_max=512, block=16, budget=budget), "cpu")
     explicit = sweep.curve("explicit")
     assert explicit.n.tolist() == [32, 64]  # 128 would hold 2 × 2 × 128² floats: 256 KiB
     assert explicit.stop is not None
@@ -278,7 +278,7 @@ def test_budgets_and_settings_are_checked():
     with pytest.raises(ValueError, match="dtype='int8' must be one of"):
         WallSettings(dtype="int8")
     with pytest.raises(ValueError, match="not divisible"):
-        RnnSettings(d_model=100, heads=12)
+        RnnSettings(d_model=100, n_heads=12)
     with pytest.raises(ValueError, match="from n_min=64 to n_max=32: need 1 <= n_min <= n_max"):
         doubling(64, 32)
     assert doubling(64, 300) == [64, 128, 256]
@@ -287,7 +287,7 @@ def test_budgets_and_settings_are_checked():
 
 
 def test_the_rnn_sweep_and_the_path_lengths():
-    settings = RnnSettings(d_model=32, heads=4, n_min=16, n_max=128, budget=SMALL)
+    settings = RnnSettings(d_model=32, n_heads=4, n_min=16, n_max=128, budget=SMALL)
     sweep = rnn_sweep(settings, "cpu", Recorder())
     assert [c.method for c in sweep.curves] == ["gru", "attention"]
     for c in sweep.curves:
@@ -301,7 +301,7 @@ def test_the_rnn_sweep_and_the_path_lengths():
 
 
 def test_the_sparse_sweep():
-    settings = SparseSettings(heads=2, d_head=8, window=4, n_min=32, n_max=256, budget=SMALL)
+    settings = SparseSettings(n_heads=2, d_head=8, window=4, n_min=32, n_max=256, budget=SMALL)
     sweep = sparse_sweep(settings, "cpu", Recorder())
     assert [c.method for c in sweep.curves] == ["dense_local", "local", "dense_strided", "strided"]
     assert all(len(c.points) >= 3 for c in sweep.curves)

@@ -53,7 +53,7 @@ def test_metrics_csv_has_a_row_per_head_and_reads_back(cap128):
     back = list(csv.DictReader(io.StringIO(rows_csv(rows))))
     assert len(back) == 6 * 12
     assert back[0].keys() == rows[0].keys()
-    assert float(back[2]["prev"]) == pytest.approx(rows[2]["prev"])
+    assert float(back[2]["previous"]) == pytest.approx(rows[2]["previous"])
     assert rows_csv([]) == ""
 
 

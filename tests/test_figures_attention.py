@@ -412,6 +412,20 @@ def test_qkv_figure_shape_errors():
         qkv_figure(q, q, q, np.zeros((5, 4)), TOKENS[:5])
 
 
+def test_qkv_figure_too_narrow_names_the_width():
+    # 200 tokens, d_head 64: the panels and colorbars take most of a 500 px column (plotly
+    # itself used to fail here with a negative height or a domain past 1)
+    n, d_head = 200, 64
+    rng = np.random.default_rng(4)
+    q, k, v = (rng.normal(size=(n, d_head)).astype(np.float32) for _ in range(3))
+    labels = [f"t{i}" for i in range(n)]
+    scores = rng.normal(size=(n, n)).astype(np.float32)
+    with pytest.raises(ValueError, match=r"width=500 px is too narrow .* 200 tokens and d_head=64"):
+        qkv_figure(q, q, q, scores, labels, width=500)
+    fig = qkv_figure(q, k, v, scores, labels)  # the app's full-width column draws it
+    assert fig.layout.meta["plot_px"] >= 120
+
+
 def test_head_output_heatmap():
     z = np.arange(12, dtype=np.float32).reshape(3, 4) - 6
     fig = head_output_heatmap(z, ["a", "a", "<b>"])

@@ -53,7 +53,7 @@ def _slow_scores(p, ids, cls_pos=0, skip=(), unk_id=None):
                     acc["next"].append(row[q + 1])
                 acc["self"].append(row[q])
                 if q != cls_pos:
-                    acc["first"].append(row[cls_pos])
+                    acc["cls"].append(row[cls_pos])
                 copies = [k for k in range(q) if ids[k] == ids[q]]
                 if copies and ids[q] != unk_id:
                     acc["duplicate"].append(sum(row[k] for k in copies))
@@ -71,7 +71,7 @@ def _slow_scores(p, ids, cls_pos=0, skip=(), unk_id=None):
 
 
 def test_roles_are_ordered_and_every_score_is_returned():
-    assert list(ROLES) == ["previous", "next", "self", "first", "duplicate", "broad"]
+    assert list(ROLES) == ["previous", "next", "self", "cls", "duplicate", "broad"]
     s = role_scores(_stack(np.eye(4)), [1, 2, 3, 4])
     assert list(s) == list(ROLES)
     assert all(v.shape == (1, 1) and v.dtype == np.float64 for v in s.values())
@@ -113,13 +113,13 @@ def test_first_token_head_leaves_out_the_cls_row_itself():
     on_first = np.zeros((n, n))
     on_first[:, 0] = 1.0
     s = role_scores(_stack(on_first, np.eye(n)), np.arange(n))
-    assert s["first"][0].tolist() == [1.0, 0.0]  # the identity head's p[0, 0] is not counted
+    assert s["cls"][0].tolist() == [1.0, 0.0]  # the identity head's p[0, 0] is not counted
     # another leading position
     on_2 = np.zeros((n, n))
     on_2[:, 2] = 1.0
-    assert role_scores(_stack(on_2), np.arange(n), cls_pos=2)["first"][0, 0] == 1.0
+    assert role_scores(_stack(on_2), np.arange(n), cls_pos=2)["cls"][0, 0] == 1.0
     # no leading special (Encoded.leading_special is None): the first token, position 0
-    none = role_scores(_stack(on_first), np.arange(n), cls_pos=None)["first"]
+    none = role_scores(_stack(on_first), np.arange(n), cls_pos=None)["cls"]
     assert none[0, 0] == 1.0
 
 
@@ -127,7 +127,7 @@ def test_uniform_attention_scores_broad_1():
     n = 9
     s = role_scores(_stack(np.full((n, n), 1 / n)), np.arange(n))
     assert s["broad"][0, 0] == pytest.approx(1.0)
-    for role in ("previous", "next", "self", "first"):
+    for role in ("previous", "next", "self", "cls"):
         assert s[role][0, 0] == pytest.approx(1 / n)
 
 
@@ -176,7 +176,7 @@ def test_one_position_has_only_self_and_broad_scores():
     s = role_scores(np.ones((2, 3, 1, 1), np.float32), [101])
     assert (s["self"] == 1.0).all()
     assert (s["broad"] == 0.0).all()
-    for role in ("previous", "next", "first", "duplicate"):
+    for role in ("previous", "next", "cls", "duplicate"):
         assert np.isnan(s[role]).all(), role
 
 
@@ -327,11 +327,11 @@ def test_minilm_next_token_head_is_layer_1_head_8(minilm_scores):
 
 
 def test_minilm_cls_heads(minilm_scores):
-    top = [h[:2] for h in rank_heads(minilm_scores, "first")]  # the top 10
+    top = [h[:2] for h in rank_heads(minilm_scores, "cls")]  # the top 10
     for layer, head in [(4, 5), (2, 7), (1, 10)]:
         assert (layer, head) in top, (layer, head)
         # measured: L4H5 0.848 (rank 1), L2H7 0.773 (rank 2), L1H10 0.74 (rank 3); L2H9 0.709 ranks 6th
-        assert minilm_scores["first"][layer, head] >= 0.7, (layer, head)
+        assert minilm_scores["cls"][layer, head] >= 0.7, (layer, head)
 
 
 def test_the_pages_doc_names_the_heads_the_finder_ranks_first(minilm_scores):
@@ -346,10 +346,10 @@ def test_the_pages_doc_names_the_heads_the_finder_ranks_first(minilm_scores):
         top = rank_heads(minilm_scores, role, top=k)
         heads = [f"layer {layer} head {head}" for layer, head, _ in top]
         listed = heads[0] if k == 1 else ", ".join(heads[:-1]) + " and " + heads[-1]
-        word = {"previous": "previous", "next": "next", "first": "[CLS]"}[role]
+        word = {"previous": "previous", "next": "next", "cls": "[CLS]"}[role]
         return f"{listed} {word} " + ", ".join(f"{s:.2f}" for _, _, s in top)
 
-    for role, k in (("previous", 1), ("next", 1), ("first", 3)):
+    for role, k in (("previous", 1), ("next", 1), ("cls", 3)):
         assert named(role, k) in row, (named(role, k), row)
 
 
@@ -358,7 +358,7 @@ def test_telling_heads_pick_the_clearest_habit_and_leave_out_cls_and_broad_heads
 
     shape = (3, 4)
     scores = {role: np.zeros(shape) for role in ROLES}
-    scores["first"][0, 0] = 0.99  # resting on [CLS]: not telling
+    scores["cls"][0, 0] = 0.99  # resting on [CLS]: not telling
     scores["broad"][0, 1] = 0.98  # spread out: not telling
     scores["previous"][1, 2] = 0.9
     scores["duplicate"][2, 3] = 0.6

@@ -86,3 +86,37 @@ def test_a_question_context_gives_a_heads_mask_as_attn_mask():
 
     assert hasattr(QuestionContext, "attn_mask")
     assert not hasattr(QuestionContext, "allowed")
+
+
+def test_a_count_of_heads_is_n_heads_and_heads_is_a_list():
+    import dataclasses
+    import typing
+
+    from tformer.efficiency.costs import WallSettings
+    from tformer.efficiency.rnn import RnnSettings
+    from tformer.efficiency.sparse_costs import SparseSettings
+    from tformer.ui.registry import page_states
+
+    classes = [*page_states().values(), WallSettings, RnnSettings, SparseSettings]
+    checked = 0
+    for cls in classes:
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            if "heads" not in f.name:
+                continue
+            checked += 1
+            if hints[f.name] is int:
+                assert f.name.startswith("n_heads"), f"{cls.__name__}.{f.name} counts heads: call it n_heads"
+            else:
+                assert f.name == "heads", f"{cls.__name__}.{f.name}: a list of heads is called heads"
+    assert checked >= 5  # n_heads of the three sweeps, costs and the comparison; export's heads
+
+
+def test_metric_and_role_keys_say_previous_and_cls():
+    from tformer.analysis.head_roles import ROLES
+    from tformer.analysis.metrics import METRICS
+
+    assert "previous" in METRICS
+    assert "prev" not in METRICS
+    assert {"previous", "cls"} <= set(ROLES)
+    assert "first" not in ROLES  # "first" is position 0, the metric; the role measures cls_pos

@@ -100,3 +100,20 @@ def test_set_refuses_what_a_widget_could_not_produce():
     with pytest.raises(KeyError):
         v.set("pages", {})
     assert v.page(HeadsState).compare is None
+
+
+def test_links_made_before_a_rename_open_the_same_view():
+    # keys and values as links of 9f2a7d3 spelled them (one name per concept since)
+    old = {"costs.heads": "5", "compare.heads_b": "4", "heads.metric": "prev", "finder.role": "first"}
+    view, notices = ViewState.from_query(old)
+    assert notices == []
+    assert (view.get("costs.n_heads"), view.get("compare.n_heads_b")) == (5, 4)
+    assert (view.get("heads.metric"), view.get("finder.role")) == ("previous", "cls")
+    # a link that has both spellings: the current key wins
+    both, _ = ViewState.from_query({"costs.heads": "5", "costs.n_heads": "7"})
+    assert both.get("costs.n_heads") == 7
+    # the link written back uses the current names only
+    query = view.to_query()
+    assert "costs.heads" not in query
+    assert query["costs.n_heads"] == "5"
+    assert query["finder.role"] == "cls"

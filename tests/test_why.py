@@ -309,7 +309,7 @@ def test_the_timing_settings_sweep_both_recurrent_layers_and_attention():
     s = timing_settings(d_model=32, n_max=32, total_s=2.0)
     assert s.recurrent == ("rnn", "gru")
     assert s.n_min == 16
-    assert s.heads == 2
+    assert s.n_heads == 2
     sweep = rnn_sweep(s)
     assert [c.method for c in sweep.curves] == ["rnn", "gru", "attention"]
     for c in sweep.curves:

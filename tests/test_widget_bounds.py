@@ -55,7 +55,7 @@ def test_no_widget_writes_its_own_bounds():
 
 def test_the_heads_range_is_one_range():
     v = ViewState()
-    assert v.bounds("n_heads") == v.bounds("compare.heads_b") == v.bounds("costs.heads") == HEADS
+    assert v.bounds("n_heads") == v.bounds("compare.n_heads_b") == v.bounds("costs.n_heads") == HEADS
 
 
 def test_steps_are_declared_where_the_widget_had_them():

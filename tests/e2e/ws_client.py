@@ -14,7 +14,10 @@ A button is pressed for one run only (`press`: a trigger value, as the browser s
 `send` puts any other `BackMsg` on the wire, as a hand-made client could (`heartbeat` then
 tells when the server has handled everything sent before it: one websocket is read in order).
 
-No cached-message hashes are sent, so the server always sends whole messages (never `ref_hash`).
+By default no cached-message hashes are sent, so the server always sends whole messages (never
+`ref_hash`). With `remember_messages=True` the session, like the browser, keeps the hashes of the
+cacheable messages it received and sends them with every rerun: an unchanged large element then
+comes back as a reference.
 Uses `websockets`, which streamlit itself depends on: no new dependency.
 """
 
@@ -90,6 +93,8 @@ class StreamlitWsSession:
         open_timeout: float = 30.0,
         query: str = "",
         headers: dict[str, str] | None = None,
+        *,
+        remember_messages: bool = False,
     ) -> None:
         self.ws_url = ws_url
         self.url_path = url_path.strip("/")
@@ -104,6 +109,8 @@ class StreamlitWsSession:
         self._states: dict[str, WidgetState] = {}
         self._triggers: dict[str, WidgetState] = {}  # buttons pressed for the next run only
         self.runs = 0
+        # hashes of cacheable messages received, sent back as the browser does (None: not kept)
+        self.cached_hashes: set[str] | None = set() if remember_messages else None
 
     async def __aenter__(self) -> StreamlitWsSession:
         self.ws = await connect(
@@ -171,6 +178,8 @@ class StreamlitWsSession:
         cs.query_string = self.query
         cs.widget_states.SetInParent()
         cs.widget_states.widgets.extend([*self._states.values(), *self._triggers.values()])
+        if self.cached_hashes:
+            cs.cached_message_hashes.extend(sorted(self.cached_hashes))
         self._triggers.clear()
         t0 = time.perf_counter()
         await self.ws.send(msg.SerializeToString())
@@ -218,6 +227,8 @@ class StreamlitWsSession:
             kind = fm.WhichOneof("type")
             res.bytes_received += len(raw)
             res.n_messages += 1
+            if self.cached_hashes is not None and fm.metadata.cacheable and fm.hash:
+                self.cached_hashes.add(fm.hash)
             if kind == "new_session":
                 started = True
                 if fm.new_session.initialize.session_id:

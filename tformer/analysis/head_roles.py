@@ -16,7 +16,7 @@ Which query rows count (the same rules for every head, so heads are compared on 
   previous-token head for [SEP] attending the final full stop. Keys are not filtered: the
   [CLS] just before the first word *is* that word's previous token, and a previous-token head
   puts its weight there.
-- "previous" needs a key before the query (q >= 1), "next" one after it (q <= n - 2); "first"
+- "previous" needs a key before the query (q >= 1), "next" one after it (q <= n - 2); "cls"
   leaves out the query at ``cls_pos`` itself (that weight is self-attention); "duplicate" counts
   only queries whose token id occurred earlier in the text. A row with a single visible key
   has "broad" 0 (all weight on one key), as ``entropy_norm`` in :mod:`tformer.analysis.metrics`.
@@ -45,7 +45,7 @@ ROLES: dict[str, str] = {
     "previous": "weight on the key just before the query, p[q, q-1]",
     "next": "weight on the key just after the query, p[q, q+1]",
     "self": "weight on the query's own position, p[q, q]",
-    "first": "weight on the tokenizer's leading special ([CLS]), p[q, cls_pos]; position 0 without one",
+    "cls": "weight on the tokenizer's leading special ([CLS]), p[q, cls_pos]; position 0 without one",
     "duplicate": "total weight on earlier copies of the query's own token (repeated tokens only)",
     "broad": "spread: entropy / log2(visible keys); 0 = one key, 1 = uniform",
 }
@@ -119,7 +119,7 @@ def role_scores(
     :func:`tformer.analysis.metrics.head_metrics`).
 
     ``pattern``: [layer, head_index, query_pos, key_pos]. ``ids``: [pos] token ids of the same
-    text (``Encoded.ids``). ``cls_pos``: the position "first" measures, the tokenizer's leading
+    text (``Encoded.ids``). ``cls_pos``: the position "cls" measures, the tokenizer's leading
     special (``Encoded.leading_special``); None (a tokenizer without one) measures position 0,
     the first token. ``skip_special``: the positions whose query rows never count, as
     positions or a bool mask [pos] (pass ``Encoded.special``); None leaves out none.
@@ -133,7 +133,7 @@ def role_scores(
         raise ValueError(
             f"ids must be {n} integer token ids [pos] for pattern of shape {p.shape}, got shape {t.shape}"
         )
-    cls = 0 if cls_pos is None else cls_pos  # the key "first" measures: [CLS], not always position 0
+    cls = 0 if cls_pos is None else cls_pos  # the key "cls" measures: [CLS], not always position 0
     if not (isinstance(cls, (int, np.integer)) and 0 <= cls < n):
         raise ValueError(f"cls_pos={cls_pos!r} must be a position in 0..{n - 1} (or None)")
     cls = int(cls)
@@ -148,7 +148,7 @@ def role_scores(
         "previous": counted & (q >= 1),
         "next": counted & (q <= n - 2),
         "self": counted,
-        "first": counted & (q != cls),
+        "cls": counted & (q != cls),
         "duplicate": counted & earlier.any(-1),
         "broad": counted,
     }
@@ -164,7 +164,7 @@ def role_scores(
         values["previous"][:, 1:] = pl[:, q[1:], q[1:] - 1]
         values["next"][:, :-1] = pl[:, q[:-1], q[:-1] + 1]
         values["self"] = pl[:, q, q]
-        values["first"] = pl[:, :, cls]
+        values["cls"] = pl[:, :, cls]
         values["duplicate"] = np.einsum("hqk,qk->hq", pl, earlier_f)
         values["broad"] = normalised_entropy(row_entropy(pl), pl)  # entropy_norm of metrics
         # 3. The mean over the rows that count.
@@ -231,7 +231,7 @@ def rank_heads(
 
 
 # The roles whose heads show a pattern a class can see and name (a line beside the diagonal,
-# the diagonal itself, links between repeated words); "first" heads rest on [CLS] and "broad"
+# the diagonal itself, links between repeated words); "cls" heads rest on [CLS] and "broad"
 # ones spread out: neither is a telling first sight.
 TELLING_ROLES = ("previous", "next", "self", "duplicate")
 

@@ -37,13 +37,13 @@ Positions = int | Iterable[int] | npt.NDArray[np.integer] | npt.NDArray[np.bool_
 
 # One line per metric, in the order head_metrics returns them: usable as column help in a table.
 # "cls" and "sep" are returned only when their positions are given. "first" is always position 0 and
-# "cls" always ``cls_pos`` (the head_roles role "first" measures what "cls" measures here).
+# "cls" always ``cls_pos`` (the head_roles role "cls" measures the same key).
 METRICS: dict[str, str] = {
     "entropy": "mean over queries of H(p) = -sum_k p_k log2 p_k (bits); 0 = one key, log2 n = uniform over n",
     "entropy_norm": "entropy / log2(number of visible keys); 0 = one key, 1 = uniform",
     "mean_distance": "mean over queries of sum_k p_k |q - k| (positions)",
     "self": "mean weight on the query's own position, p[q, q]",
-    "prev": "mean weight on the previous position, p[q, q-1], over q >= 1",
+    "previous": "mean weight on the previous position, p[q, q-1], over q >= 1",
     "first": "mean weight on position 0, p[q, 0], whatever token stands there",
     "cls": "mean weight on the tokenizer's leading special token (e.g. [CLS]), p[q, cls_pos]",
     "sep": "mean total weight on the positions of the trailing special token(s) (e.g. [SEP])",
@@ -123,7 +123,7 @@ def head_metrics(
       masked.
     - mean_distance: :math:`\bar d_q` above (positions)
     - self:          :math:`p_{qq}`
-    - prev:          :math:`p_{q,q-1}`, over :math:`q \ge 1` only (NaN with one position)
+    - previous:      :math:`p_{q,q-1}`, over :math:`q \ge 1` only (NaN with one position)
     - first:         :math:`p_{q0}`
     - cls:           :math:`p_{q,c}`, c = ``cls_pos``
     - sep:           :math:`\sum_{s \in S} p_{qs}`, S = ``sep_pos``
@@ -167,7 +167,7 @@ def head_metrics(
         if n_q > 1:
             previous_valid = valid[:, 1:]  # query 0 has no previous position
             previous = _masked_mean(pl[:, q_idx[1:], q_idx[1:] - 1], previous_valid)
-            out["prev"][layer] = np.where(previous_valid.any(-1), previous, np.nan)  # "prev": a link value
+            out["previous"][layer] = np.where(previous_valid.any(-1), previous, np.nan)
     return out
 
 

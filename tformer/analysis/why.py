@@ -497,10 +497,10 @@ def timing_settings(d_model: int = 64, n_max: int = 1024, total_s: float = 6.0) 
     for this chapter: both recurrent layers (tanh RNN and GRU) and one attention layer of
     width ``d_model`` (one head per 16 dimensions), from 16 tokens doubling up to ``n_max``,
     within ``total_s`` seconds. Run it once in the background and cache the `Sweep`."""
-    heads = max(1, d_model // 16) if d_model % 16 == 0 else 1
+    n_heads = max(1, d_model // 16) if d_model % 16 == 0 else 1
     return RnnSettings(
         d_model=d_model,
-        heads=heads,
+        n_heads=n_heads,
         n_min=16,
         n_max=n_max,
         budget=Budget(call_s=0.25, total_s=total_s),

@@ -70,7 +70,7 @@ DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.
 
 @dataclass(frozen=True)
 class WallSettings:
-    heads: int = 12  # MiniLM's heads and head width
+    n_heads: int = 12  # MiniLM's heads and head width
     d_head: int = 32
     n_min: int = 64
     n_max: int = 16384
@@ -79,8 +79,8 @@ class WallSettings:
     budget: Budget = Budget(total_s=9.0)
 
     def __post_init__(self) -> None:
-        if self.heads < 1 or self.d_head < 1 or self.block < 1:
-            raise ValueError(f"heads={self.heads}, d_head={self.d_head}, block={self.block} must be >= 1")
+        if self.n_heads < 1 or self.d_head < 1 or self.block < 1:
+            raise ValueError(f"n_heads={self.n_heads}, d_head={self.d_head}, block={self.block} must be >= 1")
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype={self.dtype!r} must be one of {', '.join(DTYPES)}")
         doubling(self.n_min, self.n_max)
@@ -163,12 +163,12 @@ def wall_sweep(
     settings: WallSettings | None = None, device: str = "cpu", progress: Progress | None = None
 ) -> Sweep:
     """Time and peak memory against n for explicit attention, each SDPA backend this device
-    runs, and the tiled loop; batch 1, ``settings.heads`` heads of ``settings.d_head``."""
+    runs, and the tiled loop; batch 1, ``settings.n_heads`` heads of ``settings.d_head``."""
     s = settings or WallSettings()
     dev, dtype = torch.device(device), DTYPES[s.dtype]
     size = torch.tensor([], dtype=dtype).element_size()
     backends = sdpa_backends(str(dev), s.dtype)
-    h, d = s.heads, s.d_head
+    h, d = s.n_heads, s.d_head
 
     def inputs(n: int) -> int:  # q, k, v and the output
         return 4 * h * n * d * size

@@ -25,15 +25,15 @@ RECURRENT = ("rnn", "gru")  # torch's nn.RNN (tanh) and nn.GRU
 @dataclass(frozen=True)
 class RnnSettings:
     d_model: int = 384  # MiniLM's width
-    heads: int = 12
+    n_heads: int = 12
     n_min: int = 64
     n_max: int = 16384
     budget: Budget = Budget(total_s=6.0)
     recurrent: tuple[str, ...] = ("gru",)  # which recurrent layers to time, from RECURRENT
 
     def __post_init__(self) -> None:
-        if self.heads < 1 or self.d_model % self.heads:
-            raise ValueError(f"d_model={self.d_model} is not divisible by heads={self.heads}")
+        if self.n_heads < 1 or self.d_model % self.n_heads:
+            raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
         if not self.recurrent or any(r not in RECURRENT for r in self.recurrent):
             raise ValueError(f"recurrent={self.recurrent!r} must name some of {RECURRENT}")
         doubling(self.n_min, self.n_max)
@@ -43,15 +43,15 @@ class SelfAttentionLayer(nn.Module):
     """One self-attention layer: project to Q, K, V, attend over every position at once
     (``F.scaled_dot_product_attention``), project back with W_O."""
 
-    def __init__(self, d_model: int, heads: int) -> None:
+    def __init__(self, d_model: int, n_heads: int) -> None:
         super().__init__()
-        self.heads = heads
+        self.n_heads = n_heads
         self.qkv = nn.Linear(d_model, 3 * d_model)
         self.out = nn.Linear(d_model, d_model)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, n, d = x.shape  # [batch, pos, d_model]
-        qkv = self.qkv(x).view(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        qkv = self.qkv(x).view(b, n, 3, self.n_heads, d // self.n_heads).permute(2, 0, 3, 1, 4)
         z = F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2])  # [batch, head_index, pos, d_head]
         out: torch.Tensor = self.out(z.transpose(1, 2).reshape(b, n, d))  # [batch, pos, d_model]
         return out
@@ -75,7 +75,7 @@ def rnn_sweep(
     with torch.random.fork_rng(devices=[]):  # the layers' random init leaves the global seed alone
         torch.manual_seed(0)
         gru = nn.GRU(d, d, batch_first=True).to(dev).eval()
-        attn = SelfAttentionLayer(d, s.heads).to(dev).eval()
+        attn = SelfAttentionLayer(d, s.n_heads).to(dev).eval()
         rnn = nn.RNN(d, d, nonlinearity="tanh", batch_first=True).to(dev).eval()
     recurrent = {"gru": gru, "rnn": rnn}
 
@@ -93,7 +93,7 @@ def rnn_sweep(
         Method(
             "attention",
             setup_with(attn),
-            (lambda n: 4 * n * d * 8) if fused else (lambda n: 4 * n * d * 8 + 3 * s.heads * n * n * 4),
+            (lambda n: 4 * n * d * 8) if fused else (lambda n: 4 * n * d * 8 + 3 * s.n_heads * n * n * 4),
         ),
     ]
     lengths = np.array(doubling(s.n_min, s.n_max), dtype=np.int64)

@@ -23,7 +23,7 @@ __all__ = ["SparseSettings", "sparse_sweep", "stride_for"]
 
 @dataclass(frozen=True)
 class SparseSettings:
-    heads: int = 12
+    n_heads: int = 12
     d_head: int = 32
     window: int = 64  # the local window's w at long lengths
     stride: int | None = None  # the strided pattern's s; None: the power of two nearest √n
@@ -33,13 +33,13 @@ class SparseSettings:
 
     def __post_init__(self) -> None:
         if (
-            self.heads < 1
+            self.n_heads < 1
             or self.d_head < 1
             or self.window < 0
             or (self.stride is not None and self.stride < 1)
         ):
             raise ValueError(
-                f"heads={self.heads}, d_head={self.d_head} must be >= 1, window={self.window} >= 0, "
+                f"n_heads={self.n_heads}, d_head={self.d_head} must be >= 1, window={self.window} >= 0, "
                 f"stride={self.stride} >= 1"
             )
         doubling(self.n_min, self.n_max)
@@ -68,7 +68,7 @@ def sparse_sweep(
     blocks, against dense SDPA with the same bool mask; and the share of the n² scores each
     mask allows and each implementation computes."""
     s = settings or SparseSettings()
-    dev, h, d, w = torch.device(device), s.heads, s.d_head, s.window
+    dev, h, d, w = torch.device(device), s.n_heads, s.d_head, s.window
 
     def qkv(n: int) -> tuple[torch.Tensor, ...]:
         return tuple(seeded_randn((1, h, n, d), dev, torch.float32, seed) for seed in (5, 6, 7))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -53,6 +52,7 @@ from .layout import (
     px_domain,
 )
 from .pooling import MAX_SIDE
+from .token_panels import fitted_token_x_axis
 
 MAX_PANELS = 12
 PANEL_COLS = 4
@@ -66,7 +66,7 @@ CELL_TEXT_PAD = 8
 JS_TITLE = "JS divergence, 0 = identical"  # an English template, translated where drawn
 # The head metrics (:data:`tformer.analysis.metrics.METRICS` keys) are named on screen by their key in
 # English, and by the key's translation (the key is the template) in another language.
-METRIC_NAMES = ("entropy", "entropy_norm", "mean_distance", "self", "prev", "first", "cls", "sep", "max")
+METRIC_NAMES = ("entropy", "entropy_norm", "mean_distance", "self", "previous", "first", "cls", "sep", "max")
 
 
 def panel_max_side(n_panels: int) -> int:
@@ -493,26 +493,17 @@ def ablation_effect_figure(
     }
     # value labels: at most ~6 characters, "-0.012"
     margin_l = numeric_axis_margin("\u22120.000", font=12)
-    margin_r = EDGE_PX
-    for _ in range(3):  # a flat last label may hang out to the right (labels._flat_extents)
-        plot_w = width - margin_l - margin_r
-        step = tick_step(labels, [("x", plot_w)])
-        axis = token_axis(labels, plot_w, "x", step=step, title=tr("token"))
-        last = html.unescape(str(axis.props["ticktext"][-1]).split("<br>")[-1])
-        need = math.ceil(text_px(last, axis.font)) if axis.angle == 0 else EDGE_PX
-        if need <= margin_r:
-            break
-        margin_r = need
+    axis = fitted_token_x_axis(labels, width, margin_l)
     layout = base_layout(
         300,
         width=width,
         left=margin_l,
-        right=margin_r,
+        right=axis.margin_r,
         top=TOP_TITLE_PX if title else TOP_BARE_PX,
         # room for the labels from the start
-        bottom=axis.margin,
+        bottom=axis.labels_px,
         title=title,
-        meta={"n_pos": len(labels), "tick_step": step},
+        meta={"n_pos": len(labels), "tick_step": axis.step},
         xaxis=axis.props,
         yaxis={
             "title": axis_title(tr("relative change")),

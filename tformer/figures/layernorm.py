@@ -142,7 +142,7 @@ def _ln_grid(labels: Sequence[object], width: int, title: str | None) -> _LnGrid
     """The token x axis, the margins (the legend, the first panel's title and ``title`` on top)
     and the two panels' domains: μ and σ on top, the box plots below."""
     margin_l = numeric_axis_margin("\u22120.00")
-    x_props, x_labels_px, margin_r = fitted_token_x_axis(labels, width, margin_l)
+    x_props, x_labels_px, margin_r, _ = fitted_token_x_axis(labels, width, margin_l)
     gap = TOP_PANEL_TITLE_PX + 10  # the top panel's token labels are not drawn
     plot_h = _TOP_H + gap + _BOTTOM_H
     top_px = CORNER_LEGEND_PX + TOP_PANEL_TITLE_PX + (TOP_TITLE_PX if title else 0)

@@ -60,6 +60,8 @@ VECTOR_GAP_PX = 10
 MATRIX_GAP_PX = 14
 # Rows at least this many px apart while every token is labelled (n <= LABEL_ALL).
 MIN_ROW_PX = 12
+# The [query_pos, key_pos] panel's smallest side (px): below it the figure cannot be drawn legibly.
+MIN_MATRIX_PX = 120
 
 
 def head_dim_title(d_head: int) -> str:
@@ -252,6 +254,13 @@ def qkv_figure(
     fixed = 3 * w_vec + 2 * VECTOR_GAP_PX + bar1 + MATRIX_GAP_PX + bar2
     side, plot_h, tok_y, key_x = _qkv_side(labels, block=block, room=width - fixed)
     left = width - fixed - side
+    if side < MIN_MATRIX_PX or left < tok_y.margin:
+        raise ValueError(
+            f"width={width} px is too narrow for qkv_figure with {len(labels)} tokens and d_head={d_head}: "
+            f"the Q, K, V panels and both colorbars take {fixed} px, which leaves {width - fixed} px for "
+            f"the token labels ({tok_y.margin} px) and a [query_pos, key_pos] panel of at least "
+            f"{MIN_MATRIX_PX} px; give it a wider column"
+        )
     paper_w = width - left - bar2
     x0 = [i * (w_vec + VECTOR_GAP_PX) for i in range(3)] + [
         3 * w_vec + 2 * VECTOR_GAP_PX + bar1 + MATRIX_GAP_PX

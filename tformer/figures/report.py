@@ -123,7 +123,7 @@ def build_report(
     if metrics:
         parts.append(f"<h2>{e(tr('A number for each head'))}</h2>")
         parts.append(
-            f'<p class="note">{e(tr("entropy in bits; mean_distance in positions; self, prev, first, cls, sep: the mean weight on that key; max: the mean largest weight of a row."))}</p>'
+            f'<p class="note">{e(tr("entropy in bits; mean_distance in positions; self, previous, first, cls, sep: the mean weight on that key; max: the mean largest weight of a row."))}</p>'
         )
         parts.append(_metrics(metrics))
     parts.append("</body></html>")

@@ -46,7 +46,7 @@ BAR_PX = 34
 BAR_FONT_PX = 14
 # The roles of :data:`tformer.analysis.head_roles.ROLES`, named on screen by their key in English and by
 # the key's translation (the key is the template) in another language.
-ROLE_NAMES = ("previous", "next", "self", "first", "duplicate", "broad")
+ROLE_NAMES = ("previous", "next", "self", "cls", "duplicate", "broad")
 
 
 def head_name(layer: int, head: int) -> str:

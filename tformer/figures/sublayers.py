@@ -134,7 +134,7 @@ def _norms_grid(labels: Sequence[object], width: int) -> _NormsGrid:
     """The token x axis under the top panel, the margins it and the legend need, and the two
     panels' domains: the per-token panel on top, its token labels and the second title below."""
     margin_l = numeric_axis_margin("0.000")
-    x_props, x_labels_px, margin_r = fitted_token_x_axis(labels, width, margin_l)
+    x_props, x_labels_px, margin_r, _ = fitted_token_x_axis(labels, width, margin_l)
     gap = x_labels_px + TOP_PANEL_TITLE_PX + 8
     plot_h = _TOP_H + gap + _BOTTOM_H
     margin = {

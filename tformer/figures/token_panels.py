@@ -1,12 +1,13 @@
-"""Layout pieces of the figures that stack two panels over one token x axis with a one-row
-legend above them: :mod:`.sublayers` (sublayer norms) and :mod:`.layernorm`."""
+"""Layout pieces of the figures drawn over one token x axis: the axis fitted to a width (the
+sublayer norms, LayerNorm and head-ablation figures) and the one-row legend above two stacked
+panels (:mod:`.sublayers`, :mod:`.layernorm`)."""
 
 from __future__ import annotations
 
 import html
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..i18n import tr
 from .labels import text_px, tick_step, token_axis
@@ -15,12 +16,16 @@ from .layout import EDGE_PX
 CORNER_LEGEND_PX = 30  # the top margin's room for :func:`corner_legend`
 
 
-def fitted_token_x_axis(
-    labels: Sequence[object], width: int, margin_l: int
-) -> tuple[dict[str, Any], int, int]:
+class FittedAxis(NamedTuple):
+    props: dict[str, Any]  # the x axis's layout properties
+    labels_px: int  # px its labels take below the axis
+    margin_r: int  # the right margin its last flat label needs
+    step: int  # every step-th token is labelled
+
+
+def fitted_token_x_axis(labels: Sequence[object], width: int, margin_l: int) -> FittedAxis:
     """A token x axis filling ``width`` minus ``margin_l`` and the right margin its last flat
-    label needs (it may hang past the axis's end): (axis props, px its labels take below the
-    axis, right margin)."""
+    label needs (it may hang past the axis's end)."""
     margin_r = EDGE_PX
     for _ in range(3):
         plot_w = width - margin_l - margin_r
@@ -31,7 +36,7 @@ def fitted_token_x_axis(
         if need <= margin_r:
             break
         margin_r = need
-    return axis.props, axis.margin, margin_r
+    return FittedAxis(axis.props, axis.margin, margin_r, step)
 
 
 def corner_legend() -> dict[str, Any]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from . import buffers
 from .config import EncoderConfig
 from .encoder import Encoder
 from .hooks import ACTS, HookFn, HookPoint, act_name, act_shape
@@ -324,7 +325,10 @@ def _capture(
     sel = layer_selection(cfg, layers)
     kept = range(cfg.n_layers) if sel is None else sel
     # [batch, layer, ...]: the capture of text b is the contiguous view arrays[name][b].
-    arrays = {name: np.empty((B, *capture_shape(cfg, n, name, len(kept))), np.float32) for name in wanted}
+    # Large arrays from recycled memory when the process turned that on (`buffers`).
+    arrays = {
+        name: buffers.empty((B, *capture_shape(cfg, n, name, len(kept))), np.float32) for name in wanted
+    }
 
     def into(name: str, layer: int | None) -> HookFn:
         def hook(tensor: torch.Tensor, hook: HookPoint) -> None:

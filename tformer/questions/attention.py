@@ -689,7 +689,7 @@ def role_name(role: str) -> str:
         "previous": tr("the previous token"),
         "next": tr("the next token"),
         "self": tr("the token itself"),
-        "first": tr("the first token ([CLS])"),
+        "cls": tr("the first token ([CLS])"),
         "duplicate": tr("an earlier copy of the same token"),
         "broad": tr("every token alike"),
     }[role]

@@ -50,7 +50,7 @@ from ..questions import QuestionSpec, SpecError, parse_spec
 LESSON_ID = r"[a-z0-9-]{1,40}"
 
 
-CLAIM_ROLES = ("previous", "next", "self", "first", "duplicate", "broad")
+CLAIM_ROLES = ("previous", "next", "self", "cls", "duplicate", "broad")
 
 
 @dataclass(frozen=True)

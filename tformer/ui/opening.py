@@ -124,7 +124,7 @@ ROLE_NAMES = {
     "previous": "previous token",
     "next": "next token",
     "self": "itself",
-    "first": "first token / [CLS]",
+    "cls": "first token / [CLS]",
     "duplicate": "earlier copy of the same token",
     "broad": "broad (spread out)",
 }

@@ -112,7 +112,7 @@ class EncoderState:
 class CompareState:
     what: str = _one_of("text", ("text", "positions", "heads", "norm", "causal", "model"))
     text_b: str = field(default="The dog chased the ball across the park.", metadata={"max_chars": 2000})
-    heads_b: int = _bounded(8, *HEADS)
+    n_heads_b: int = _bounded(8, *HEADS)
 
 
 TAUS = ("0.1", "0.25", "0.5", "1", "2", "4", "10")
@@ -149,7 +149,7 @@ class QKSpaceState:
 
 @dataclass
 class FinderState:
-    role: str = _one_of("previous", ("previous", "next", "self", "first", "duplicate", "broad"))
+    role: str = _one_of("previous", ("previous", "next", "self", "cls", "duplicate", "broad"))
     over: str = _one_of("text", ("text", "examples"))
 
 
@@ -192,7 +192,7 @@ class TrainState:
 @dataclass
 class CostsState:  # pages/costs.py (issue 14); fields are the page's own choices
     section: str = _one_of("wall", ("wall", "rnn", "sparse"))
-    heads: int = _bounded(12, *HEADS)  # MiniLM's 12 heads of 32 dimensions, d_model 384
+    n_heads: int = _bounded(12, *HEADS)  # MiniLM's 12 heads of 32 dimensions, d_model 384
     d_head: int = _bounded(32, 8, 256)
     d_model: int = _bounded(384, 16, 1024)  # the GRU's and the attention layer's width
     n_max: int = _bounded(16384, 64, 65536)  # the longest length tried (a budget stops most earlier)
@@ -359,7 +359,10 @@ class ViewState:
 
     @classmethod
     def from_query(cls, params: typing.Mapping[str, str | list[str]]) -> tuple[ViewState, list[str]]:
-        """A view from query parameters, and one notice per value that was ignored."""
+        """A view from query parameters, and one notice per value that was ignored. Keys and
+        values an older link spells another way (`RENAMED_KEYS`, `RENAMED_VALUES`) are read
+        under their current names."""
+        params = current_names(params)
         view, notices = cls(), []
         known = set(view.keys())
         raw_lang = params.get("lang")  # the notices speak the link's language
@@ -376,6 +379,34 @@ class ViewState:
                 except ValueError as err:
                     notices.append(tr("ignored {key}: {err}", key=key, err=err))
         return view, notices
+
+
+# Names a setting or a value had in links made before it was renamed (one name per concept):
+# such a link still opens the same view. An old key never wins over its new one.
+RENAMED_KEYS: dict[str, str] = {
+    "costs.heads": "costs.n_heads",  # a count of heads is n_heads everywhere
+    "compare.heads_b": "compare.n_heads_b",
+}
+RENAMED_VALUES: dict[str, dict[str, str]] = {
+    "heads.metric": {"prev": "previous"},  # the previous token is "previous" everywhere
+    "finder.role": {"first": "cls"},  # the role measures p[q, cls_pos], the metric "cls"
+}
+
+
+def current_names(params: typing.Mapping[str, str | list[str]]) -> dict[str, str | list[str]]:
+    """``params`` with every renamed key and value (`RENAMED_KEYS`, `RENAMED_VALUES`) under its
+    current name."""
+    out = {k: v for k, v in params.items() if k not in RENAMED_KEYS}
+    for old, new in RENAMED_KEYS.items():
+        if old in params and new not in params:
+            out[new] = params[old]
+    for key, values in RENAMED_VALUES.items():
+        raw = out.get(key)
+        if isinstance(raw, str):
+            out[key] = values.get(raw, raw)
+        elif isinstance(raw, list):
+            out[key] = [values.get(r, r) for r in raw]
+    return out
 
 
 # The settings whose range is the model's shape (layers, heads, the text's tokens): a link may

@@ -78,7 +78,7 @@ def variant(view: ViewState, a: ModelChoice, what: str) -> tuple[ModelChoice, st
         )
     cfg = a.cfg
     if what == "heads":
-        new = dataclasses.replace(cfg, n_heads=view.get("compare.heads_b"))
+        new = dataclasses.replace(cfg, n_heads=view.get("compare.n_heads_b"))
     elif what == "norm":
         new = dataclasses.replace(cfg, norm="pre" if cfg.norm == "post" else "post")
     else:

@@ -132,10 +132,10 @@ def cost_controls(part: str) -> Any:
     with st.expander(tr("Sweep settings: sizes and budgets")):
         c1, c2, c3 = st.columns(3)
         if part in ("wall", "sparse"):
-            c1.number_input(tr("number of heads"), **bind_number("costs.heads"))
+            c1.number_input(tr("number of heads"), **bind_number("costs.n_heads"))
             c2.select_slider(tr("d_head"), D_HEADS, **bind("costs.d_head", D_HEADS))
         else:
-            c1.number_input(tr("number of heads"), **bind_number("costs.heads"))
+            c1.number_input(tr("number of heads"), **bind_number("costs.n_heads"))
             c2.select_slider(tr("d_model"), D_MODELS, **bind("costs.d_model", D_MODELS))
         c3.select_slider(tr("longest length tried"), N_MAXES, **bind("costs.n_max", N_MAXES))
         c4, c5, c6 = st.columns(3)
@@ -180,20 +180,20 @@ def cost_controls(part: str) -> Any:
         if dtype == "auto":
             dtype = "float16" if run_device()[0].startswith("cuda") else "float32"
         return WallSettings(
-            heads=v.heads, d_head=v.d_head, n_min=N_MIN, n_max=n_max, dtype=dtype, budget=budget
+            n_heads=v.n_heads, d_head=v.d_head, n_min=N_MIN, n_max=n_max, dtype=dtype, budget=budget
         )
     if part == "rnn":
-        if v.d_model % v.heads:
+        if v.d_model % v.n_heads:
             st.warning(
                 tr(
                     "d_model = {d} is not divisible by {h} heads: choose another number of heads.",
                     d=v.d_model,
-                    h=v.heads,
+                    h=v.n_heads,
                 )
             )
             return None
-        return RnnSettings(d_model=v.d_model, heads=v.heads, n_min=N_MIN, n_max=n_max, budget=budget)
-    return SparseSettings(heads=v.heads, d_head=v.d_head, n_min=N_MIN, n_max=n_max, budget=budget)
+        return RnnSettings(d_model=v.d_model, n_heads=v.n_heads, n_min=N_MIN, n_max=n_max, budget=budget)
+    return SparseSettings(n_heads=v.n_heads, d_head=v.d_head, n_min=N_MIN, n_max=n_max, budget=budget)
 
 
 # --- running ----------------------------------------------------------------------------------------
