@@ -94,8 +94,29 @@ def app_pages(app_dir: Path | None = None) -> tuple[Any, ...]:
         assert spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module  # dataclasses look their module up while the class is made
-        spec.loader.exec_module(module)
+        try:
+            spec.loader.exec_module(module)
+        except ImportError:  # a registry that imports its package relatively: ask that checkout
+            del sys.modules[name]
+            return _pages_of_checkout(app_dir or default_app_dir())
     return tuple(sys.modules[name].PAGES)
+
+
+def _pages_of_checkout(app_dir: Path) -> tuple[Any, ...]:
+    """The registry of another checkout, read by a Python started in it (its own tformer first
+    on the path): each page as a namespace of the fields the tests and benchmarks read."""
+    import json
+    from types import SimpleNamespace
+
+    code = (
+        "import json; from tformer.ui.registry import PAGES; "
+        "print(json.dumps([dict(key=p.key, title=p.title, section=p.section, script=p.script, "
+        "needs_text=p.needs_text, url_path=p.url_path) for p in PAGES]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=app_dir, capture_output=True, text=True, check=True, timeout=120
+    )
+    return tuple(SimpleNamespace(**fields) for fields in json.loads(out.stdout))
 
 
 def free_port() -> int:
@@ -1060,6 +1081,22 @@ def minilm_tokenizer() -> Any | None:
         return None
     tok = Tokenizer.from_file(str(path))
     tok.no_padding()  # it ships with padding to 128 and truncation on
+    tok.no_truncation()
+    return tok
+
+
+def scratch_counting_tokenizer() -> Any:
+    """The from-scratch encoder's WordPiece tokenizer (tformer's data file) as a `tokenizers`
+    Tokenizer, padding and truncation off: `token_text` counts its tokens for that model."""
+    from importlib import resources
+
+    from tokenizers import Tokenizer
+
+    from tformer.model.tokenizer import SCRATCH_TOKENIZER_FILE
+
+    source = resources.files("tformer").joinpath("data").joinpath(SCRATCH_TOKENIZER_FILE)
+    tok = Tokenizer.from_str(source.read_text(encoding="utf-8"))
+    tok.no_padding()
     tok.no_truncation()
     return tok
 
