@@ -22,6 +22,7 @@ in one session, switching to each page from the previous one (at 16 tokens, text
     .venv/bin/python benchmarks/page_cost.py                          # every page, 5 edits
     .venv/bin/python benchmarks/page_cost.py --pages attention,steps --edits 9
     .venv/bin/python benchmarks/page_cost.py --app-dir /work/wt/old202 --pages attention
+    .venv/bin/python benchmarks/page_cost.py --pages steps --picks query,head,layer   # pickers too
     .venv/bin/python benchmarks/page_cost.py --pages masks --sizes 512 --profile /tmp/prof
         # cProfile each script run (slower; the files are /tmp/prof/<page>-<tokens>-<i>-0.prof)
 """
@@ -59,7 +60,7 @@ def process_cpu_s(pid: int) -> float:
 
 @dataclass
 class Row:
-    measure: str  # "edit" or "open"
+    measure: str  # "edit", "open" or "pick <key>"
     page: str
     tokens: int
     script_cpu_ms: list[float] = field(default_factory=list)
@@ -151,6 +152,7 @@ async def measure_page(
     edits: int,
     texts: Texts,
     profile: Path | None,
+    picks: tuple[str, ...] = (),
 ) -> list[Row]:
     rows = []
     async with StreamlitWsSession(ws_url, page, remember_messages=True) as s:
@@ -173,7 +175,28 @@ async def measure_page(
             print(
                 f"  {row.page} {n}: script cpu {statistics.median(row.script_cpu_ms):.0f} ms", file=sys.stderr
             )
+            rows += [await measure_pick(s, srv, page, key, n, edits) for key in picks]
     return rows
+
+
+async def measure_pick(
+    s: StreamlitWsSession, srv: ProbedServer, page: str, key: str, n: int, runs: int
+) -> Row:
+    """Choose another option of selectbox ``key`` `runs` times (after one unmeasured change)."""
+    row = Row(f"pick {key}", page or "start", n)
+    for i in range(runs + 1):
+        options = list(s.widgets[key].proto.options)[:4]
+        now = s._states.get(s.widgets[key].id)
+        current = now.string_value if now is not None else None
+        target = next(o for o in options[1:] + options[:1] if o != current)
+        res, server_ms, script_ms = await timed_run(s, srv, {key: target})
+        if i == 0:
+            continue
+        row.script_cpu_ms.append(script_ms)
+        row.server_cpu_ms.append(server_ms)
+        row.wall_ms.append(res.elapsed_s * 1000)
+        row.bytes.append(res.bytes_received)
+    return row
 
 
 async def measure_opens(
@@ -236,6 +259,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="16,128,512")
     ap.add_argument("--edits", type=int, default=5, help="measured edits per page and size")
     ap.add_argument("--opens", type=int, default=0, help="rounds of page opens (0: none)")
+    ap.add_argument(
+        "--picks", default="", help="selectbox keys to change after each size's edits (e.g. query,head,layer)"
+    )
     ap.add_argument("--profile", type=Path, default=None, help="write a cProfile of each measured run here")
     ap.add_argument(
         "--clock",
@@ -263,7 +289,8 @@ def main(argv: list[str] | None = None) -> int:
         async def run_all() -> list[Row]:
             rows: list[Row] = []
             for p in pages:
-                rows += await measure_page(srv, ws_url, p, sizes, args.edits, texts, args.profile)
+                picks = tuple(k for k in args.picks.split(",") if k)
+                rows += await measure_page(srv, ws_url, p, sizes, args.edits, texts, args.profile, picks)
             if args.opens:
                 rows += await measure_opens(srv, ws_url, pages, args.opens, texts)
             return rows

@@ -288,3 +288,27 @@ def test_an_edit_leaves_slow_comparisons_to_the_worker_and_reuses_their_capture(
     assert_clean(at)
     chart(at, "precision_pair")
     assert [name for name, _ in ran[before:]] == ["float16"]  # once, for its head
+
+
+def test_the_waiting_view_in_chinese_has_no_english_left(monkeypatch):
+    """While the worker still compares the chosen variant, the notes and the float32 head are in
+    Chinese too."""
+    import threading
+
+    from tformer.ui.views.precision.jobs import precision_jobs
+
+    from ._i18n_check import english_words, visible_strings
+
+    monkeypatch.setenv("TFORMER_I18N_MAIN_ONLY", "1")  # the shared sidebar is another page's
+    started, release = threading.Event(), threading.Event()
+    precision_jobs().submit([("hold", lambda: started.set() or release.wait(60))])
+    assert started.wait(10)
+    try:
+        at = open_app(PAGE, text=MEDIUM, lang="zh")
+    finally:
+        release.set()
+    assert_clean(at)
+    shown = list(visible_strings(at))
+    assert any("正在后台用这段文本比较 bfloat16" in s for s in shown)
+    left = english_words((s for s in shown if "quick brown" not in s), tokens=_token_labels(MEDIUM))
+    assert not left, left

@@ -339,9 +339,9 @@ class NoInit(TorchFunctionMode):
     """torch.nn.init's in-place initialisers do nothing under it (in this thread only, as every
     torch function mode does): for a model whose parameters are about to be overwritten, or
     whose shapes alone are read. Every module initialises its parameters in its constructor:
-    for MiniLM that is ~0.15 s of random numbers the checkpoint then replaces, and on the meta
-    device torch runs the initialisers through its Python reference kernels, whose first call
-    imports torch._dynamo (1.2 s of a fresh server's first page)."""
+    random numbers the checkpoint then replaces, and on the meta device torch runs the
+    initialisers through its Python reference kernels, whose first call imports torch._dynamo
+    (most of a second of a fresh server's first page: docs/performance.md)."""
 
     def __torch_function__(
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None

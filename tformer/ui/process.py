@@ -67,9 +67,8 @@ def blas_threads(n: int) -> int:
     set (0 where none is loaded or this is not Linux).
 
     Its default is a thread per core, and after each call its helper threads spin, waiting for
-    more: on 2 cores a step-by-step edit at 16 tokens cost 126 ms of server CPU with them and
-    72 ms without (the same 60 ms in the page's own thread), the rest spinning where the
-    browser and the other sessions need the core (docs/performance.md).
+    more, on the cores the browser and the other sessions need: on 2 cores that more than
+    doubled the server CPU of a short edit on the step-by-step page (docs/performance.md).
     """
     import ctypes
     import sys
@@ -101,8 +100,8 @@ RECYCLE_IDLE_BYTES = 320 * 2**20
 
 def recycle_capture_memory() -> None:
     """Capture arrays of 32 MB and more reuse the memory of dropped ones instead of fresh pages
-    (`tformer.model.buffers`): filling a fresh 75 MB array costs ~45 ms of page faults on this
-    2-core machine, against ~10 ms for memory already mapped (docs/performance.md)."""
+    (`tformer.model.buffers`): a fresh array's page faults cost several times the copy that
+    fills it (docs/performance.md has the figures)."""
     from ..model.buffers import recycle_large_arrays
 
     recycle_large_arrays(RECYCLE_IDLE_BYTES)

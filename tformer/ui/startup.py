@@ -1,11 +1,12 @@
 """A server that warms itself while its first visitor's browser loads the page.
 
 `streamlit run app.py` starts nothing before the first session: its first run then imports
-torch, loads the model and captures the text, after the browser has spent ~2 s loading
-Streamlit's frontend. Started as `streamlit run serve.py` (an `st.App` around app.py), the
-server runs `warm_up` in a thread as soon as it starts: the same cached calls a page makes
-first, so the first visitor's run finds them done (or waits for the one still running, as
-Streamlit's resource cache makes a second caller of a key wait for the first).
+torch, loads the model and captures the text, after the browser has spent seconds loading
+Streamlit's frontend (docs/performance.md has the figures). Started as `streamlit run
+serve.py` (an `st.App` around app.py), the server runs `warm_up` in a thread as soon as it
+starts: the same cached calls a page makes first, so the first visitor's run finds them done
+(or waits for the one still running, as Streamlit's resource cache makes a second caller of a
+key wait for the first).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def warm_up() -> float:
     find the head pages open on (`opening.clearest_heads`: every example text captured once) and
     capture the text as the attention pages do. Also what Streamlit and the charts load on a
     first page: pandas and pyarrow (Streamlit imports them to scan the heads grid's data for
-    tables: 0.3-0.7 s), its emoji pattern (checking the page icon) and kaleido (the image
+    tables), its emoji pattern (checking the page icon) and kaleido (the image
     buttons' check). Returns the seconds it took."""
     t0 = time.perf_counter()
     import pandas  # noqa: F401

@@ -2,8 +2,9 @@
 
 A download button's data is a callable here, so nothing is packed until the button is clicked:
 Streamlit runs the callable in a worker thread on click (a "deferred" download). The per-head
-metrics too are measured then, from the capture (`capture_metrics`): at 512 tokens they cost
-~0.3 s, which an edit would otherwise pay for two buttons nobody has pressed yet.
+metrics too are measured then, from the capture (`capture_metrics`): on a long text they cost
+more than the rest of the page, which an edit would otherwise pay for two buttons nobody has
+pressed yet (docs/performance.md).
 """
 
 from __future__ import annotations
