@@ -820,10 +820,20 @@ def _num_lt(a: Any, b: Any) -> bool | None:
 def _open_selectbox(page: Page, key: str, timeout: float = RERUN_TIMEOUT_MS):  # -> Locator
     # streamlit 1.67 draws st.selectbox as a react-aria ComboBox: an input[role=combobox]
     # and an "Open" button; the options appear in a [role=listbox] popover.
-    widget(page, key).locator('button[aria-haspopup="listbox"]').click()
+    # A click that lands while the element is redrawn (a rerun just ended, an expander just
+    # opened) opens nothing: click again until the list shows or the timeout passes.
+    from playwright.sync_api import TimeoutError as PwTimeout
+
     opts = page.locator('[role="listbox"] [role="option"]')
-    opts.first.wait_for(timeout=timeout)
-    return opts
+    deadline = time.monotonic() + timeout / 1000
+    while True:
+        widget(page, key).locator('button[aria-haspopup="listbox"]').click(timeout=timeout)
+        try:
+            opts.first.wait_for(timeout=min(5_000, timeout))
+            return opts
+        except PwTimeout:
+            if time.monotonic() > deadline:
+                raise
 
 
 def widget_kind(page: Page, key: str) -> str | None:
