@@ -14,7 +14,10 @@ A button is pressed for one run only (`press`: a trigger value, as the browser s
 `send` puts any other `BackMsg` on the wire, as a hand-made client could (`heartbeat` then
 tells when the server has handled everything sent before it: one websocket is read in order).
 
-No cached-message hashes are sent, so the server always sends whole messages (never `ref_hash`).
+By default no cached-message hashes are sent, so the server always sends whole messages (never
+`ref_hash`). With `remember_messages=True` the session, like the browser, keeps the hashes of the
+cacheable messages it received and sends them with every rerun: an unchanged large element then
+comes back as a reference.
 Uses `websockets`, which streamlit itself depends on: no new dependency.
 """
 
@@ -91,6 +94,8 @@ class StreamlitWsSession:
         open_timeout: float = 30.0,
         query: str = "",
         headers: dict[str, str] | None = None,
+        *,
+        remember_messages: bool = False,
     ) -> None:
         self.ws_url = ws_url
         self.url_path = url_path.strip("/")
@@ -108,6 +113,8 @@ class StreamlitWsSession:
         # the fragments the page runs on a timer (st.fragment(run_every=...)): id -> seconds, as
         # the last full run announced them; `run_fragment` asks for one as the browser's timer does
         self.timers: dict[str, float] = {}
+        # hashes of cacheable messages received, sent back as the browser does (None: not kept)
+        self.cached_hashes: set[str] | None = set() if remember_messages else None
 
     async def __aenter__(self) -> StreamlitWsSession:
         self.ws = await connect(
@@ -187,6 +194,8 @@ class StreamlitWsSession:
         if fragment_id:
             cs.fragment_id = fragment_id
             cs.is_auto_rerun = True
+        if self.cached_hashes:
+            cs.cached_message_hashes.extend(sorted(self.cached_hashes))
         self._triggers.clear()
         t0 = time.perf_counter()
         await self.ws.send(msg.SerializeToString())
@@ -236,6 +245,8 @@ class StreamlitWsSession:
             kind = fm.WhichOneof("type")
             res.bytes_received += len(raw)
             res.n_messages += 1
+            if self.cached_hashes is not None and fm.metadata.cacheable and fm.hash:
+                self.cached_hashes.add(fm.hash)
             if kind == "new_session":
                 started = True
                 if fm.new_session.initialize.session_id:

@@ -24,6 +24,11 @@ def _problem() -> str | None:
     return image_export_problem()
 
 
+def image_export_ready() -> bool:
+    """Whether the PNG and SVG buttons can draw here (checked once per process: it imports kaleido)."""
+    return _problem() is None
+
+
 def chart(
     fig: Any, *, key: str, container: Any = None, shows: tuple[int, int] | None = None, **kwargs: Any
 ) -> Any:
