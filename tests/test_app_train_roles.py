@@ -109,10 +109,11 @@ def test_a_run_names_its_previous_token_head_and_its_saved_run_shows_it_again(ru
     assert f"layer 0 head 0 became a previous-token head at update {formed:,}" in said
     assert meta["current"] == 150  # the slider's default: the newest snapshot
 
-    at.selectbox(key="train.roles_role").set_value("antidiagonal").run()
+    at.selectbox(key="train.role").set_value("antidiagonal").run()  # its callback, as Streamlit calls it
     [live] = timelines(at)
     assert live["layout"]["meta"]["role"] == "anti-diagonal"
     assert live["layout"]["meta"]["formed"] == []  # no head reverses on the shift task
+    assert at.session_state["view"].to_query()["train.role"] == "antidiagonal"  # in the share link
     at.slider(key="train.snap_slider").set_value(3).run()  # the fourth snapshot: update 30
     [live] = timelines(at)
     assert live["layout"]["meta"]["current"] == 30
@@ -135,8 +136,15 @@ def test_a_run_names_its_previous_token_head_and_its_saved_run_shows_it_again(ru
     assert again["panels"] == ["loss", "accuracy", "heads"]
     assert again["formed"] == [formed]
     assert again["current"] is None
+    assert again["role"] == "previous-token"  # its own picker: "auto" until chosen
     assert at.code
     assert at.code[-1].value == history["roles"]["text"]
+
+    at.selectbox(key="train.saved_role").set_value("self").run()
+    assert timelines(at)[1]["layout"]["meta"]["role"] == "self"
+    assert timelines(at)[0]["layout"]["meta"]["role"] == "anti-diagonal"  # the live one keeps its own
+    query = at.session_state["view"].to_query()
+    assert (query["train.saved_role"], query["train.roles_run"]) == ("self", saved.name)
 
 
 def test_a_saved_run_without_or_with_a_hostile_timeline_gets_a_message(runs_dir):
@@ -156,6 +164,27 @@ def test_a_saved_run_without_or_with_a_hostile_timeline_gets_a_message(runs_dir)
     assert "cannot be read" in error
     assert "heads in all" in error
     assert not timelines(at)
+
+
+def test_a_link_opens_a_saved_timeline_on_the_role_it_names(runs_dir):
+    """The role pickers are view-state fields: a share link restores the role, and a role the
+    picker does not offer falls back to "auto"."""
+    from ._folders import tiny_run
+
+    folder = tiny_run(runs_dir, "linked-role")
+    _with_timeline(folder)
+    at = open_train(**{"train.roles_run": folder.name, "train.saved_role": "antidiagonal"})
+    assert at.selectbox(key="train.saved_role").value == "antidiagonal"
+    [shown] = timelines(at)
+    assert shown["layout"]["meta"]["role"] == "anti-diagonal"
+    assert shown["layout"]["meta"]["formed"] == []  # its head reads the previous token
+    at.selectbox(key="train.saved_role").set_value("previous").run()
+    assert timelines(at)[0]["layout"]["meta"]["formed"] == [20]
+
+    bad = open_train(clean=False, **{"train.roles_run": folder.name, "train.saved_role": "<b>x</b>"})
+    assert not bad.exception
+    assert bad.selectbox(key="train.saved_role").value == "auto"
+    assert timelines(bad)[0]["layout"]["meta"]["role"] == "previous-token"  # the strongest at the end
 
 
 def _with_timeline(folder, **history) -> None:

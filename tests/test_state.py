@@ -117,3 +117,11 @@ def test_links_made_before_a_rename_open_the_same_view():
     assert "costs.heads" not in query
     assert query["costs.n_heads"] == "5"
     assert query["finder.role"] == "cls"
+
+
+def test_the_role_fields_offer_the_head_finders_roles():
+    from tformer.analysis.head_roles import ROLES
+
+    v = ViewState()
+    assert v.choices("finder.role") == tuple(ROLES)
+    assert v.choices("train.role") == v.choices("train.saved_role") == ("auto", *ROLES)

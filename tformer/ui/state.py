@@ -147,9 +147,13 @@ class QKSpaceState:
     pairs: int = _bounded(8, 0, 30)
 
 
+# The head finder's roles, in its order (`tformer.analysis.head_roles.ROLES`; a test holds them equal).
+ROLES = ("previous", "next", "self", "cls", "duplicate", "antidiagonal", "broad")
+
+
 @dataclass
 class FinderState:
-    role: str = _one_of("previous", ("previous", "next", "self", "cls", "duplicate", "antidiagonal", "broad"))
+    role: str = _one_of("previous", ROLES)
     over: str = _one_of("text", ("text", "examples"))
 
 
@@ -191,6 +195,10 @@ class TrainState:
     # the saved run whose role timeline is shown (issue 26)
     preset: str = _one_of("", ("", "reverse", "shift"))
     roles_run: str | None = field(default=None, metadata={"pattern": RUN_NAME})
+    # the role a timeline colours the heads by ("auto": the strongest at the end): the timeline of
+    # the run training now, and that of the saved run shown
+    role: str = _one_of("auto", ("auto", *ROLES))
+    saved_role: str = _one_of("auto", ("auto", *ROLES))
     # compare runs: the saved runs overlaid, the run a comparison starts from, the updates the
     # loss and gradient norm are averaged over
     runs: list[str] | None = field(default=None, metadata={"pattern": RUN_NAME, "max_items": 4})

@@ -204,9 +204,13 @@ def change_sentence(c: Change) -> str:
 
 
 def _role_picker(key: str) -> str:
+    """The role picker bound to the view state's ``key`` (a share link opens the same role)."""
+    options = list(view().choices(key))
     # labels translated now, in the script run: a format_func may be called later, elsewhere
-    shown = {role: tr(label) for role, label in ROLE_LABELS.items()}
-    return str(st.selectbox(tr("color the heads by"), list(shown), format_func=shown.__getitem__, key=key))
+    shown = {role: tr(ROLE_LABELS[role]) for role in options}
+    return str(
+        st.selectbox(tr("color the heads by"), options, format_func=shown.__getitem__, **bind(key, options))
+    )
 
 
 def draw_timeline(
@@ -217,10 +221,11 @@ def draw_timeline(
     final: bool,
     current: int | None,
     key: str,
+    role_key: str,
 ) -> list[Change]:
-    """The role picker, the timeline figure, the role changes in words and the rule; returns
-    the changes (under the default `Rule`)."""
-    choice = _role_picker(f"train.{key}_role")
+    """The role picker (bound to the view state's ``role_key``), the timeline figure (``key``),
+    the role changes in words and the rule; returns the changes (under the default `Rule`)."""
+    choice = _role_picker(role_key)
     role = (timeline.strongest_role() or "previous") if choice == "auto" else choice
     changes = timeline.changes(final=final)
     formed = [
@@ -278,6 +283,7 @@ def roles_view(run: Run, steps: Sequence[Mapping[str, Any]], evals: Sequence[Map
         final=run.is_final,
         current=current if current is not None else (timeline.steps[-1] if timeline.steps else None),
         key="roles",
+        role_key="train.role",
     )
     preset = _run_preset(run)
     if preset is not None and run.is_final:
@@ -358,6 +364,7 @@ def saved_roles_view() -> None:
             final=True,
             current=None,
             key="saved_roles",
+            role_key="train.saved_role",
         )
         if saved.curves_error is not None:
             st.caption(
