@@ -143,9 +143,10 @@ def step_cost(
 # A checkpointed step runs each block's forward pass twice: about 4/3 of a plain step's work
 # (the backward pass costs about two forward passes).
 CHECKPOINT_WORK = 4 / 3
-# A row runs its step about this many times besides the timed repeats' max_seconds: the
-# profiler's call, measure's warm-up and its first timed calls (`tformer.timing.measure`).
-ROW_CALLS = 8
+# A row runs its step at most about this many times besides the timed repeats' max_seconds: the
+# profiler's call (slower than a plain one), measure's warm-up, and a timed call that may end
+# past max_seconds (`tformer.timing.measure` stops timing once max_seconds have passed).
+ROW_CALLS = 4
 
 
 def step_work(layers: int, length: int, batch: int, d_model: int) -> float:
@@ -217,11 +218,9 @@ class _Clock:
         if spent + guess <= self.setup.total_seconds:
             return None
         return Note.of(
-            "not run: it would take about {guess:.0f} s (from the row before it), past the sweep's "
-            "{total:.0f} s ({spent:.0f} s spent)",
+            "not run: about {guess:.0f} s more, past the sweep's {total:.0f} s",
             guess=guess,
             total=self.setup.total_seconds,
-            spent=spent,
         )
 
     def measured(self, row: MemoryRow, work: float) -> None:

@@ -178,7 +178,7 @@ def _explain() -> None:
 
 def _part(title: str, rows: tuple[MemoryRow, ...], kind: str, caption: str) -> None:
     st.subheader(title)
-    st.dataframe(_table(rows, kind=kind), hide_index=True)
+    st.dataframe(_table(rows, kind=kind), hide_index=True, height="content")  # every row, no scrolling
     st.caption(caption)
 
 
