@@ -57,6 +57,26 @@ def test_each_part_of_a_claim_is_checked(first, accuracy, says):
     assert says in template.format(**values)
 
 
+def test_run_preset_calls_back_after_each_snapshot_it_scores(one_thread):
+    """The hook benchmarks/presets.py reads the CPU time in: once per snapshot the timeline
+    holds, the untrained one and the last included."""
+    import dataclasses
+
+    from tformer.training.recipe import Recipe
+    from tformer.training.tasks import TaskSpec
+
+    tiny = dataclasses.replace(
+        PRESETS["shift"],
+        task=TaskSpec("shift", length=8, vocab=8, shift=1),
+        model={"n_layers": 1, "n_heads": 1, "d_model": 16},
+        recipe=Recipe(lr=1e-2, warmup=5, steps=25, snapshot_every=10, eval_every=10),
+    )
+    called: list[int] = []
+    run = run_preset(tiny, on_snapshot=called.append)
+    assert called == [0, 10, 20, 25]
+    assert list(run.timeline.steps) == called
+
+
 def test_the_train_pages_preset_field_offers_every_preset():
     import dataclasses
 

@@ -16,7 +16,7 @@ The titles and the sentences are English catalog templates (a page shows them th
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -26,6 +26,8 @@ from .role_timeline import NAMED_ROLES, RoleRecorder, RoleTimeline
 from .tasks import TaskSpec
 
 if TYPE_CHECKING:
+    import numpy.typing as npt
+
     from .trainer import RunSummary
 
 __all__ = ["PRESETS", "Claim", "Preset", "PresetRun", "check_claim", "claim_sentence", "run_preset"]
@@ -202,20 +204,34 @@ class PresetRun:
     summary: RunSummary
 
 
-def run_preset(preset: Preset, device: str = "cpu", *, steps: int | None = None) -> PresetRun:
+def run_preset(
+    preset: Preset,
+    device: str = "cpu",
+    *,
+    steps: int | None = None,
+    on_snapshot: Callable[[int], object] | None = None,
+) -> PresetRun:
     """Train ``preset`` as the Train page does (its seed, a snapshot every ``snapshot_every``
     updates, an evaluation every ``eval_every``, no early stop) and record its role timeline.
     ``steps``: stop after this many updates instead (the schedule depends on the warm-up only,
-    so the first updates are the same). Loads torch (the trainer) when called."""
+    so the first updates are the same). ``on_snapshot(step)``: called after each snapshot's role
+    scores are recorded (`benchmarks/presets.py` reads the CPU time there). Loads torch (the
+    trainer) when called."""
     from .trainer import Trainer
 
     recipe = preset.recipe if steps is None else replace(preset.recipe, steps=steps)
     trainer = Trainer(model_config(preset.task, **preset.model), preset.task, recipe, device)
     recorder = RoleRecorder(trainer.probe, trainer.probe_text)
     evals: list[dict[str, Any]] = []
+
+    def snapshot(step: int, patterns: npt.ArrayLike) -> None:
+        recorder.add(step, patterns)
+        if on_snapshot is not None:
+            on_snapshot(step)
+
     summary = trainer.run(
         until_acc=0.99 if preset.stop_at_99 else None,
-        on_snapshot=recorder.add,
+        on_snapshot=snapshot,
         on_eval=lambda step, accuracy: evals.append({"step": step, "accuracy": accuracy}),
     )
     return PresetRun(recorder.timeline(), evals, summary)
