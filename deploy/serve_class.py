@@ -4,8 +4,9 @@
     .venv/bin/python deploy/serve_class.py --replicas 2 --host 0.0.0.0 --port 8080
 
 starts one `redis-server` (loopback only, a random password, nothing written to disk), N app
-replicas (`streamlit run app.py` on 127.0.0.1, ports --app-port, --app-port + 1, ...; each with
-TFORMER_REDIS_URL pointing at that Redis), and Debian's nginx on --host:--port in front of them
+replicas (`streamlit run serve.py`: each warms itself up as it starts; on 127.0.0.1, ports
+--app-port, --app-port + 1, ...; each with TFORMER_REDIS_URL pointing at that Redis), and
+Debian's nginx on --host:--port in front of them
 (deploy/nginx.conf.in: sticky sessions by cookie, the websocket upgrade, passive health checks).
 No root needed: nginx runs with its own prefix, config, pid and logs under --run-dir. It waits
 until every replica answers /_stcore/health and nginx does too, prints the address, restarts a
@@ -237,7 +238,7 @@ class ClassServer:
         env.setdefault("TFORMER_THREADS", str(max(1, (os.cpu_count() or 2) // len(self.app_ports))))
         for i, port in enumerate(self.app_ports):
             cmd = [
-                sys.executable, "-m", "streamlit", "run", "app.py",
+                sys.executable, "-m", "streamlit", "run", "serve.py",
                 "--server.port", str(port), "--server.address", "127.0.0.1",
                 "--server.headless", "true", "--browser.gatherUsageStats", "false",
                 "--server.fileWatcherType", "none",

@@ -21,18 +21,14 @@ with ui.page_context(__file__) as ctx:
         st.caption(why)
 
     detail, notes = st.columns([4, 1], gap="medium")
-    ui.chart_in(
-        detail,
-        attention_heatmap(
-            cap[kind][layer, head],
-            ctx.labels,
-            kind=kind,
-            title=tr("layer {layer}, head {head}", layer=layer, head=head),
-            weight_scale=scale,
-        ),
-        key="detail",
-        shows=(layer, head),
+    heatmap = attention_heatmap(
+        cap[kind][layer, head],
+        ctx.labels,
+        kind=kind,
+        title=tr("layer {layer}, head {head}", layer=layer, head=head),
+        weight_scale=scale,
     )
+    ui.chart_in(detail, heatmap, key="detail", shows=(layer, head))
     notes.markdown(
         tr(
             "**How to read it.** Each row is one token asking (the query); each column is a token it "
@@ -58,6 +54,21 @@ with ui.page_context(__file__) as ctx:
             "token looking at the first or last token), or a pronoun's row lighting up its noun."
         )
     )
+
+    pooled = heatmap.layout.meta
+    if pooled["block"] > 1:  # a long text: say what a cell is, and where to see every position
+        notes.caption(
+            tr(
+                "**{n:,} tokens in {cells} × {cells} cells.** Each cell stands for {block} × {block} "
+                "positions: their largest weight, or their score farthest from 0; one label every {step} "
+                "tokens. Hover a cell for its positions; Across layers zooms into a window at full "
+                "resolution.",
+                n=pooled["n_pos"],
+                cells=-(-pooled["n_pos"] // pooled["block"]),
+                block=pooled["block"],
+                step=pooled["tick_step"],
+            )
+        )
 
     st.subheader(tr("Every layer x every head"))
     ui.overview(ctx, (layer, head))
@@ -97,3 +108,4 @@ with ui.page_context(__file__) as ctx:
             **shape,
         )
     st.caption(overview_text)
+    st.caption(ui.memory_note(cap))

@@ -20,7 +20,6 @@ with ui.page_context(__file__) as ctx:
     cap = ctx.capture
     names = view.head_names(cap.n_layers, cap.n_heads)
     layer, head = ctx.chosen()
-    metrics = view.head_stats(ctx.choice, ctx.text)
 
     st.subheader(tr("A report that opens anywhere"))
     st.caption(
@@ -39,7 +38,7 @@ with ui.page_context(__file__) as ctx:
     pairs = [divmod(names.index(n), cap.n_heads) for n in chosen]  # names run layer by layer
     st.download_button(
         tr("Download the report (HTML)"),
-        data=view.report_file(cap, ctx.text, ctx.choice.label, pairs, metrics, language()),
+        data=view.report_file(cap, ctx.text, ctx.choice.label, pairs, language()),
         file_name="tformer-report.html",
         mime="text/html",
         key="export_report",
@@ -67,7 +66,7 @@ with ui.page_context(__file__) as ctx:
     )
     c2.download_button(
         tr("Download the metrics (CSV)"),
-        data=view.csv_file(metrics),
+        data=view.csv_file(cap),
         file_name="tformer-metrics.csv",
         mime="text/csv",
         key="export_csv",

@@ -31,7 +31,7 @@ def tiny_run(root: Path, name: str = "tiny-copy", spec: TaskSpec = RUN_TASK) -> 
         Encoder(cfg).eval(),
         task_tokenizer(spec),
         task=dataclasses.asdict(spec),
-        recipe={"steps": 0},
+        recipe={"steps": 1},  # a run of one update: the runs table reads only valid recipes
         history={"final": {"accuracy": 0.5, "step": 0}},
         examples=example_texts(spec, 3),
     )

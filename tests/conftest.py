@@ -1,13 +1,16 @@
-"""Shared fixtures: every test starts from a seeded torch, empty Streamlit caches and no app
-singletons (the training manager)."""
+"""Shared fixtures: every test starts from a seeded torch, empty Streamlit caches, no app
+singletons (the training manager) and no class rooms."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 
 import pytest
 import torch
 from hypothesis import settings
+
+from .redis_server import RedisServer
 
 # Property tests check values, not speed (timings live in benchmarks/): no per-example deadline,
 # which a busy 2-core machine can pass by a factor of two without anything being wrong.
@@ -32,12 +35,28 @@ def _fresh_state():
     if st is not None:  # only tests that imported streamlit have caches to clear
         st.cache_data.clear()
         st.cache_resource.clear()
+    rooms = sys.modules.get("tformer.rooms.factory")
+    if rooms is not None:  # the rooms of the process's store, and a remembered dead Redis
+        rooms.forget_room_stores()
+    room = sys.modules.get("tformer.ui.room")
+    if room is not None:
+        room.forget_failure()
     singletons = sys.modules.get("tformer.ui.singletons")
     if singletons is not None:  # no cache clear reaches these: drop them, stopping their threads
         for obj in singletons.reset().values():
             shutdown = getattr(obj, "shutdown", None)
             if callable(shutdown):
                 shutdown()
+
+
+@pytest.fixture(scope="module")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A redis-server of the module's own (tests/redis_server.py), stopped after its last test."""
+    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture

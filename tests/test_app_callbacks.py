@@ -266,6 +266,10 @@ def test_every_widget_with_a_callback_is_driven_on_every_page(
     for model in ("gpt2", "roberta_mlm"):  # the output head's page: GPT-2's generation, an MLM's mask
         at = open_at("pages/predictions.py", source="folder", model=model, text="The fox <mask> the dog.")
         explore(at, check, keep=lambda t: not t.sidebar and t.key.startswith("predictions."), driven=driven)
+    # the comparisons' base run is a choice once two saved runs are on the overlay
+    at = open_at("pages/train.py", **{"train.section": "compare", "train.runs": "tiny-copy,tiny-reverse"})
+    driven.pop("train.base", None)  # seen above with one run, which no click can change
+    explore(at, check, keep=lambda t: t.key == "train.base", driven=driven)
     at = open_at()
     explore(at, check, keep=lambda t: t.key == "lang", driven=driven)  # last: the page in 中文
     assert driven["lang"] == {"中文", "英文"}  # to Chinese, and back (its label then in Chinese)

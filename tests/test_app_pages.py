@@ -216,15 +216,15 @@ def test_memory_guard_refuses_a_huge_model():
 
 
 def test_capture_guard_is_computed_from_the_request():
-    """12 layers x 32 heads: a short text is shown, 512 tokens would pass the capture limit."""
+    """12 layers x 32 heads: a short text is shown, 602 tokens would pass the capture limit."""
     at = open_app("pages/attention.py", source="scratch", n_layers="12", n_heads="32")
     assert_clean(at)
     assert charts(at)
     at.text_area(key="text").input("word " * 600).run()
     assert not at.exception
     errors = " ".join(e.value for e in at.error)
-    assert "MB; the limit is 768 MB" in errors
-    assert "512 tokens" in errors
+    assert "the limit for one capture is 768 MiB" in errors
+    assert "602 tokens" in errors
     assert not at.get("plotly_chart")
 
 

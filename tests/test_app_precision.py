@@ -228,3 +228,87 @@ def test_a_first_visit_shows_what_is_still_running_and_the_worker_fills_it_in():
     check_page(again, 6, 12, 9)
     t = table(again)
     assert all(isinstance(v, float) for v in [*t["forward (ms)"], *t["max |Δ pattern|"]])
+
+
+MEDIUM = "the quick brown fox jumps over the lazy dog " * 6  # 56 tokens: past the first band
+
+
+def test_an_edit_leaves_slow_comparisons_to_the_worker_and_reuses_their_capture(monkeypatch):
+    """On a text past the smallest band, a variant whose cost is not known yet (or too high for
+    the run) is compared by the worker, never in the page run: the page draws float32's part and
+    says what is coming; once it has come, the map and the chosen head are drawn from the
+    comparison's own capture (the variant does not run again). A variant chosen afterwards, whose
+    comparison kept no capture, runs once more in the worker for its head."""
+    import threading
+
+    from tformer.ui.views.precision import compute
+    from tformer.ui.views.precision.jobs import precision_jobs
+
+    ran: list[tuple[str, str]] = []  # (variant, thread) of every variant capture
+    real = compute.variant_capture
+
+    def spy(variant, encoded):
+        ran.append((variant.name, threading.current_thread().name))
+        return real(variant, encoded)
+
+    monkeypatch.setattr(compute, "variant_capture", spy)
+    started, release = threading.Event(), threading.Event()
+    precision_jobs().submit([("hold", lambda: started.set() or release.wait(60))])  # the worker is busy
+    assert started.wait(10)
+    try:
+        at = open_app(PAGE, text=MEDIUM)
+    finally:
+        release.set()
+    assert_clean(at)
+    infos = " ".join(i.value for i in at.info)
+    assert "Comparing bfloat16 with float32 on this text in the background" in infos
+    assert not any(getattr(c, "key", None) == "precision_heads" for c in at.get("plotly_chart"))
+    waiting = chart(at, "precision_pair")  # meanwhile the chosen head in float32 alone
+    assert [d["type"] for d in waiting["data"] if d.get("type") == "heatmap"] == ["heatmap"]
+    got = dict(zip(table(at)["variant"], table(at)["max |Δ pattern|"], strict=True))
+    assert got["float32 (the reference)"] == 0.0  # float32 is always the run's own
+    assert str(got["bfloat16"]).strip() == ""  # not compared in the run
+    assert precision_jobs().idle(120)
+    assert ran
+    assert all(thread == "tformer-precision" for _, thread in ran), ran
+    assert sorted(name for name, _ in ran) == sorted(["bfloat16", "float16", "int8", "int8_channel"])
+    before = len(ran)
+    at.run()
+    assert_clean(at)
+    chart(at, "precision_heads")
+    pair = chart(at, "precision_pair")
+    base, low = (decode(d["z"]) for d in pair["data"] if d.get("type") == "heatmap")
+    assert np.abs(low - base).max() > 0
+    assert len(ran) == before  # the head came from the comparison's capture
+    at.selectbox(key="precision.variant").set_value("float16").run()
+    assert_clean(at)
+    chart(at, "precision_heads")  # its comparison is done: the map is drawn at once
+    assert precision_jobs().idle(120)
+    at.run()
+    assert_clean(at)
+    chart(at, "precision_pair")
+    assert [name for name, _ in ran[before:]] == ["float16"]  # once, for its head
+
+
+def test_the_waiting_view_in_chinese_has_no_english_left(monkeypatch):
+    """While the worker still compares the chosen variant, the notes and the float32 head are in
+    Chinese too."""
+    import threading
+
+    from tformer.ui.views.precision.jobs import precision_jobs
+
+    from ._i18n_check import english_words, visible_strings
+
+    monkeypatch.setenv("TFORMER_I18N_MAIN_ONLY", "1")  # the shared sidebar is another page's
+    started, release = threading.Event(), threading.Event()
+    precision_jobs().submit([("hold", lambda: started.set() or release.wait(60))])
+    assert started.wait(10)
+    try:
+        at = open_app(PAGE, text=MEDIUM, lang="zh")
+    finally:
+        release.set()
+    assert_clean(at)
+    shown = list(visible_strings(at))
+    assert any("正在后台用这段文本比较 bfloat16" in s for s in shown)
+    left = english_words((s for s in shown if "quick brown" not in s), tokens=_token_labels(MEDIUM))
+    assert not left, left

@@ -110,7 +110,7 @@ def test_the_timing_sweep_runs_on_a_click_and_names_its_method(monkeypatch):
     from tformer.efficiency.rnn import RnnSettings
     from tformer.ui.views.why import compute as why_data
 
-    small = RnnSettings(d_model=16, heads=1, n_min=16, n_max=64, budget=Budget(call_s=0.05, total_s=2.0),
+    small = RnnSettings(d_model=16, n_heads=1, n_min=16, n_max=64, budget=Budget(call_s=0.05, total_s=2.0),
                         recurrent=("rnn", "gru"))  # fmt: skip
     monkeypatch.setattr(why_data, "timing_settings", lambda: small)
     at = open_app(PAGE, text="Birds sing at dawn.")

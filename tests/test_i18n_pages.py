@@ -187,3 +187,69 @@ def test_every_lesson_walked_in_chinese_has_no_english_left(lesson_id):
             # Chinese here too (the script's own thread speaks the session's language)
             with use_language("zh"):
                 at.button(key="lesson_next").click().run()
+
+
+def _room_words(*codes: str) -> list[str]:
+    """The letters of a join code as shown (random, a name, not English): words that may stay."""
+    from tformer.rooms import format_code
+
+    return [w for c in codes for w in re.findall(r"[A-Za-z]+", format_code(c))]
+
+
+@pytest.mark.slow
+def test_the_live_class_views_in_chinese_have_no_english_left(monkeypatch):
+    """The teacher's room panel and lesson bar (the live tally before and after the reveal, the
+    lesson's answers table), a student's join form with a refusal, their following and exploring
+    badge, the revealed answer and their panel; a dead store: all in Chinese."""
+    from tformer.ui import room
+
+    from ._classroom import CLASSROOM, code_of, goto, on_page, student, teacher
+    from .redis_server import free_port
+    from .test_app_lesson_questions import BASICS, IT
+
+    def left(at, *extra: str) -> dict[str, str]:
+        assert not at.exception, [e.message for e in at.exception]
+        words = re.findall(r"[A-Za-z]+", at.text_area(key="text").value) if at.text_area else []
+        return english_words(visible_strings(at), [*words, *extra])
+
+    t = teacher(lang="zh")
+    code = code_of(t)
+    assert not left(t, *_room_words(code)), "the teacher's panel"
+    refused = on_page(open_app(CLASSROOM, lang="zh"))
+    refused.text_input(key="room.code").input("ABCD-23")
+    refused.button(key="room.join").click().run()
+    assert refused.error
+    assert not left(refused, "ABCD"), "a refused join"
+    invited = open_app("pages/attention.py", lang="zh", room="K7QM2XPA")  # a join link to another page
+    assert invited.main.get("page_link")
+    assert not left(invited), "a join link's pointer to the Live class page"
+
+    t = teacher("pages/attention.py", lang="zh", lesson=BASICS, lesson_step=str(IT))
+    code = code_of(t)
+    s = student(code, "小红", lang="zh")
+    assert not left(s, *_room_words(code)), "a following student asked the question"
+    s.button_group(key=f"lq.{IT}.answer").set_value(2).run()
+    s.button(key="lq.check").click().run()
+    t.run()
+    assert t.get("plotly_chart"), "the live tally"
+    assert not left(t, *_room_words(code)), "the teacher's tally before the reveal"
+    t.button(key="room.reveal").click().run()
+    assert not left(t, *_room_words(code)), "the teacher's tally after the reveal"
+    late = student(code, "小刚", lang="zh")
+    assert "老师公布了答案" in " ".join(i.value for i in late.info)
+    assert not left(late, *_room_words(code)), "a student who sees the reveal"
+    late.selectbox(key="head").set_value(5).run()
+    assert "正在自行探索" in " ".join(m.value for m in late.markdown)
+    assert not left(late, *_room_words(code)), "an exploring student"
+    goto(late, CLASSROOM)
+    assert not left(late, *_room_words(code)), "a student's panel"
+    goto(t, CLASSROOM)
+    assert t.dataframe, "the lesson's answers table"
+    assert not left(t, *_room_words(code)), "the teacher's panel with the lesson's answers"
+
+    room.forget_failure()
+    monkeypatch.setenv("TFORMER_REDIS_URL", f"redis://127.0.0.1:{free_port()}/0")
+    dead = open_app(CLASSROOM, lang="zh")
+    assert dead.warning
+    reason = re.findall(r"[A-Za-z]+", dead.warning[0].value.split("（", 1)[1])  # Redis's own words
+    assert not left(dead, *reason), "a dead store"

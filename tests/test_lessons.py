@@ -51,8 +51,8 @@ def test_the_lesson_map_follows_the_seeds_and_covers_every_lesson_page():
     keys = {p.key for p in PAGES}
     mapped = {k for c in LESSON_MAP for k in c.pages}
     assert mapped <= keys
-    # every page but the start page, the experiments and the export is somewhere on the map
-    assert keys - mapped == {"home", "compare", "export"}
+    # every page but the start page, the experiments, the export and the live class is on the map
+    assert keys - mapped == {"home", "compare", "export", "classroom"}
 
 
 def step(**over):

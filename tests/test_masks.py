@@ -291,3 +291,25 @@ def test_capture_batch_from_scratch_model(scratch):
 def test_capture_batch_minilm():
     model, tok = load_pretrained("minilm", device="cpu")
     check_batch(model, tok, TEXTS)
+
+
+def test_a_mask_that_blocks_nothing_new_changes_no_number(scratch):
+    """The Masks page skips the second run for a mask that blocks nothing the model does not
+    block already (`adds_nothing`): that run gives the first one's numbers exactly."""
+    pytest.importorskip("streamlit")
+    from tformer.ui.views.masks import adds_nothing
+
+    model, tok = scratch
+    enc = tok.encode("the cat sat on the mat")
+    n = len(enc)
+    causal_model = Encoder(tiny(vocab_size=tok.vocab_size, causal=True)).eval()
+    for m, mask in ((model, full_mask(n)), (model, window_mask(n, n)), (causal_model, causal_mask(n))):
+        assert adds_nothing(mask, bool(m.cfg.causal))
+        plain, masked = capture_ids(m, enc, ATTENTION), capture_ids(m, enc, ATTENTION, attn_mask=mask)
+        for name in ATTENTION:
+            assert np.array_equal(plain[name], masked[name]), name
+        assert np.array_equal(plain.output, masked.output)
+    assert not adds_nothing(causal_mask(n), False)
+    assert not adds_nothing(window_mask(n, 1), True)  # blocks cells below the diagonal
+    assert not adds_nothing(custom_mask(n, "3:5"), False)
+    assert adds_nothing(custom_mask(n, "1:4"), True)  # above the diagonal: blocked already

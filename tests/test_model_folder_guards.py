@@ -261,3 +261,56 @@ def test_the_bounds_are_stated_once_and_admit_the_bundled_minilm() -> None:
         assert value is None or least <= value <= most, field
     assert model.cfg.n_params() <= MAX_MODEL_PARAMS
     assert torch.is_tensor(next(model.parameters()))
+
+
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        EncoderConfig(vocab_size=11, max_len=9, d_model=8, n_heads=2, n_layers=2, d_embed=4),
+        EncoderConfig(vocab_size=11, max_len=9, d_model=8, n_heads=2, n_layers=2, lm_head="mlm", norm="pre"),
+        EncoderConfig(
+            vocab_size=11, max_len=9, d_model=8, n_heads=2, n_layers=1, lm_head="tied", causal=True
+        ),
+    ],
+)
+def test_expected_shapes_with_factorised_embeddings_and_lm_heads(cfg: EncoderConfig) -> None:
+    real = {k: tuple(v.shape) for k, v in Encoder(cfg).state_dict().items()}
+    assert list(expected_shapes(cfg).items()) == list(real.items())
+
+
+def test_expected_shapes_run_no_reference_kernels_in_a_fresh_process() -> None:
+    """On the meta device torch runs a parameter's initialiser (and the sinusoidal table's
+    arithmetic) through Python reference kernels whose first call imports torch._dynamo: 1.2 s
+    of a fresh server's first page. The shape check runs none of them."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from tformer.model.config import EncoderConfig\n"
+        "from tformer.model.model_files import expected_shapes\n"
+        "expected_shapes(EncoderConfig(vocab_size=11, max_len=9, d_model=8, n_heads=2, n_layers=1))\n"
+        "expected_shapes(EncoderConfig(vocab_size=30, max_len=9, d_model=8, n_heads=2, n_layers=1,"
+        " pos_encoding='learned', type_vocab_size=2, embed_norm=True, lm_head='mlm'))\n"
+        "print('torch._dynamo' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == "False", out.stderr
+
+
+def test_a_folder_loads_the_same_model_without_the_initialisers_it_overwrites(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """load_model_folder builds the encoder under NoInit: every tensor of its state dict is the
+    checkpoint's, exactly as when the initialisers ran first."""
+    import contextlib
+
+    folder = tiny_bert_folder(tmp_path / "bert")
+    skipped = loader.load_model_folder(folder).model.state_dict()
+    monkeypatch.setattr(loader, "NoInit", contextlib.nullcontext)
+    initialised = loader.load_model_folder(folder).model.state_dict()
+    assert list(skipped) == list(initialised)
+    for name, value in initialised.items():
+        assert torch.equal(skipped[name], value), name

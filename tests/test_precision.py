@@ -542,3 +542,31 @@ def test_time_variant_times_a_band_and_skips_a_missing_variant(variants):
     assert row.forward_ms == pytest.approx(1e3 * t.median)
     assert row.runs == t.n
     assert time_variant(Variant("float16", None, "cpu", problem="no"), [1, 2]) is None
+
+
+def test_identical_gives_what_compare_gives_for_a_capture_against_itself(minilm):
+    """float32's row skips the pass over its own patterns: the numbers are compare's."""
+    from tformer.efficiency.precision import identical
+
+    model, tok = minilm
+    for text in (TEXT, "a"):
+        cap = capture_text(model, tok, text, ["pattern"])
+        want, got = compare(cap.pattern, cap.output, cap.pattern, cap.output), identical(cap)
+        for field in ("pattern_max", "pattern_mean", "output_max", "output_mean", "rows_changed", "rows"):
+            assert getattr(got, field) == getattr(want, field), field
+        for field in ("head_max", "head_changed"):
+            a, b = getattr(got, field), getattr(want, field)
+            assert a.dtype == b.dtype, field
+            assert np.array_equal(a, b), field  # shapes too
+
+
+def test_variant_capture_is_the_variant_patterns_of_every_layer(minilm, variants):
+    """The capture a comparison makes holds every layer's pattern as `variant_pattern` gives
+    one layer's (the one-head view reads it instead of running the variant again)."""
+    from tformer.efficiency.precision import variant_capture
+
+    _, tok = minilm
+    enc = tok.encode(TEXT)
+    cap = variant_capture(variants["bfloat16"], enc)
+    for layer in (0, 5):
+        assert np.array_equal(cap.at("pattern", layer), variant_pattern(variants["bfloat16"], enc, layer))

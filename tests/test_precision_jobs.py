@@ -109,3 +109,20 @@ def test_shutdown_stops_the_thread():
     j = pj.PrecisionJobs()
     j.shutdown()
     assert not j._thread.is_alive()
+
+
+def test_forget_drops_a_result_so_the_key_runs_again_but_not_a_queued_one(jobs):
+    calls = []
+    jobs.run_here("k", lambda: calls.append(1) or len(calls))
+    jobs.forget("k")
+    assert jobs.get("k") is None
+    jobs.submit([("k", lambda: calls.append(1) or len(calls))])
+    assert jobs.wait(["k"], 10)
+    assert jobs.get("k") == 2
+    release = _blocker(jobs)
+    jobs.submit([("q", lambda: "queued")])
+    jobs.forget("q")  # queued, not done: left alone
+    assert jobs.waiting("q")
+    release.set()
+    assert jobs.idle(10)
+    assert jobs.get("q") == "queued"

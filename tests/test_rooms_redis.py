@@ -28,15 +28,6 @@ from .redis_server import RedisServer, free_port
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(scope="module")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 @pytest.fixture(autouse=True)
 def _fresh_factory() -> Iterator[None]:
     forget_room_stores()

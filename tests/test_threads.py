@@ -88,3 +88,40 @@ def test_numpy_can_be_told_not_to_advise_huge_pages():
         assert _set_madvise_hugepage(False) is False  # it was off
     finally:
         _set_madvise_hugepage(before)
+
+
+def test_numpys_blas_can_be_held_to_the_apps_threads():
+    """blas_threads sets numpy's OpenBLAS thread count (read back through the library's own
+    getter) and says how many libraries it set."""
+    import ctypes
+    import sys
+
+    import numpy as np
+    import pytest
+
+    from tformer.ui.process import blas_threads
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("reads /proc/self/maps")
+    np.ones((64, 64)) @ np.ones((64, 64))  # BLAS loaded and used
+    with open("/proc/self/maps") as maps:
+        paths = sorted({line.split()[-1] for line in maps if "openblas" in line.lower() and ".so" in line})
+    getters = (
+        "openblas_get_num_threads",
+        "scipy_openblas_get_num_threads64_",
+        "scipy_openblas_get_num_threads",
+    )
+    libs = [ctypes.CDLL(p) for p in paths]
+    read = [
+        next(getattr(lib, g) for g in getters if hasattr(lib, g))
+        for lib in libs
+        if any(hasattr(lib, g) for g in getters)
+    ]
+    if not read:
+        pytest.skip("numpy here is not built on OpenBLAS")
+    before = [int(f()) for f in read]
+    try:
+        assert blas_threads(1) == len(read)
+        assert [int(f()) for f in read] == [1] * len(read)
+    finally:
+        blas_threads(before[0])  # the libraries of one process start with one default

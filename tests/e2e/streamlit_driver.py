@@ -94,8 +94,29 @@ def app_pages(app_dir: Path | None = None) -> tuple[Any, ...]:
         assert spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module  # dataclasses look their module up while the class is made
-        spec.loader.exec_module(module)
+        try:
+            spec.loader.exec_module(module)
+        except ImportError:  # a registry that imports its package relatively: ask that checkout
+            del sys.modules[name]
+            return _pages_of_checkout(app_dir or default_app_dir())
     return tuple(sys.modules[name].PAGES)
+
+
+def _pages_of_checkout(app_dir: Path) -> tuple[Any, ...]:
+    """The registry of another checkout, read by a Python started in it (its own tformer first
+    on the path): each page as a namespace of the fields the tests and benchmarks read."""
+    import json
+    from types import SimpleNamespace
+
+    code = (
+        "import json; from tformer.ui.registry import PAGES; "
+        "print(json.dumps([dict(key=p.key, title=p.title, section=p.section, script=p.script, "
+        "needs_text=p.needs_text, url_path=p.url_path) for p in PAGES]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=app_dir, capture_output=True, text=True, check=True, timeout=120
+    )
+    return tuple(SimpleNamespace(**fields) for fields in json.loads(out.stdout))
 
 
 def free_port() -> int:
@@ -799,10 +820,20 @@ def _num_lt(a: Any, b: Any) -> bool | None:
 def _open_selectbox(page: Page, key: str, timeout: float = RERUN_TIMEOUT_MS):  # -> Locator
     # streamlit 1.67 draws st.selectbox as a react-aria ComboBox: an input[role=combobox]
     # and an "Open" button; the options appear in a [role=listbox] popover.
-    widget(page, key).locator('button[aria-haspopup="listbox"]').click()
+    # A click that lands while the element is redrawn (a rerun just ended, an expander just
+    # opened) opens nothing: click again until the list shows or the timeout passes.
+    from playwright.sync_api import TimeoutError as PwTimeout
+
     opts = page.locator('[role="listbox"] [role="option"]')
-    opts.first.wait_for(timeout=timeout)
-    return opts
+    deadline = time.monotonic() + timeout / 1000
+    while True:
+        widget(page, key).locator('button[aria-haspopup="listbox"]').click(timeout=timeout)
+        try:
+            opts.first.wait_for(timeout=min(5_000, timeout))
+            return opts
+        except PwTimeout:
+            if time.monotonic() > deadline:
+                raise
 
 
 def widget_kind(page: Page, key: str) -> str | None:
@@ -1060,6 +1091,22 @@ def minilm_tokenizer() -> Any | None:
         return None
     tok = Tokenizer.from_file(str(path))
     tok.no_padding()  # it ships with padding to 128 and truncation on
+    tok.no_truncation()
+    return tok
+
+
+def scratch_counting_tokenizer() -> Any:
+    """The from-scratch encoder's WordPiece tokenizer (tformer's data file) as a `tokenizers`
+    Tokenizer, padding and truncation off: `token_text` counts its tokens for that model."""
+    from importlib import resources
+
+    from tokenizers import Tokenizer
+
+    from tformer.model.tokenizer import SCRATCH_TOKENIZER_FILE
+
+    source = resources.files("tformer").joinpath("data").joinpath(SCRATCH_TOKENIZER_FILE)
+    tok = Tokenizer.from_str(source.read_text(encoding="utf-8"))
+    tok.no_padding()
     tok.no_truncation()
     return tok
 

@@ -2,8 +2,9 @@
 
 Checked through nginx: health, the affinity cookie (same cookie, same replica; no cookie, both
 replicas), a page run over the websocket on each replica, a real browser page, one room seen
-from two processes through the deployment's Redis (the replicas got its URL), a replica killed
-(nginx skips it, the script restarts it), and SIGTERM stopping everything.
+from two processes through the deployment's Redis (the replicas got its URL), a teacher's browser
+on one replica and a student's on the other following it, a replica killed (nginx skips it, the
+script restarts it), and SIGTERM stopping everything.
 """
 
 from __future__ import annotations
@@ -22,7 +23,17 @@ import pytest
 
 from ..redis_server import require
 from .class_deploy import REPO, ClassDeployment
-from .streamlit_driver import FIRST_RUN_TIMEOUT_MS, charts, exception_boxes, install, open_page, screenshot
+from .class_room import badge, eventually, go, join, open_room, path_of
+from .streamlit_driver import (
+    FIRST_RUN_TIMEOUT_MS,
+    charts,
+    exception_boxes,
+    install,
+    open_page,
+    screenshot,
+    selectbox_value,
+    set_widget,
+)
 from .ws_client import StreamlitWsSession, run_sync
 
 
@@ -160,6 +171,53 @@ def test_one_room_spans_the_replicas_through_redis(deployment: ClassDeployment):
         [sys.executable, "-c", check, code, token], env=env, capture_output=True, text=True, cwd=REPO
     )
     assert out.stdout.strip() == "1 (('B', 1),)", out.stderr
+
+
+def test_a_student_on_one_replica_follows_a_teacher_on_the_other(deployment: ClassDeployment, browser: Any):
+    """The Live class across the replicas: the teacher's browser pinned (by nginx's cookie) to
+    one replica, the student's to the other; the room is in the deployment's Redis."""
+    routes = sorted(deployment.cookie_for_each_replica().items())
+    (teacher_at, teacher_route), (student_at, student_route) = routes
+    contexts, pages = [], []
+    for route in (teacher_route, student_route):
+        ctx = browser.new_context(base_url=deployment.url + "/", viewport={"width": 1400, "height": 1000})
+        ctx.set_default_timeout(60_000)
+        ctx.add_cookies([{"name": "tformer_route", "value": route, "url": deployment.url}])
+        page = ctx.new_page()
+        install(page)
+        contexts.append(ctx)
+        pages.append(page)
+    teacher, student = pages
+    try:
+        open_page(teacher, "attention", timeout=FIRST_RUN_TIMEOUT_MS)
+        go(teacher, "classroom")
+        code = open_room(teacher)
+        link = teacher.locator('[data-testid="stCode"]').first.inner_text().strip()
+        assert link == f"{deployment.url}/classroom?room={code}"  # the address the class uses
+        open_page(student, f"classroom?room={code}", timeout=FIRST_RUN_TIMEOUT_MS)
+        join(student, "Mei")
+        go(teacher, "qkv")
+        took = eventually(
+            "the student follows onto the teacher's page",
+            lambda: path_of(student) == "qkv" and "Following your teacher" in badge(student),
+            page=student,
+        )
+        set_widget(teacher, "head", "4")
+        eventually(
+            "the student's head follows", lambda: selectbox_value(student, "head") == "4", page=student
+        )
+        print(f"across replicas: the student on the teacher's page after {took:.1f} s")
+        screenshot(student, "class-deploy-student-follows")
+        assert exception_boxes(teacher) == 0
+        assert exception_boxes(student) == 0
+    finally:
+        for ctx in contexts:
+            ctx.close()
+    time.sleep(0.2)  # nginx writes its access log after the response
+    streams = {h.route: h.upstream for h in deployment.hits() if h.path.startswith("/_stcore/stream")}
+    assert streams[teacher_route] == teacher_at
+    assert streams[student_route] == student_at
+    assert teacher_at != student_at
 
 
 def test_a_dead_replica_is_skipped_and_restarted(deployment: ClassDeployment):

@@ -65,3 +65,29 @@ def test_the_report_opens_and_draws_offline_and_keeps_text_as_text(page, browser
     finally:
         offline.close()
     assert asked == []
+
+
+def test_the_metrics_csv_holds_every_heads_metrics_of_the_text(page, tmp_path):
+    """The CSV is measured when its button is clicked: it holds what head_metrics gives for the
+    same text, to the CSV's 6 decimals."""
+    import torch
+
+    from tformer import capture_text, load_pretrained
+    from tformer.analysis.metrics import head_metrics, metrics_table
+    from tformer.export import rows_csv
+    from tformer.ui.process import app_threads
+
+    text = "Cats chase small mice."
+    open_page(page, f"export?text={quote(text)}")
+    got = download(page, "export_csv", tmp_path).read_text()
+    model, tok = load_pretrained("minilm")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(app_threads())  # as the app runs it: a matmul's rounding depends on the split
+    try:
+        cap = capture_text(model, tok, text, ["pattern"])
+    finally:
+        torch.set_num_threads(threads)
+    enc = cap.encoded
+    metrics = head_metrics(cap.pattern, cls_pos=enc.leading_special, sep_pos=enc.trailing_specials or None)
+    assert got == rows_csv(metrics_table(metrics, decimals=6))
+    assert got.count("\n") == 1 + 6 * 12  # a header and a row per head

@@ -14,7 +14,10 @@ A button is pressed for one run only (`press`: a trigger value, as the browser s
 `send` puts any other `BackMsg` on the wire, as a hand-made client could (`heartbeat` then
 tells when the server has handled everything sent before it: one websocket is read in order).
 
-No cached-message hashes are sent, so the server always sends whole messages (never `ref_hash`).
+By default no cached-message hashes are sent, so the server always sends whole messages (never
+`ref_hash`). With `remember_messages=True` the session, like the browser, keeps the hashes of the
+cacheable messages it received and sends them with every rerun: an unchanged large element then
+comes back as a reference.
 Uses `websockets`, which streamlit itself depends on: no new dependency.
 """
 
@@ -65,6 +68,7 @@ class RunResult:
     alerts: list[str] = field(default_factory=list)  # st.error/warning/info bodies
     markdown: list[str] = field(default_factory=list)
     progress: list[str] = field(default_factory=list)  # st.progress texts
+    timers: dict[str, float] = field(default_factory=dict)  # fragment id -> run_every seconds
 
     def ticktext(self) -> list[str]:
         """Every ticktext label of every axis of every chart (layout.xaxis*, yaxis*)."""
@@ -90,6 +94,8 @@ class StreamlitWsSession:
         open_timeout: float = 30.0,
         query: str = "",
         headers: dict[str, str] | None = None,
+        *,
+        remember_messages: bool = False,
     ) -> None:
         self.ws_url = ws_url
         self.url_path = url_path.strip("/")
@@ -104,6 +110,11 @@ class StreamlitWsSession:
         self._states: dict[str, WidgetState] = {}
         self._triggers: dict[str, WidgetState] = {}  # buttons pressed for the next run only
         self.runs = 0
+        # the fragments the page runs on a timer (st.fragment(run_every=...)): id -> seconds, as
+        # the last full run announced them; `run_fragment` asks for one as the browser's timer does
+        self.timers: dict[str, float] = {}
+        # hashes of cacheable messages received, sent back as the browser does (None: not kept)
+        self.cached_hashes: set[str] | None = set() if remember_messages else None
 
     async def __aenter__(self) -> StreamlitWsSession:
         self.ws = await connect(
@@ -159,9 +170,18 @@ class StreamlitWsSession:
         """Set widgets (by key), request a rerun, read until script_finished. With
         ``follow_reruns``, a run the page itself restarted (st.rerun) is followed to the end of
         the last one."""
-        assert self.ws is not None, "use `async with`"
         for k, v in (updates or {}).items():
             self.set(k, v)
+        return await self._request(timeout, follow_reruns=follow_reruns)
+
+    async def run_fragment(self, fragment_id: str, timeout: float = 120.0) -> RunResult:
+        """Ask for one run of the fragment ``fragment_id`` as the browser's timer does (a run of
+        that fragment alone, ``is_auto_rerun``); a full run the fragment asks for (st.rerun) is
+        followed to its end."""
+        return await self._request(timeout, follow_reruns=True, fragment_id=fragment_id)
+
+    async def _request(self, timeout: float, *, follow_reruns: bool, fragment_id: str = "") -> RunResult:
+        assert self.ws is not None, "use `async with`"
         msg = BackMsg()
         cs = msg.rerun_script
         if self.page_script_hash:
@@ -171,12 +191,19 @@ class StreamlitWsSession:
         cs.query_string = self.query
         cs.widget_states.SetInParent()
         cs.widget_states.widgets.extend([*self._states.values(), *self._triggers.values()])
+        if fragment_id:
+            cs.fragment_id = fragment_id
+            cs.is_auto_rerun = True
+        if self.cached_hashes:
+            cs.cached_message_hashes.extend(sorted(self.cached_hashes))
         self._triggers.clear()
         t0 = time.perf_counter()
         await self.ws.send(msg.SerializeToString())
         res = await asyncio.wait_for(self._read_run(t0), timeout)
         while follow_reruns and res.status == "interrupted":
             res = await asyncio.wait_for(self._read_run(t0), timeout)
+        if res.status == "ok":  # a full run: its fragments' timers are the page's now
+            self.timers = dict(res.timers)
         self.runs += 1
         return res
 
@@ -218,6 +245,8 @@ class StreamlitWsSession:
             kind = fm.WhichOneof("type")
             res.bytes_received += len(raw)
             res.n_messages += 1
+            if self.cached_hashes is not None and fm.metadata.cacheable and fm.hash:
+                self.cached_hashes.add(fm.hash)
             if kind == "new_session":
                 started = True
                 if fm.new_session.initialize.session_id:
@@ -229,6 +258,11 @@ class StreamlitWsSession:
                 self.pages = {p.url_pathname: p.page_script_hash for p in fm.navigation.app_pages}
             elif kind == "delta":
                 self._delta(fm, res)
+            elif kind == "auto_rerun":
+                res.timers[fm.auto_rerun.fragment_id] = fm.auto_rerun.interval
+            elif kind == "stop_auto_rerun":
+                for fid in fm.stop_auto_rerun.fragment_ids:
+                    self.timers.pop(fid, None)
             elif kind == "script_finished" and started:
                 res.status = FINISHED.get(fm.script_finished, str(fm.script_finished))
                 res.elapsed_s = time.perf_counter() - t0
@@ -376,6 +410,16 @@ async def _load_session(
             rep.edit_bytes.append(r.bytes_received)
 
 
+def check_bounds(ws_url: str, sessions: int, edits: int) -> None:
+    """A load run's bounds: a loopback server, at most MAX_SESSIONS sessions and MAX_EDITS edits
+    (or views published) each. ValueError otherwise."""
+    host = re.sub(r"^wss?://", "", ws_url).rsplit(":", 1)[0]
+    if host not in LOOPBACK:
+        raise ValueError(f"load runs only against a loopback server, not {host!r}")
+    if not (1 <= sessions <= MAX_SESSIONS and 1 <= edits <= MAX_EDITS):
+        raise ValueError(f"sessions in 1..{MAX_SESSIONS} and edits in 1..{MAX_EDITS}")
+
+
 def run_load(
     ws_url: str,
     sessions: int = 10,
@@ -389,11 +433,7 @@ def run_load(
 
     Bounded: loopback servers only, at most MAX_SESSIONS x MAX_EDITS, and max_seconds overall.
     """
-    host = re.sub(r"^wss?://", "", ws_url).rsplit(":", 1)[0]
-    if host not in LOOPBACK:
-        raise ValueError(f"load runs only against a loopback server, not {host!r}")
-    if not (1 <= sessions <= MAX_SESSIONS and 1 <= edits <= MAX_EDITS):
-        raise ValueError(f"sessions in 1..{MAX_SESSIONS} and edits in 1..{MAX_EDITS}")
+    check_bounds(ws_url, sessions, edits)
     rep = LoadReport(sessions=sessions, edits=edits)
 
     async def main() -> None:

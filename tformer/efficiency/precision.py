@@ -415,19 +415,35 @@ def variant_row(variant: Variant) -> VariantResult:
     )
 
 
+def identical(reference: TextCapture) -> Diff:
+    """The difference of a capture with itself (float32 against float32): every difference 0 and
+    no query row's top key changed, without a pass over the patterns (`compare` of a capture
+    with itself gives these numbers)."""
+    layers, heads, n_pos = reference.pattern.shape[:3]
+    zeros = np.zeros((layers, heads), np.float32)
+    return Diff(0.0, 0.0, 0.0, 0.0, zeros, zeros.copy(), 0, layers * heads * n_pos)
+
+
+def variant_capture(variant: Variant, encoded: Encoded) -> TextCapture:
+    """``variant``'s capture of "pattern" on ``encoded``, through its hooks (computed in its own
+    format, cast to float32); ValueError when the variant is not available."""
+    if variant.model is None:
+        raise ValueError(f"{variant.name} is not available: {variant.problem}")
+    return capture_ids(variant.model, encoded, ["pattern"])
+
+
 def variant_diff(
     variant: Variant, encoded: Encoded, reference: TextCapture, *, reference_model: Encoder | None = None
 ) -> Diff | None:
     """``variant`` on ``encoded`` compared with ``reference`` (the float32 model's capture of
     "pattern" for the same ids); None when the variant is not available. When ``variant.model``
-    is ``reference_model`` (float32: the shared model itself) the reference is its own capture
-    and is compared with itself, not captured again."""
+    is ``reference_model`` (float32: the shared model itself) the reference is its own capture:
+    nothing is captured or compared again (`identical`)."""
     if variant.model is None:
         return None
     if reference_model is not None and variant.model is reference_model:
-        cap = reference
-    else:
-        cap = capture_ids(variant.model, encoded, ["pattern"])  # through the hooks, cast to float32
+        return identical(reference)
+    cap = variant_capture(variant, encoded)
     return compare(reference.pattern, reference.output, cap.pattern, cap.output)
 
 

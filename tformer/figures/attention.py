@@ -92,10 +92,11 @@ def weight_values(matrix: Float32Array, scale: str, block: int) -> npt.NDArray[n
     each row divided by its largest weight first ("row", on the exact rows), block maxima, then
     log10 ("log": the log of a block's maximum is its largest log)."""
     check_weight_scale(scale)
-    w = np.nan_to_num(matrix, nan=0.0)
-    if scale == "row":
-        w = row_normalized(w)
-    z = max_pool_2d(w, block)
+    # NaN (a row with nothing to attend to, plain softmax) is drawn as weight 0. Weights are never
+    # negative, so pooling first (fmax skips NaN unless a whole block is NaN) and then replacing
+    # NaN gives the same cells as replacing first, on 1/block² of the numbers.
+    w = row_normalized(np.nan_to_num(matrix, nan=0.0)) if scale == "row" else matrix
+    z = np.nan_to_num(max_pool_2d(w, block), nan=0.0)
     return log_weights(z) if scale == "log" else np.asarray(z, dtype=np.float32)
 
 

@@ -103,6 +103,11 @@ PART_LINE = {"resid": RESIDUAL, "attn": KEY, "mlp": "#2c7fb8"}
 
 # FlashAttention's tiles: not reached, being read, done, the current one.
 TILE_STATES = ("#f2f2f2", "#9ecae1", "#b4b4b4", FOCUS)
+# A live class's answers: one colour before the reveal, right and wrong after it.
+ANSWER = BLUE
+ANSWER_RIGHT = BLUISH_GREEN
+ANSWER_WRONG = VERMILLION
+
 # Two bars compared (float32 and a lower precision).
 PAIR = ("#4c78a8", "#f58518")
 

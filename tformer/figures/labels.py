@@ -365,9 +365,10 @@ def tick_step(
     n = len(labels)
     if n <= label_all:
         return max(1, block)
-    texts = [_visible(str(t), max_chars) for t in labels]
-    # steps in whole cells when positions are pooled: every cell, every 2nd cell, ...
+    # steps in whole cells when positions are pooled: every cell, every 2nd cell, ...; only the
+    # first position of a cell can then carry a label (1/block of the texts to make)
     steps = NICE_STEPS if block == 1 else tuple(block * s for s in (1, *NICE_STEPS))
+    texts = [_visible(str(t), max_chars) if i % block == 0 else "" for i, t in enumerate(labels)]
     for upright_only in (True, False):  # rotate CJK labels only if nothing else fits
         for step in steps:
             shown = texts[::step]

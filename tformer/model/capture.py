@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from . import buffers
 from .config import EncoderConfig
 from .encoder import Encoder
 from .hooks import ACTS, HookFn, HookPoint, act_name, act_shape
@@ -71,16 +72,67 @@ def capture_shape(cfg: EncoderConfig, n_pos: int, name: str, n_layers: int | Non
     return (cfg.n_layers if n_layers is None else n_layers, *one) if ACTS[name].per_layer else one
 
 
+FLOAT32_BYTES = 4
+
+
+@dataclass(frozen=True)
+class CaptureMemory:
+    """The memory one capture takes, computed from the shapes (float32, before anything runs).
+
+    ``stored``: what the capture keeps (its arrays and the output), e.g. the weights alone are
+    layers x heads x n² x 4 bytes. ``working``: what the forward pass needs on top while it runs,
+    one layer at a time: that layer's scores and weights (the explicit attention path a hooked
+    run takes), 2 x heads x n² x 4 bytes, or the FFN's two hidden activations, 2 x n x d_mlp x 4
+    bytes, whichever is larger. ``peak = stored + working`` is the memory the run takes at its
+    highest (docs/performance.md compares it with the measured peak).
+    """
+
+    n_pos: int
+    n_heads: int
+    arrays: tuple[tuple[str, tuple[int, ...]], ...]  # (short name, shape) of each kept array
+    output_shape: tuple[int, ...]  # [pos, d_model], or [pos, n_outputs] with a task head
+    d_mlp: int
+
+    def nbytes(self, name: str) -> int:
+        """Bytes of the kept array ``name``."""
+        return FLOAT32_BYTES * math.prod(dict(self.arrays)[name])
+
+    @property
+    def stored(self) -> int:
+        return FLOAT32_BYTES * (sum(math.prod(s) for _, s in self.arrays) + math.prod(self.output_shape))
+
+    @property
+    def attention_working(self) -> int:
+        """One layer's scores and weights, [head_index, query_pos, key_pos] each."""
+        return FLOAT32_BYTES * 2 * self.n_heads * self.n_pos**2
+
+    @property
+    def working(self) -> int:
+        return max(self.attention_working, FLOAT32_BYTES * 2 * self.n_pos * self.d_mlp)
+
+    @property
+    def peak(self) -> int:
+        return self.stored + self.working
+
+
+def capture_memory(
+    cfg: EncoderConfig, n_pos: int, names: Iterable[str] = ATTENTION, layers: Iterable[int] | None = None
+) -> CaptureMemory:
+    """What a capture of ``names`` for ``n_pos`` tokens (per-layer ones for ``layers`` only)
+    takes in memory: the app's memory guard checks its ``peak`` before running anything."""
+    n_layers = None if layers is None else len(set(layers))
+    arrays = tuple((n, capture_shape(cfg, n_pos, n, n_layers)) for n in normalize_names(names))
+    # The output: hidden states, or the task head's probabilities (forward's softmax).
+    output = (n_pos, cfg.n_outputs if cfg.n_outputs else cfg.d_model)
+    return CaptureMemory(n_pos, cfg.n_heads, arrays, output, cfg.d_mlp)
+
+
 def capture_nbytes(
     cfg: EncoderConfig, n_pos: int, names: Iterable[str] = ATTENTION, layers: Iterable[int] | None = None
 ) -> int:
-    """Bytes a capture of these activations holds (float32, the output included): the app's
-    memory guard calls this before running anything."""
-    n_layers = None if layers is None else len(set(layers))
-    shapes = [capture_shape(cfg, n_pos, n, n_layers) for n in normalize_names(names)]
-    # The output: hidden states, or the task head's probabilities (forward's softmax).
-    output = n_pos * (cfg.n_outputs if cfg.n_outputs else cfg.d_model)
-    return 4 * (sum(math.prod(s) for s in shapes) + output)
+    """Bytes a capture of these activations holds (float32, the output included):
+    `capture_memory`'s ``stored``."""
+    return capture_memory(cfg, n_pos, names, layers).stored
 
 
 def layer_selection(cfg: EncoderConfig, layers: Iterable[int] | None) -> tuple[int, ...] | None:
@@ -273,7 +325,10 @@ def _capture(
     sel = layer_selection(cfg, layers)
     kept = range(cfg.n_layers) if sel is None else sel
     # [batch, layer, ...]: the capture of text b is the contiguous view arrays[name][b].
-    arrays = {name: np.empty((B, *capture_shape(cfg, n, name, len(kept))), np.float32) for name in wanted}
+    # Large arrays from recycled memory when the process turned that on (`buffers`).
+    arrays = {
+        name: buffers.empty((B, *capture_shape(cfg, n, name, len(kept))), np.float32) for name in wanted
+    }
 
     def into(name: str, layer: int | None) -> HookFn:
         def hook(tensor: torch.Tensor, hook: HookPoint) -> None:

@@ -22,6 +22,7 @@ The bounds live here as named constants, for model folders and saved training ru
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import pickle
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from ..i18n import language, tr
 
@@ -321,13 +323,39 @@ def check_config_bounds(cfg: EncoderConfig, source: str | Path) -> None:
 
 
 def expected_shapes(cfg: EncoderConfig) -> dict[str, tuple[int, ...]]:
-    """Our state dict's shapes for ``cfg``, from a model on the meta device (no memory).
-    Call it once the config's sizes are bounded."""
+    """Our state dict's shapes for ``cfg``, from a model on the meta device (no memory), its
+    parameters left uninitialised (`NoInit`). Call it once the config's sizes are bounded."""
     from .encoder import Encoder
 
-    with torch.device("meta"):
-        meta = Encoder(cfg, init_weights=False)
+    # The sinusoidal table is derived from the config and not saved: without it the state dict
+    # is the same, and computing it on the meta device would run those reference kernels too.
+    plain = dataclasses.replace(cfg, pos_encoding="none") if cfg.pos_encoding == "sinusoidal" else cfg
+    with torch.device("meta"), NoInit():
+        meta = Encoder(plain, init_weights=False)
     return {name: tuple(t.shape) for name, t in meta.state_dict().items()}
+
+
+class NoInit(TorchFunctionMode):
+    """torch.nn.init's in-place initialisers do nothing under it (in this thread only, as every
+    torch function mode does): for a model whose parameters are about to be overwritten, or
+    whose shapes alone are read. Every module initialises its parameters in its constructor:
+    random numbers the checkpoint then replaces, and on the meta device torch runs the
+    initialisers through its Python reference kernels, whose first call imports torch._dynamo
+    (most of a second of a fresh server's first page: docs/performance.md)."""
+
+    def __torch_function__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
+        if func in _INITIALISERS:
+            return args[0] if args else (kwargs or {}).get("tensor")
+        return func(*args, **(kwargs or {}))
+
+
+_INITIALISERS = frozenset(
+    getattr(torch.nn.init, name)
+    for name in dir(torch.nn.init)
+    if name.endswith("_") and not name.startswith("_") and callable(getattr(torch.nn.init, name))
+)
 
 
 # --- files inside their folder ---------------------------------------------------------------------

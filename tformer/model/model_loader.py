@@ -34,6 +34,7 @@ from .family_weights import (
 from .model_files import (
     MAX_TOKENIZER_BYTES,
     ModelFolderError,
+    NoInit,
     Refusals,
     WeightsFile,
     check_file_size,
@@ -103,7 +104,8 @@ def _load(folder: Path, device: str | torch.device) -> LoadedModel:
         takes = weight_plan(spec, canon)
         used = _check_tensors(spec, takes, canon, weights)
         notes += _unused(canon, used, weights_path)
-        model = Encoder(spec.cfg, init_weights=False)
+        with NoInit():  # every tensor of the state dict is filled below (the plan covers them all)
+            model = Encoder(spec.cfg, init_weights=False)
         _fill(model, takes, canon, weights)
         if spec.sinusoidal_table:
             _check_sinusoid(model, canon, weights)

@@ -40,6 +40,8 @@ UNK_MARK = "?"
 # Texts up to this many characters are tokenized whole, so n_input_tokens is exact.
 # Longer texts are tokenized from a prefix just long enough to fill max_len (see Tokenizer.encode).
 EXACT_COUNT_CHARS = 20_000
+# Word ends `Tokenizer.head` tries before it shortens token by token (each try encodes the text).
+MAX_HEAD_TRIES = 8
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -329,6 +331,43 @@ class Tokenizer:
             n_input_tokens=total + self._n_special,
             n_input_exact=exact,
         )
+
+    def head(self, text: str, n_tokens: int) -> str:
+        """The start of ``text`` that encodes to at most ``n_tokens`` positions (specials
+        included): ``text`` itself when it fits, else cut where its last whole word that fits
+        ends, so the kept tokens are the text's first ones (a word cut between two of its pieces
+        could encode differently). A page that shows fewer tokens than the model reads keeps
+        this part of the text. Empty when not even the first word fits.
+        """
+        if not isinstance(n_tokens, int) or n_tokens <= self._n_special:
+            raise ValueError(
+                f"n_tokens={n_tokens!r} leaves no room for text: this tokenizer adds {self._n_special} specials"
+            )
+        enc = self.encode(text)
+        if len(enc.ids) <= n_tokens and not enc.truncated:
+            return text
+        content = [i for i, special in enumerate(enc.special) if not special]
+        prefix = self._piece_prefix
+        tries = 0
+        for keep in range(min(n_tokens - self._n_special, len(content)), 0, -1):
+            if keep < len(content) and prefix and enc.tokens[content[keep]].startswith(prefix):
+                continue  # the next token continues this word: the cut would split it
+            start = text[: enc.offsets[content[keep - 1]][1]]
+            if len(self.encode(start).ids) <= n_tokens:
+                return start
+            tries += 1
+            if tries == MAX_HEAD_TRIES:
+                return self._cut_tokens(start, n_tokens)
+        return ""
+
+    def _cut_tokens(self, text: str, n_tokens: int) -> str:
+        """``text`` shortened token by token until it encodes to at most ``n_tokens``: the
+        fallback of `head` for a text whose word ends all re-encode longer."""
+        while text and len(self.encode(text).ids) > n_tokens:
+            enc = self.encode(text)
+            last = max((i for i, special in enumerate(enc.special) if not special), default=None)
+            text = "" if last is None else text[: enc.offsets[last][0]]
+        return text
 
     def _content_tokens(self, text: str, budget: int) -> tuple[tokenizers.Encoding, int, bool]:
         """Encoding of the text without specials, its full (or lower-bound) length, exactness."""

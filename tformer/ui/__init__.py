@@ -56,6 +56,7 @@ _EXPORTS: dict[str, str] = {
     "plain": "guard",
     "TrainState": "state",
     "jump_box": "zoom",
+    "memory_note": "memory",
     "TAUS": "state",
     "ScalingState": "state",
     "MasksState": "state",
@@ -120,6 +121,7 @@ if TYPE_CHECKING:
     from .lesson_mode import lesson_bar as lesson_bar
     from .lesson_mode import start_lesson as start_lesson
     from .lesson_questions import figure_hidden as figure_hidden
+    from .memory import memory_note as memory_note
     from .opening import ROLE_NAMES as ROLE_NAMES
     from .opening import opening_note as opening_note
     from .page_frame import Frame as Frame

@@ -9,16 +9,19 @@ of a widget that a page does not draw loses nothing.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+from ..rooms.limits import JOIN_PARAM
 from .state import SHAPED, ViewState, shaped_asks
 
 _VIEW = "view"
 _ASKED = "_link_asked"  # a link's layer / head / query, until a page that knows the model reads them
+INVITE = "room.invite"  # a join link's room code (``?room=ABCD-2345``), for the join form
 
 
 def view() -> ViewState:
@@ -27,7 +30,11 @@ def view() -> ViewState:
     state = st.session_state.get(_VIEW)
     if isinstance(state, ViewState):
         return state
-    params, asked = shaped_asks({k: st.query_params.get_all(k) for k in st.query_params})
+    raw = {k: st.query_params.get_all(k) for k in st.query_params}
+    invite = raw.pop(JOIN_PARAM, None)  # a join link: not a view setting
+    if invite:
+        st.session_state[INVITE] = str(invite[-1])[:40]
+    params, asked = shaped_asks(raw)
     state, notices = ViewState.from_query(params) if params else (ViewState(), [])
     st.session_state[_VIEW] = state
     if asked:
@@ -35,6 +42,15 @@ def view() -> ViewState:
     if notices:
         st.session_state["_view_notices"] = notices
     return state
+
+
+def replace_view(state: ViewState) -> None:
+    """Make ``state``'s values this session's view (a live class's student taking the teacher's
+    view), in place: whoever holds the session's view object (the page's frame) sees them, and
+    every widget bound to it shows its value from the next widget drawn on."""
+    v = view()
+    for f in dataclasses.fields(ViewState):
+        setattr(v, f.name, getattr(state, f.name))
 
 
 def session_language() -> str | None:

@@ -15,27 +15,39 @@ import streamlit as st
 import torch
 
 from ..i18n import language, tr
-from ..model.capture import TextCapture, capture_ids, capture_nbytes, normalize_names
+from ..model.capture import TextCapture, capture_ids, capture_memory, normalize_names
 from ..model.config import EncoderConfig
 from ..model.device import pick_device
 from ..model.encoder import Encoder, unscaled_as_scaled
 from ..model.pretrained import load_pretrained
-from ..model.tokenizer import Tokenizer, scratch_tokenizer
+from ..model.tokenizer import Encoded, Tokenizer, scratch_tokenizer
 from ..training.checkpoints import load_run, read_run_meta
-from .process import app_threads, keep_freed_memory, plain_pages_for_arrays
+from .process import (
+    app_threads,
+    blas_threads,
+    keep_freed_memory,
+    plain_pages_for_arrays,
+    recycle_capture_memory,
+)
 from .state import SOURCES, ViewState
 
 log = logging.getLogger("tformer.app")
 
-SCRATCH_MAX_LEN = 512
-# Memory guard for the from-scratch encoder's weights and for any one capture: both must fit
+SCRATCH_MAX_LEN = 2048
+# Memory guard for the from-scratch encoder's weights and for any one capture (its arrays and
+# the forward that fills them, at its peak: `tformer.model.capture.CaptureMemory`): both must fit
 # comfortably on a 2-core, 24 GB laptop-class machine shared by a classroom.
 MAX_PARAMS = 64_000_000
 MAX_CAPTURE_BYTES = 768 * 2**20
+# Captures of at least this many bytes (every head's pattern and scores past ~330 tokens) are
+# cached apart, LARGE_CAPTURES at a time (`get_capture`).
+LARGE_CAPTURE_BYTES = 64 * 2**20
+LARGE_CAPTURES = 3
 
 
 class CaptureTooLarge(ValueError):
-    """The requested capture would pass MAX_CAPTURE_BYTES; the message says by how much."""
+    """The requested capture would pass MAX_CAPTURE_BYTES at its peak; the message gives the
+    figures (`tformer.ui.memory.refusal`)."""
 
 
 @dataclass(frozen=True)
@@ -113,20 +125,24 @@ def device() -> tuple[torch.device, str | None]:
 
 @st.cache_resource(show_spinner=False)
 def set_threads() -> int:
-    """Once per server, from whichever page its first visitor opens: torch's thread count, the
+    """Once per server, from whichever page its first visitor opens: torch's thread count (and
+    numpy's BLAS's, `blas_threads`), the
     allocator keeping freed activation buffers (`keep_freed_memory`), numpy's large arrays on
-    plain pages (`plain_pages_for_arrays`), and gc.freeze() so that
+    plain pages (`plain_pages_for_arrays`), large capture arrays in recycled memory
+    (`recycle_capture_memory`), and gc.freeze() so that
     Python's full collections skip the long-lived objects of torch, transformers and plotly."""
     import gc
 
     keep_freed_memory()
     plain_pages_for_arrays()  # fresh capture arrays faster to fill (see its docstring)
+    recycle_capture_memory()  # and large ones filled into memory already mapped
     try:
         n = app_threads()
     except ValueError as err:
         log.warning("%s; keeping torch's default", err)
         n = torch.get_num_threads()
     torch.set_num_threads(n)
+    blas_threads(n)  # numpy's matrix products too
     gc.freeze()
     return n
 
@@ -164,11 +180,31 @@ def get_capture(
     cached per (model, text, set of names, layers).
 
     Refuses (CaptureTooLarge) before running anything when the capture would pass
-    MAX_CAPTURE_BYTES for this text's length.
+    MAX_CAPTURE_BYTES for this text's length, the forward's working memory included. A capture
+    that keeps LARGE_CAPTURE_BYTES or more is kept in a cache of its own, of LARGE_CAPTURES
+    entries: so a long text's arrays are let go after a few edits (their memory is then recycled
+    for the next capture, `tformer.model.buffers`) while many short texts stay cached.
     """
-    return _capture(
-        choice, text, normalize_names(names), None if layers is None else tuple(sorted(set(layers)))
-    )
+    from .memory import refusal  # it reads this module's limit
+
+    wanted = normalize_names(names)
+    only = None if layers is None else tuple(sorted(set(layers)))
+    model, _ = get_model(choice)
+    n_pos = len(encode_text(choice, text).ids)
+
+    memory = capture_memory(model.cfg, n_pos, wanted, only)
+    refused = refusal(memory, wanted)
+    if refused is not None:
+        raise CaptureTooLarge(refused)
+    cache = _large_capture if memory.stored >= LARGE_CAPTURE_BYTES else _capture
+    return cache(choice, text, wanted, only)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def encode_text(choice: ModelChoice, text: str) -> Encoded:
+    """``text`` tokenized by ``choice``'s tokenizer (once per model and text: a page and its
+    capture both need it)."""
+    return get_model(choice)[1].encode(text)
 
 
 # cache_resource, not cache_data: a 512-token capture holds ~170 MB of float32, and cache_data
@@ -177,22 +213,22 @@ def get_capture(
 def _capture(
     choice: ModelChoice, text: str, names: tuple[str, ...], layers: tuple[int, ...] | None = None
 ) -> TextCapture:
-    model, tokenizer = get_model(choice)
-    encoded = tokenizer.encode(text)
-    nbytes = capture_nbytes(model.cfg, len(encoded.ids), names, layers)
-    if nbytes > MAX_CAPTURE_BYTES:
-        raise CaptureTooLarge(
-            tr(
-                "capturing {names} for {n} tokens would take {size:.0f} MB; the limit is {limit:.0f} MB. "
-                "Use a shorter text, or fewer layers or heads.",
-                names=", ".join(names),
-                n=len(encoded.ids),
-                size=nbytes / 2**20,
-                limit=MAX_CAPTURE_BYTES / 2**20,
-            )
-        )
+    return _run_capture(choice, text, names, layers)
+
+
+@st.cache_resource(max_entries=LARGE_CAPTURES, ttl=3600, show_spinner=False)
+def _large_capture(
+    choice: ModelChoice, text: str, names: tuple[str, ...], layers: tuple[int, ...] | None = None
+) -> TextCapture:
+    return _run_capture(choice, text, names, layers)
+
+
+def _run_capture(
+    choice: ModelChoice, text: str, names: tuple[str, ...], layers: tuple[int, ...] | None
+) -> TextCapture:
+    model, _ = get_model(choice)
     with st.spinner(tr("Running the model...")):
-        return capture_ids(model, encoded, names, layers)
+        return capture_ids(model, encode_text(choice, text), names, layers)
 
 
 @st.cache_data(ttl=30, show_spinner=False)

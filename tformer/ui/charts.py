@@ -14,7 +14,7 @@ import streamlit as st
 
 from ..figures.images import IMAGE_TYPES, figure_image, image_export_problem
 from ..i18n import tr
-from .lesson_questions import figure_hidden, marked
+from .lesson_questions import figure_hidden, hidden_note, marked
 
 _PLOT_CONFIG = {"displaylogo": False}
 
@@ -22,6 +22,11 @@ _PLOT_CONFIG = {"displaylogo": False}
 @functools.cache
 def _problem() -> str | None:
     return image_export_problem()
+
+
+def image_export_ready() -> bool:
+    """Whether the PNG and SVG buttons can draw here (checked once per process: it imports kaleido)."""
+    return _problem() is None
 
 
 def chart(
@@ -35,7 +40,7 @@ def chart(
     (layer, head) gets the answer outlined (`tformer.ui.lesson_questions`)."""
     box = st if container is None else container
     if figure_hidden():
-        box.info(tr("Hidden until you answer the question above (or skip it)."), icon="🙈")
+        box.info(hidden_note(), icon="🙈")
         return None
     fig = marked(fig, shows)
     config = {

@@ -18,10 +18,11 @@ from ..figures.overview import head_grid_data
 from ..formulas import latex_of, localized
 from ..i18n import tr
 from ..model.capture import ATTENTION, TextCapture, available_names
+from ..model.config import EncoderConfig
 from ..model.encoder import Encoder
 from ..model.tokenizer import UNK_MARK, Tokenizer
 from .binding import bind, pop_link_asks, set_values, view
-from .caches import ModelChoice, get_capture, get_model
+from .caches import SCRATCH_MAX_LEN, ModelChoice, get_capture, get_model
 from .guard import plain
 from .head_grid import head_grid
 from .lesson_questions import figure_hidden
@@ -35,7 +36,8 @@ def row_focus(choice: ModelChoice, text: str, names: tuple[str, ...]) -> tuple[f
     """Mean of each row's largest weight over every head, and what spreading evenly over the
     allowed keys would give: (focus, even). Once per text, not on every rerun."""
     p = get_capture(choice, text, names).pattern  # [layer, head_index, query_pos, key_pos]
-    allowed = np.maximum((p > 0).sum(-1), 1)  # keys each row may attend to
+    # keys each row may attend to, counted in int32 (a sum of booleans counts in int64, slower)
+    allowed = np.maximum(np.add.reduce(p > 0, axis=-1, dtype=np.int32), 1)
     return float(p.max(-1).mean()), float((1 / allowed).mean())
 
 
@@ -45,14 +47,13 @@ class PageContext:
     choice: ModelChoice
     capture: TextCapture
     model: Encoder
+    # the text this page shows: the sidebar's, or its first tokens on a page with a
+    # ``max_tokens`` (`tformer.ui.registry.PageSpec`)
+    text: str
 
     @property
     def view(self) -> ViewState:
         return self.frame.view
-
-    @property
-    def text(self) -> str:
-        return self.frame.text
 
     @property
     def labels(self) -> list[str]:
@@ -83,17 +84,32 @@ def open_page(script: str, names: Iterable[str] | None = None, *, one_layer: boo
         model, tokenizer = get_model(choice)
         has = available_names(model.cfg)  # e.g. only BERT has a segment embedding
         cfg = model.cfg
-        layers = (chosen_head(choice, fr.text, cfg.n_layers, cfg.n_heads)[0],) if one_layer else None
-        capture = get_capture(choice, fr.text, [n for n in names if n in has], layers)
+        if fr.length_note is not None:
+            fr.length_note.caption(length_limit_note(choice, cfg))
+        limit = fr.spec.max_tokens
+        text, n_full = (fr.text, None) if limit is None else shown_text(choice, fr.text, limit)
+        layers = (chosen_head(choice, text, cfg.n_layers, cfg.n_heads)[0],) if one_layer else None
+        capture = get_capture(choice, text, [n for n in names if n in has], layers)
     except (ValueError, MemoryError, RuntimeError) as err:  # a refused folder, a model too big here
         st.error(tr("Could not run {model}: {err}", model=choice.label, err=err))
         st.stop()
+    if n_full is not None:
+        st.info(
+            tr(
+                "This page shows the first {shown:,} of the {n:,} tokens the model reads: {why} The "
+                "Attention page shows all {n:,}.",
+                shown=capture.n_pos,
+                n=n_full,
+                why=tr(fr.spec.max_tokens_why, limit=fr.spec.max_tokens, n=n_full),
+            ),
+            icon="✂️",
+        )
     beyond = link_beyond_shape(capture)
     if beyond:
         st.info(tr("From the link: {listed}.", listed="; ".join(beyond)))
     if choice.source == "scratch":
         whole = "pattern" in capture and capture.layers is None
-        focus = row_focus(choice, fr.text, capture.names) if whole else None
+        focus = row_focus(choice, text, capture.names) if whole else None
         st.info(random_weights_note(choice, focus), icon="🎲")
     unknown = unknown_tokens(capture, tokenizer)
     if unknown:
@@ -104,11 +120,47 @@ def open_page(script: str, names: Iterable[str] | None = None, *, one_layer: boo
             tr(
                 "The text has {n} tokens; this model reads at most {limit}, so only the first {limit} "
                 "are shown.",
-                n=f"{enc.n_input_tokens}{'' if enc.n_input_exact else '+'}",
-                limit=len(enc.ids),
+                n=f"{enc.n_input_tokens:,}{'' if enc.n_input_exact else '+'}",
+                limit=f"{len(enc.ids):,}",
             )
         )
-    return PageContext(fr, choice, capture, model)
+    return PageContext(fr, choice, capture, model, text)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def shown_text(choice: ModelChoice, text: str, max_tokens: int) -> tuple[str, int | None]:
+    """The part of ``text`` a page that shows at most ``max_tokens`` tokens keeps (its first
+    whole words that fit, `Tokenizer.head`), and the number of tokens the model reads of the
+    text when it was cut (None: the whole text is shown)."""
+    tokenizer = get_model(choice)[1]
+    encoded = tokenizer.encode(text)
+    if len(encoded.ids) <= max_tokens:
+        return text, None
+    return tokenizer.head(text, max_tokens), len(encoded.ids)
+
+
+def length_limit_note(choice: ModelChoice, cfg: EncoderConfig) -> str:
+    """How many tokens this model reads, and why no more (under the sidebar's text box)."""
+    n = cfg.max_len
+    if cfg.pos_encoding == "learned":
+        note = tr(
+            "At most {n:,} tokens: this model learned one position vector for each of its first {n:,} "
+            "positions, and has none beyond.",
+            n=n,
+        )
+        if choice.source != "scratch":
+            note += " " + tr(
+                "The from-scratch encoder, with sinusoidal positions, reads up to {long:,}.",
+                long=SCRATCH_MAX_LEN,
+            )
+        return note
+    if cfg.pos_encoding == "sinusoidal" and choice.source == "scratch":
+        return tr(
+            "At most {n:,} tokens: sinusoidal positions work at any length; {n:,} keeps one capture "
+            "within the server's memory limit.",
+            n=n,
+        )
+    return tr("At most {n:,} tokens for this model.", n=n)
 
 
 def link_beyond_shape(capture: TextCapture) -> list[str]:
@@ -160,12 +212,18 @@ def random_weights_note(choice: ModelChoice, focus: tuple[float, float] | None) 
     )
     if focus is not None:
         note += tr(
-            " On this text the largest weight in a row is {focus:.3f} on average; "
-            "spreading evenly over the allowed keys would give {even:.3f}.",
-            focus=focus[0],
-            even=focus[1],
+            " On this text the largest weight in a row is {focus} on average; "
+            "spreading evenly over the allowed keys would give {even}.",
+            focus=_weight(focus[0]),
+            even=_weight(focus[1]),
         )
     return note
+
+
+def _weight(w: float) -> str:
+    """A weight with three decimals, or two significant digits below 0.01 (1/2,048 is 0.00049,
+    not 0.000)."""
+    return f"{w:.3f}" if w >= 0.01 else f"{w:.2g}"
 
 
 def unknown_tokens(capture: TextCapture, tokenizer: Tokenizer) -> str | None:

@@ -11,7 +11,10 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from streamlit.runtime.scriptrunner_utils.exceptions import StopException
+
 from .guard import no_traceback, stop_on_error
+from .room import settle
 from .warm import charts_prefetched
 
 if TYPE_CHECKING:
@@ -36,9 +39,9 @@ def page_context(
     with charts_prefetched():
         from .context import open_page  # torch is imported from here on
 
-        with stop_on_error():
+        with stop_on_error(), _settled(on_return=False):
             ctx = open_page(script, names, one_layer=one_layer)
-        with no_traceback():
+        with _settled(), no_traceback():
             yield ctx
 
 
@@ -54,5 +57,19 @@ def frame(script: str) -> Iterator[Frame]:
 
         with stop_on_error():
             fr = draw_frame(script)
-        with no_traceback():
+        with _settled(), no_traceback():
             yield fr
+
+
+@contextmanager
+def _settled(*, on_return: bool = True) -> Iterator[None]:
+    """A run that ends in this block (the page drawn, or stopped on purpose: st.stop) settles a
+    live class student's view (`tformer.ui.room.settle`); a rerun or a page switch does not.
+    ``on_return=False``: only a stop ends the run here (the page's body is still to come)."""
+    try:
+        yield
+    except StopException:
+        settle()
+        raise
+    if on_return:
+        settle()

@@ -16,6 +16,7 @@ from .caches import ModelChoice
 from .lesson_questions import figure_hidden, question_box, reset_gate, summary
 from .lessons import Lesson, lesson_by_id, local
 from .registry import PAGES
+from .room import go, teaching
 from .state import ViewState
 
 
@@ -46,7 +47,7 @@ def in_lesson() -> bool:
 
 def start_lesson(lesson: Lesson, index: int = 0) -> None:
     """Open ``lesson`` at step ``index`` (switches page; does not return)."""
-    st.switch_page(apply_step(lesson, index))
+    go(apply_step(lesson, index))
 
 
 def lesson_bar(page_key: str, choice: ModelChoice | None = None) -> None:
@@ -74,7 +75,11 @@ def lesson_bar(page_key: str, choice: ModelChoice | None = None) -> None:
             spec = next(p for p in PAGES if p.key == step.page)
             st.caption(tr("This step is on the page “{page}”.", page=tr(spec.title)))
         elif figure_hidden():  # the notes name the answer: they follow it
-            st.caption(tr("The step's notes follow your answer."))
+            st.caption(
+                tr("The step's notes follow the reveal.")
+                if teaching()
+                else tr("The step's notes follow your answer.")
+            )
         else:
             st.markdown(local(step.say))
         if index == len(lesson.steps) - 1:
@@ -97,4 +102,4 @@ def lesson_bar(page_key: str, choice: ModelChoice | None = None) -> None:
         script = apply_step(lesson, target)
         if next(p.key for p in PAGES if p.script == script) == page_key:
             st.rerun()
-        st.switch_page(script)
+        go(script)

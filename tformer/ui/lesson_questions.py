@@ -25,6 +25,7 @@ from ..questions import CONCEPTS, AnswerError, Mark, NotAvailable, Question, Que
 from ..questions.answers import TokenAnswer
 from ..training.recipe import Recipe
 from ..training.tasks import TaskSpec
+from . import room, room_questions
 from .binding import view
 from .caches import ModelChoice, get_capture, get_model
 from .guard import plain
@@ -52,6 +53,7 @@ class Gate:
 
     hide: bool = False
     mark: Mark | None = None
+    note: str = "Hidden until you answer the question above (or skip it)."  # what stands in (a template)
 
 
 def _inert(text: str, max_chars: int) -> str:
@@ -72,6 +74,11 @@ def _gate() -> Gate:
 def figure_hidden() -> bool:
     """Whether this page's figures wait for the lesson's question to be answered."""
     return _gate().hide
+
+
+def hidden_note() -> str:
+    """What stands in for a hidden figure, in the session's language."""
+    return tr(_gate().note)
 
 
 def marked(fig: Any, shows: tuple[int, int] | None) -> Any:
@@ -117,6 +124,10 @@ def _check(lesson_id: str, index: int, question: Question) -> None:
         grade = question.grade(raw, wrong_tries=tries)
     except AnswerError as err:
         st.session_state[_MESSAGE] = str(err)
+        return
+    again = room_questions.send(lesson_id, index, question, grade)  # a live class's student
+    if again is not None:
+        st.session_state[_MESSAGE] = again
         return
     value = encode_value(grade.value)
     if grade.correct:
@@ -314,7 +325,19 @@ def question_box(lesson: Lesson, index: int, step: Step, choice: ModelChoice | N
         )
         return
     st.markdown("❓ " + _inert(question.prompt, 600))
+    if room.teaching():
+        _class_question(lesson, index, question, on_page)
+        return
     key = _answer_key(index)
+    if (record is None or not record.done) and room_questions.revealed_to_me(lesson.id, index):
+        st.info(
+            _inert(
+                tr("Your teacher revealed the answer: {expected}.", expected=question.expected), MESSAGE_CHARS
+            ),
+            icon="🎓",
+        )
+        _revealed(question, on_page)
+        return
     if record is None or not record.done:
         if on_page:
             st.session_state[_GATE] = Gate(hide=True)
@@ -355,26 +378,53 @@ def question_box(lesson: Lesson, index: int, step: Step, choice: ModelChoice | N
         return
     given = st.session_state.get(_SHOWN, {}).get((lesson.id, index), (None, None))[0]
     _feedback(question, record, given)
-    if on_page:
-        st.session_state[_GATE] = Gate(mark=question.mark)
-        mark = question.mark
-        if mark.figure in HEATMAP_MARKS and mark.row is not None:
-            st.caption(
-                tr(
-                    "On the heatmap of layer {layer}, head {head} below, the query's row is outlined "
-                    "with a dashed line and the answer's key in red.",
-                    layer=mark.layer,
-                    head=mark.head,
-                )
-                if mark.cols
-                else tr(
-                    "On the heatmap of layer {layer}, head {head} below, the query's row is outlined "
-                    "with a dashed line.",
-                    layer=mark.layer,
-                    head=mark.head,
-                )
-            )
+    _marked_below(question, on_page)
     st.button(tr("Try again"), key="lq.again", on_click=_again, args=(lesson.id, index))
+
+
+def _marked_below(question: Question, on_page: bool) -> None:
+    """After the answer: the page's figures show, the answer outlined on its heatmap."""
+    if not on_page:
+        return
+    st.session_state[_GATE] = Gate(mark=question.mark)
+    mark = question.mark
+    if mark.figure in HEATMAP_MARKS and mark.row is not None:
+        st.caption(
+            tr(
+                "On the heatmap of layer {layer}, head {head} below, the query's row is outlined "
+                "with a dashed line and the answer's key in red.",
+                layer=mark.layer,
+                head=mark.head,
+            )
+            if mark.cols
+            else tr(
+                "On the heatmap of layer {layer}, head {head} below, the query's row is outlined "
+                "with a dashed line.",
+                layer=mark.layer,
+                head=mark.head,
+            )
+        )
+
+
+def _revealed(question: Question, on_page: bool) -> None:
+    """The answer as the teacher revealed it: why, and the figure with the answer outlined."""
+    st.markdown(_inert(question.explanation, 2000))
+    _marked_below(question, on_page)
+
+
+def _class_question(lesson: Lesson, index: int, question: Question, on_page: bool) -> None:
+    """The teacher of a live class: the class's answers instead of an answer box; the figure
+    waits for the reveal, which shows the answer here and on every student's screen."""
+    shown = room_questions.teacher_revealed(room_questions.step_id(lesson.id, index))
+    room_questions.class_tally(lesson.id, index, question, revealed=shown)
+    if not shown:
+        if on_page:
+            st.session_state[_GATE] = Gate(hide=True, note="Hidden until you reveal the answer to the class.")
+        return
+    st.success(
+        _inert(tr("The model's value is {expected}.", expected=question.expected), MESSAGE_CHARS), icon="🎓"
+    )
+    _revealed(question, on_page)
 
 
 def _described(step: Step, choice: ModelChoice | None, value: str | None) -> tuple[str | None, str | None]:

@@ -52,6 +52,61 @@ def plain_pages_for_arrays() -> bool:
     return False
 
 
+# The OpenBLAS builds numpy ships and their C names for "use n threads" (numpy's wheels
+# prefix them), found in the libraries this process has loaded.
+_BLAS_SET_THREADS = (
+    "openblas_set_num_threads",
+    "scipy_openblas_set_num_threads64_",
+    "scipy_openblas_set_num_threads",
+    "openblas_set_num_threads64_",
+)
+
+
+def blas_threads(n: int) -> int:
+    """numpy's BLAS (OpenBLAS) to ``n`` threads, as torch's; returns how many BLAS libraries it
+    set (0 where none is loaded or this is not Linux).
+
+    Its default is a thread per core, and after each call its helper threads spin, waiting for
+    more, on the cores the browser and the other sessions need: on 2 cores that more than
+    doubled the server CPU of a short edit on the step-by-step page (docs/performance.md).
+    """
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return 0
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "openblas" in line.lower() and ".so" in line}
+    except OSError:
+        return 0
+    done = 0
+    for path in sorted(paths):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        setter = next((getattr(lib, name) for name in _BLAS_SET_THREADS if hasattr(lib, name)), None)
+        if setter is not None:
+            setter(ctypes.c_int(n))
+            done += 1
+    return done
+
+
+# Idle memory the capture arrays may leave for the next capture: two 512-token captures of
+# every head's pattern and scores (75 MB each array).
+RECYCLE_IDLE_BYTES = 320 * 2**20
+
+
+def recycle_capture_memory() -> None:
+    """Capture arrays of 32 MB and more reuse the memory of dropped ones instead of fresh pages
+    (`tformer.model.buffers`): a fresh array's page faults cost several times the copy that
+    fills it (docs/performance.md has the figures)."""
+    from ..model.buffers import recycle_large_arrays
+
+    recycle_large_arrays(RECYCLE_IDLE_BYTES)
+
+
 def app_threads() -> int:
     """Torch intra-op threads for the app: half the cores (at least 1), or TFORMER_THREADS.
 

@@ -43,6 +43,11 @@ from .state import (
     WhyState,
 )
 
+# The most tokens a page that caps the length shows: MiniLM's own limit, where every page is
+# measured against its budget (benchmarks/latency.py). The from-scratch encoder reads 2,048; the
+# pages whose work or drawing grows per token past a rerun's budget show the text's first 512.
+CAPPED_TOKENS = 512
+
 # Sections in the order of the lesson.
 SECTIONS = (
     "Start",
@@ -70,6 +75,14 @@ class PageSpec:
     # the dataclass of the page's own choices (`tformer.ui.state`), its namespace ``key`` in the
     # view state and in share links; None: the page has no choices of its own
     state: type | None = None
+    # False: a live class's students do not follow their teacher onto this page (the room's own
+    # page: its QR code and answers are the teacher's, `tformer.ui.room`)
+    followed: bool = True
+    # the most tokens the page shows (None: as many as the model reads) and why, an English
+    # template completing "This page shows the first 512 of the text's 2,048 tokens: ...": a page
+    # whose work or drawing grows past a rerun's budget with the text shows its first tokens
+    max_tokens: int | None = None
+    max_tokens_why: str = ""
 
     @property
     def url_path(self) -> str:
@@ -100,6 +113,11 @@ PAGES: tuple[PageSpec, ...] = (
         "A tanh RNN and a GRU step through your text one token at a time; attention computes every "
         "position at once: steps, time, gradients over distance, and a long-range recall trained here.",
         state=WhyState,
+        max_tokens=CAPPED_TOKENS,
+        max_tokens_why=(
+            "its RNNs step through the text one token at a time, and its charts have a column "
+            "for every token."
+        ),
     ),
     PageSpec(
         "attention",
@@ -120,6 +138,11 @@ PAGES: tuple[PageSpec, ...] = (
         "pages/qkv.py",
         "The chosen head's queries, keys and values beside the scores they make.",
         state=QKVState,
+        max_tokens=CAPPED_TOKENS,
+        max_tokens_why=(
+            "its Q, K, V and output panels have a row for every token: at {n:,} tokens several rows "
+            "would share each pixel, and every row is sent in full."
+        ),
     ),
     PageSpec(
         "qk_space",
@@ -130,6 +153,11 @@ PAGES: tuple[PageSpec, ...] = (
         "pages/qk_space.py",
         "One head's queries and keys in one plane, with lines for the pairs that attend most.",
         state=QKSpaceState,
+        max_tokens=CAPPED_TOKENS,
+        max_tokens_why=(
+            "it draws every query and every key as a point with its own hover text: 2 × {n:,} points "
+            "at this length."
+        ),
     ),
     PageSpec(
         "scaling",
@@ -140,6 +168,10 @@ PAGES: tuple[PageSpec, ...] = (
         "pages/scaling.py",
         "The head under a temperature and without the scaling, and a sweep over d_k computed live.",
         state=ScalingState,
+        max_tokens=CAPPED_TOKENS,
+        max_tokens_why=(
+            "its entropy chart has a bar for every query under each setting: 2 × {n:,} bars at this length."
+        ),
     ),
     PageSpec(
         "masks",
@@ -150,6 +182,10 @@ PAGES: tuple[PageSpec, ...] = (
         "pages/masks.py",
         "Padding, causal, a local window or blocked cells, through the encoder's own mask.",
         state=MasksState,
+        max_tokens=CAPPED_TOKENS,
+        max_tokens_why=(
+            "every change runs the model again under the mask, beside the run without it, and draws both."
+        ),
     ),
     PageSpec(
         "heads",
@@ -170,6 +206,10 @@ PAGES: tuple[PageSpec, ...] = (
         "pages/finder.py",
         "Previous-token, next-token, [CLS], duplicate-token and broad heads, ranked; click to open one.",
         state=FinderState,
+        max_tokens=CAPPED_TOKENS,
+        max_tokens_why=(
+            "it scores every head on six roles, each a pass over every head's whole weight matrix."
+        ),
     ),
     PageSpec(
         "layers",
@@ -201,6 +241,10 @@ PAGES: tuple[PageSpec, ...] = (
         "Every step of a layer on your text, in order: formula, live numbers, the code; one score "
         "dimension by dimension; the seeds' two ways to write attention.",
         state=StepsState,
+        max_tokens=CAPPED_TOKENS,
+        max_tokens_why=(
+            "it walks one token through a layer, and its token list and tables hold every token."
+        ),
     ),
     PageSpec(
         "encoder",
@@ -258,6 +302,8 @@ PAGES: tuple[PageSpec, ...] = (
         "Your text's head computed tile by tile: the running maximum, the running sum, the rescaling, "
         "and never the whole n × n matrix.",
         state=FlashState,
+        max_tokens=CAPPED_TOKENS,
+        max_tokens_why="it steps the tiled loop over the whole score matrix and draws every tile.",
     ),
     PageSpec(
         "precision",
@@ -269,6 +315,8 @@ PAGES: tuple[PageSpec, ...] = (
         "MiniLM in lower precision and with INT8 Linear layers: time, size, and how much the "
         "attention moves.",
         state=PrecisionState,
+        max_tokens=CAPPED_TOKENS,
+        max_tokens_why="it runs the model in every format it compares, on this text.",
     ),
     PageSpec(
         "compare",
@@ -282,6 +330,18 @@ PAGES: tuple[PageSpec, ...] = (
         state=CompareState,
     ),
     PageSpec(
+        "classroom",
+        "Live class",
+        "Live class: teach a room, or join your teacher's",
+        "🎓",
+        "Classroom",
+        "pages/classroom.py",
+        "Open a room for your class (a join code, its link and QR code), or join one: students follow "
+        "the teacher's screen on their own devices and answer the lesson's questions live.",
+        needs_text=False,
+        followed=False,
+    ),
+    PageSpec(
         "export",
         "Export and report",
         "Export: an offline report, the tensors, the figures",
@@ -291,6 +351,10 @@ PAGES: tuple[PageSpec, ...] = (
         "One HTML report that opens without a network; the tensors as NPZ, the metrics as CSV; every "
         "chart as PNG or SVG.",
         state=ExportState,
+        max_tokens=CAPPED_TOKENS,
+        max_tokens_why=(
+            "its report and files carry every head's weights, and at {n:,} tokens a head has {n:,}² of them."
+        ),
     ),
 )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
+from typing import Any
 
 import streamlit as st
 
@@ -218,8 +219,10 @@ def _apply_example() -> None:
     st.session_state["example"] = None
 
 
-def model_and_text() -> ModelChoice | None:
-    """The shared controls. Returns the model choice, or None when the settings are invalid."""
+def model_and_text() -> tuple[ModelChoice | None, Any]:
+    """The shared controls. Returns the model choice, or None when the settings are invalid,
+    and an empty slot under the text box for the model's length limit (a page that loads the
+    model says it there: `tformer.ui.context.length_limit_note`)."""
     sb = st.sidebar
     sb.radio(
         tr("🌐 language / 语言"),
@@ -274,8 +277,9 @@ def model_and_text() -> ModelChoice | None:
         placeholder=tr("choose an example..."),
     )
     sb.text_area(tr("text (Ctrl+Enter to apply)"), max_chars=MAX_CHARS, height=120, **bind("text"))
+    length_note = sb.empty()
     dev, problem = device()
     if problem:
         sb.warning(tr("{problem}; using cpu.", problem=problem))
     sb.caption(tr("device: {device}", device=dev.type))
-    return choice
+    return choice, length_note

@@ -1,21 +1,31 @@
 """The Export page's downloads: the tensors as NPZ, the metrics as CSV, the offline HTML report.
 
 A download button's data is a callable here, so nothing is packed until the button is clicked:
-Streamlit runs the callable in a worker thread on click (a "deferred" download).
+Streamlit runs the callable in a worker thread on click (a "deferred" download). The per-head
+metrics too are measured then, from the capture (`capture_metrics`): on a long text they cost
+more than the rest of the page, which an edit would otherwise pay for two buttons nobody has
+pressed yet (docs/performance.md).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .heads import head_names, head_stats
+from .heads import head_names
 
-__all__ = ["csv_file", "head_names", "head_stats", "npz_file", "report_file"]  # the heads': the metrics table
+__all__ = ["capture_metrics", "csv_file", "head_names", "npz_file", "report_file"]
 
 
-def report_file(
-    capture: Any, text: str, model_label: str, heads: list[tuple[int, int]], metrics: Any, lang: str
-) -> Any:
+def capture_metrics(capture: Any) -> Any:
+    """Every head's metrics (`head_metrics`, the special positions from the capture's own
+    tokens): what the Heads page's `head_stats` gives for the same text."""
+    from ...analysis.metrics import head_metrics
+
+    enc = capture.encoded
+    return head_metrics(capture.pattern, cls_pos=enc.leading_special, sep_pos=enc.trailing_specials or None)
+
+
+def report_file(capture: Any, text: str, model_label: str, heads: list[tuple[int, int]], lang: str) -> Any:
     """A callable that builds the report in ``lang`` when its download button is clicked (in a
     worker thread, which has no session: the language is passed in)."""
 
@@ -25,7 +35,7 @@ def report_file(
         from ...i18n import use_language
 
         with use_language(lang):
-            rows = metrics_table(metrics, decimals=3) if metrics is not None else []
+            rows = metrics_table(capture_metrics(capture), decimals=3)
             html = build_report(capture, text, model_label=model_label, heads=heads, metrics=rows)
         return html.encode("utf-8")
 
@@ -41,11 +51,11 @@ def npz_file(capture: Any) -> Any:
     return build
 
 
-def csv_file(metrics: Any) -> Any:
+def csv_file(capture: Any) -> Any:
     def build() -> str:
         from ...analysis.metrics import metrics_table
         from ...export import rows_csv
 
-        return rows_csv(metrics_table(metrics, decimals=6))
+        return rows_csv(metrics_table(capture_metrics(capture), decimals=6))
 
     return build

@@ -35,13 +35,30 @@ def build_mask(kind: str, n: int, window: int, spec: str) -> np.ndarray:
     return full_mask(n)
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+# What the page reads from the masked run: one head's scores and weights, and the output.
+MASKED_NAMES = ("attn_scores", "pattern")
+
+
+def adds_nothing(attn_mask: np.ndarray, causal: bool) -> bool:
+    """Whether ``attn_mask`` blocks nothing the model does not block already (every cell, or for
+    a causal model every cell on and below the diagonal): the run with it is the run without
+    it, number for number (blocking no cell changes no score, and no row is dead)."""
+    own = np.tril(np.ones_like(attn_mask, dtype=bool)) if causal else np.ones_like(attn_mask, dtype=bool)
+    return bool(attn_mask[own].all())
+
+
+# A few entries: each holds a masked capture of every layer's scores and weights (150 MB at 512
+# tokens), and the kinds and windows a class goes through are few.
+@st.cache_resource(max_entries=4, show_spinner=False)
 def masked_run(choice: ModelChoice, text: str, kind: str, window: int, spec: str) -> MaskRun:
     model, _ = get_model(choice)
     base = get_capture(choice, text, ATTENTION)
     attn_mask = build_mask(kind, base.n_pos, window, spec)
-    with st.spinner(tr("Running with the mask...")):
-        masked = capture_ids(model, base.encoded, ATTENTION, attn_mask=attn_mask)
+    if adds_nothing(attn_mask, bool(model.cfg.causal)):
+        masked = base  # no second run: it would give the same numbers
+    else:
+        with st.spinner(tr("Running with the mask...")):
+            masked = capture_ids(model, base.encoded, MASKED_NAMES, attn_mask=attn_mask)
     return MaskRun(attn_mask, base, masked, output_shift(base.output, masked.output), describe(attn_mask))
 
 

@@ -11,7 +11,9 @@ go to the server's worker (`tformer.ui.views.precision.jobs`), and the page poll
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -31,11 +33,12 @@ from ....efficiency.precision import (
     VariantResult,
     band_ids,
     band_length,
+    compare,
     float_format,
+    identical,
     make_variant,
     time_variant,
-    variant_diff,
-    variant_pattern,
+    variant_capture,
     variant_row,
     with_timing,
 )
@@ -51,10 +54,15 @@ from .jobs import Failed, precision_jobs
 
 NAMES = ("pattern",)
 MB = 2**20
-# A page run compares a variant other than float32 and the chosen one itself only while the
-# comparisons it foresees (from the variant's last one, scaled by length) fit this many seconds;
-# the server's worker compares the others, and times every variant once per length band.
-FOREGROUND_S = 0.15
+# A page run compares a variant (the chosen one first) only while the comparisons it foresees
+# (from the variant's last one, scaled by length) fit this many seconds: what a 16-token edit's
+# budget (150 ms in the browser) leaves after the page's own run. The server's worker compares
+# the others, and times every variant once per length band. A variant never compared yet is
+# compared in the run on a text of at most FIRST_TOKENS tokens (the smallest length band), so
+# its cost becomes known; on a longer one the worker compares it first.
+FOREGROUND_S = 0.05
+FIRST_TOKENS = 16
+KEEP_CAPTURES = 3  # variant captures kept for the one-head view (75 MB each at 512 tokens)
 POLL_S = 0.25  # how often a page waiting for the worker looks again
 
 
@@ -251,7 +259,9 @@ def _row(choice: ModelChoice, name: str) -> VariantResult:
 
 
 def _costs() -> dict[str, tuple[int, float]]:
-    """The latest comparison of each variant: (tokens, seconds), to foresee the next one's."""
+    """The latest comparison of each variant: (tokens, CPU seconds of the thread that ran it),
+    to foresee the next one's. CPU time, not wall time: other programs on a busy machine would
+    otherwise send every comparison to the worker."""
     return shared("precision.costs", dict)
 
 
@@ -263,18 +273,84 @@ def _foreseen(name: str, n_pos: int) -> float | None:
     return t0 * (n_pos / n0) ** (2 if n_pos > n0 else 1)  # attention's n^2 when it grows
 
 
+def _fits(name: str, n_pos: int, spent: float) -> bool:
+    """Whether comparing ``name`` on ``n_pos`` tokens fits what is left of the page run's
+    `FOREGROUND_S`: by its foreseen cost, or, before its first comparison, when the text is
+    short (`FIRST_TOKENS`), so that its cost becomes known."""
+    cost = _foreseen(name, n_pos)
+    if cost is None:
+        return n_pos <= FIRST_TOKENS and spent == 0.0
+    return spent + cost <= FOREGROUND_S
+
+
+class CaptureStore:
+    """The latest variant captures of "pattern" that a page shows a head of (the chosen
+    variant's), at most ``size``, so that its one-head view reads the comparison's capture
+    instead of running the variant again. Shared by the page runs and the worker."""
+
+    def __init__(self, size: int = KEEP_CAPTURES) -> None:
+        self.size = size
+        self._lock = threading.Lock()
+        self._caps: OrderedDict[Hashable, TextCapture] = OrderedDict()
+
+    def get(self, key: Hashable) -> TextCapture | None:
+        with self._lock:
+            cap = self._caps.get(key)
+            if cap is not None:
+                self._caps.move_to_end(key)
+            return cap
+
+    def put(self, key: Hashable, cap: TextCapture) -> None:
+        with self._lock:
+            self._caps[key] = cap
+            self._caps.move_to_end(key)
+            while len(self._caps) > self.size:
+                self._caps.popitem(last=False)
+
+
+def _captures() -> CaptureStore:
+    return shared("precision.captures", CaptureStore)
+
+
+def _capture_key(choice: ModelChoice, text: str, dev: str, name: str) -> Hashable:
+    return ("capture", choice, text, dev, name)
+
+
 def _compare_job(
-    row: VariantResult, variant: Variant, reference: TextCapture, model: Encoder
+    row: VariantResult, variant: Variant, reference: TextCapture, model: Encoder, keep: Hashable | None
 ) -> Callable[[], VariantResult]:
-    """``row`` (the variant's cached `variant_row`) with its difference on the reference's text."""
+    """``row`` (the variant's cached `variant_row`) with its difference on the reference's text;
+    the variant's capture is kept under ``keep`` (`CaptureStore`) when that is not None."""
 
     def job() -> VariantResult:
-        t0 = time.perf_counter()
+        if variant.model is None:
+            return row
+        if variant.model is model:  # float32: the reference itself
+            return replace(row, diff=identical(reference))
+        t0 = time.thread_time()
         with activity("precision comparison"):
-            diff = variant_diff(variant, reference.encoded, reference, reference_model=model)
-        if variant.model is not model:
-            _costs()[variant.name] = (len(reference.encoded.ids), time.perf_counter() - t0)
-        return row if diff is None else replace(row, diff=diff)
+            cap = _captures().get(keep) if keep is not None else None
+            if cap is None:
+                cap = variant_capture(variant, reference.encoded)
+                if keep is not None:
+                    _captures().put(keep, cap)
+            diff = compare(reference.pattern, reference.output, cap.pattern, cap.output)
+        _costs()[variant.name] = (len(reference.encoded.ids), time.thread_time() - t0)
+        return replace(row, diff=diff)
+
+    return job
+
+
+def _capture_job(variant: Variant, reference: TextCapture, key: Hashable) -> Callable[[], bool]:
+    """The variant's capture of the reference's text, kept under ``key`` (a variant chosen after
+    its comparison ran without keeping it)."""
+
+    def job() -> bool:
+        t0 = time.thread_time()
+        with activity("precision comparison"):
+            _captures().put(key, variant_capture(variant, reference.encoded))
+        _costs()[variant.name] = (len(reference.encoded.ids), time.thread_time() - t0)
+        return True
 
     return job
 
@@ -295,10 +371,11 @@ def _timing_job(variants: dict[str, Variant], ids: list[int]) -> Callable[[], Ba
 
 
 def precision_run(choice: ModelChoice, text: str, *, compute: bool = True) -> PrecisionRun:
-    """Every variant on ``text``: float32 and the session's chosen variant compared in this run,
-    the others too (cheapest first) while their foreseen cost fits `FOREGROUND_S`, the rest and
-    the band's timings by the server's worker (`precision_jobs`); rows not done yet come without
-    numbers. ``compute=False``: only what is done already (a waiting view looking again)."""
+    """Every variant on ``text``: float32 against itself in this run (no pass over the patterns),
+    then the session's chosen variant and the others (cheapest first) while their foreseen cost
+    fits `FOREGROUND_S`; the rest, and the band's timings, by the server's worker
+    (`precision_jobs`), the chosen variant first. Rows not done yet come without numbers.
+    ``compute=False``: only what is done already (a waiting view looking again)."""
     n = check_size(choice, text)
     dev = str(device()[0])
     model, _ = get_model(choice)
@@ -306,32 +383,32 @@ def precision_run(choice: ModelChoice, text: str, *, compute: bool = True) -> Pr
     variants = {name: precision_variant(choice, name) for name in VARIANTS}
     jobs = precision_jobs()
     chosen = precision_variant_of()
-    first = [REFERENCE] + (
-        [chosen] if chosen is not None and chosen in VARIANTS and chosen != REFERENCE else []
-    )
+    chosen = chosen if chosen in VARIANTS and chosen != REFERENCE else None
     keys = {name: ("compare", choice, text, dev, name) for name in VARIANTS}
     rows = {name: _row(choice, name) for name in VARIANTS}
 
     def job(name: str) -> Callable[[], VariantResult]:
-        return _compare_job(rows[name], variants[name], reference, model)
+        keep = _capture_key(choice, text, dev, name) if name == chosen else None
+        return _compare_job(rows[name], variants[name], reference, model, keep)
 
     done: dict[str, Any] = {}
     spent = 0.0
-    foreseen = {name: _foreseen(name, n) for name in VARIANTS}
-    others = sorted((v for v in VARIANTS if v not in first), key=lambda v: foreseen[v] or float("inf"))
-    for name in [*first, *others]:
+    others = sorted(
+        (v for v in VARIANTS if v not in (REFERENCE, chosen)), key=lambda v: _foreseen(v, n) or float("inf")
+    )
+    order = [REFERENCE, *([chosen] if chosen else []), *others]
+    for name in order:
         got = jobs.get(keys[name])
-        cost = foreseen[name]
-        if compute and got is None and (name in first or (cost is not None and spent + cost <= FOREGROUND_S)):
-            t0 = time.perf_counter()
+        if compute and got is None and (name == REFERENCE or _fits(name, n, spent)):
+            t0 = time.thread_time()
             got = jobs.run_here(keys[name], job(name))
-            spent += time.perf_counter() - t0
+            spent += (time.thread_time() - t0) * (name != REFERENCE)
         if got is not None:
             done[name] = got
     band = band_length(n, model.cfg.max_len)
     time_key = ("time", choice, dev, band)
     band_timing = jobs.get(time_key)
-    comparing = tuple(name for name in VARIANTS if name not in done)
+    comparing = tuple(name for name in order if name not in done)
     if compute:
         timing_job = _timing_job(variants, band_ids(reference.encoded.ids, band))
         jobs.submit(
@@ -363,6 +440,13 @@ def precision_run(choice: ModelChoice, text: str, *, compute: bool = True) -> Pr
         keys=(*(keys[name] for name in comparing), *([time_key] if band_timing is None else [])),
         failures=tuple(failures),
     )
+
+
+def precision_compared(choice: ModelChoice, text: str, name: str) -> VariantResult | Failed | None:
+    """The comparison of ``name`` on ``text`` as the server has it now: its row, the error of a
+    comparison that failed, or None while it is still running (or queued)."""
+    got = precision_jobs().get(("compare", choice, text, str(device()[0]), name))
+    return got if isinstance(got, (VariantResult, Failed)) else None
 
 
 def precision_dropped(run: PrecisionRun) -> bool:
@@ -397,14 +481,29 @@ def precision_waiting_note(run: PrecisionRun) -> str | None:
     )
 
 
-@st.cache_resource(max_entries=8, ttl=3600, show_spinner=False)
-def precision_layer(choice: ModelChoice, text: str, name: str, layer: int) -> npt.NDArray[np.float32]:
+def precision_layer(choice: ModelChoice, text: str, name: str, layer: int) -> npt.NDArray[np.float32] | None:
     """Layer ``layer``'s patterns [head_index, query_pos, key_pos] of the variant ``name`` on
-    ``text`` (read-only; the float32 ones are the page's capture)."""
+    ``text`` (read-only; the float32 ones are the page's capture), from the variant's kept
+    capture (`CaptureStore`: the chosen variant's comparison keeps it). None while the server's
+    worker captures it: a variant chosen after its comparison ran, when that does not fit the
+    page run."""
     reference = get_capture(choice, text, NAMES)
-    if name == "float32":
+    if name == REFERENCE:
         return reference.at("pattern", layer)
-    with st.spinner(tr("Running the model in {name}...", name=name)):
-        p = variant_pattern(precision_variant(choice, name), reference.encoded, layer)
-    p.flags.writeable = False
-    return p
+    dev = str(device()[0])
+    key = _capture_key(choice, text, dev, name)
+    cap = _captures().get(key)
+    if cap is None:
+        jobs = precision_jobs()
+        failed = jobs.get(key)
+        if isinstance(failed, Failed):
+            raise RuntimeError(failed.message)
+        jobs.forget(key)  # done before, and its capture since dropped from the store: again
+        job = _capture_job(precision_variant(choice, name), reference, key)
+        if _fits(name, reference.n_pos, 0.0):
+            with st.spinner(tr("Running the model in {name}...", name=name)):
+                jobs.run_here(key, job)
+        else:
+            jobs.submit([(key, job)])
+        cap = _captures().get(key)
+    return None if cap is None else cap.at("pattern", layer)

@@ -4,6 +4,7 @@ the heads part (which heads move, one head in float32 beside the chosen variant)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
@@ -21,6 +22,7 @@ from .compute import (
     PrecisionRun,
     float_formats,
     precision_choices,
+    precision_compared,
     precision_dropped,
     precision_layer,
     precision_result,
@@ -31,6 +33,7 @@ from .compute import (
     precision_waiting_note,
     variant_label,
 )
+from .jobs import Failed
 
 METRICS = {
     "changed": "% of query rows whose most attended key changed",
@@ -235,8 +238,19 @@ def heads_part(ctx: PageContext, report: PrecisionReport) -> None:
     )
     layer, head = layer_head(ctx)
     chosen = precision_result(report, variant)
-    # the report compares every variant offered
-    assert chosen is not None
+    if chosen is None or chosen.diff is None:  # the worker compares it (too slow for the run)
+        now = precision_compared(ctx.choice, ctx.text, variant)  # it may have finished since
+        if now is None:
+            note = tr(
+                "Comparing {variant} with float32 on this text in the background...",
+                variant=variant_label(variant),
+            )
+            _wait_then_rerun(note, lambda: precision_compared(ctx.choice, ctx.text, variant) is not None)
+            _float32_head(ctx, layer, head)
+            return
+        if isinstance(now, Failed) or now.diff is None:
+            return  # a comparison that failed is named with the table
+        chosen = now
     assert chosen.diff is not None
     changed = metric == "changed"
     values = 100 * chosen.diff.head_changed if changed else chosen.diff.head_max
@@ -249,10 +263,42 @@ def heads_part(ctx: PageContext, report: PrecisionReport) -> None:
     _one_head(ctx, variant, layer, head)
 
 
+def _wait_then_rerun(note: str, ready: Callable[[], bool]) -> None:
+    """``note`` shown while the server's worker computes what the rest of the view needs; looks
+    again every POLL_S seconds and runs the page once more when ``ready()``."""
+
+    @st.fragment(run_every=POLL_S)
+    def waiting() -> None:
+        if ready():
+            st.rerun()
+        st.info(note)
+
+    waiting()
+
+
+def _float32_head(ctx: PageContext, layer: int, head: int) -> None:
+    """The chosen head in float32 alone, while its lower-precision twin is being computed."""
+    chart(
+        heads_side_by_side([ctx.capture.pattern[layer, head]], ["float32"], ctx.labels), key="precision_pair"
+    )
+
+
 def _one_head(ctx: PageContext, variant: str, layer: int, head: int) -> None:
-    base = ctx.capture.pattern[layer, head]
-    low = precision_layer(ctx.choice, ctx.text, variant, layer)[head]
+    try:
+        layer_pattern = precision_layer(ctx.choice, ctx.text, variant, layer)
+    except RuntimeError as err:  # the worker's capture failed: said once, not asked again
+        st.warning(tr("{what} failed: {why}", what=variant_label(variant), why=err))
+        return
     label = variant_label(variant)
+    if layer_pattern is None:
+        _wait_then_rerun(
+            tr("Running the model in {variant} on this text in the background...", variant=label),
+            lambda: precision_layer(ctx.choice, ctx.text, variant, layer) is not None,
+        )
+        _float32_head(ctx, layer, head)
+        return
+    base = ctx.capture.pattern[layer, head]
+    low = layer_pattern[head]
     chart(heads_side_by_side([base, low], ["float32", label], ctx.labels), key="precision_pair")
     delta = low - base
     chart(

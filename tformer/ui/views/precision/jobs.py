@@ -56,6 +56,12 @@ class PrecisionJobs:
                 return self._results[key]
             return None
 
+    def forget(self, key: Hashable) -> None:
+        """Drop the result of ``key``, so that asking for it again runs it again (what it made
+        outside its result is gone); a key queued or running is left alone."""
+        with self._cond:
+            self._results.pop(key, None)
+
     def waiting(self, key: Hashable) -> bool:
         """``key`` is queued or running."""
         with self._cond:
