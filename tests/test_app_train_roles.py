@@ -72,7 +72,7 @@ def test_a_preset_fills_the_settings_and_says_what_the_class_should_see():
     assert at.number_input(key="train.snapshot_every").value == preset.recipe.snapshot_every
     assert at.checkbox(key="train.stop_at_99").value is False
     [said] = [i.value for i in at.info if "What the class should see" in i.value]
-    assert f"Around update {preset.claim.around}" in said
+    assert f"Around update {preset.claim.around:,}" in said
     assert "anti-diagonal" in said
     assert not at.warning
     first, whole = preset.cpu_seconds
@@ -144,7 +144,7 @@ def test_a_presets_run_says_whether_its_claim_held_and_how_long_its_first_head_t
     assert_clean(at)
     assert not [s.value for s in at.success if "did what the preset says" in s.value]
     [missed] = [w.value for w in at.warning if "did not do all the preset says" in w.value]
-    assert f"took the role at update {formed}, outside {formed + 10}..{formed + 10}" in missed
+    assert f"took the role at update {formed:,}, outside {formed + 10:,}..{formed + 10:,}" in missed
 
 
 def test_a_presets_finished_run_in_chinese_shows_no_english(monkeypatch):

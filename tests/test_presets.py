@@ -111,11 +111,11 @@ def test_a_presets_sentence_names_its_measured_numbers_in_both_languages(key):
     english = tr(template, **values)
     c = preset.claim
     for number in (c.around, c.window[0], c.window[1], c.layer, c.low[0], c.high[0]):
-        assert str(number) in english
+        assert f"{number:,}" in english
     with use_language("zh"):
         chinese = tr(template, **{**values, "role": tr(values["role"])})
     assert chinese != english
-    assert str(c.around) in chinese
+    assert f"{c.around:,}" in chinese
     with use_language("zh"):
         assert tr(preset.title) != preset.title
         assert tr(preset.shows) != preset.shows

@@ -148,9 +148,9 @@ def claim_sentence(preset: Preset) -> tuple[str, dict[str, Any]]:
     ``role`` is a template too)."""
     c = preset.claim
     template = (
-        "Around update {around} (the rule names it between {lo} and {hi}) a head of layer {layer} "
+        "Around update {around:,} (the rule names it between {lo:,} and {hi:,}) a head of layer {layer} "
         "becomes {role}, and no head of another layer does. Held-out accuracy climbs as it forms: "
-        "at most {low:.0%} at update {low_at}, at least {high:.0%} by update {high_at}."
+        "at most {low:.0%} at update {low_at:,}, at least {high:.0%} by update {high_at:,}."
     )
     values = {
         "around": c.around,
@@ -189,7 +189,7 @@ def check_claim(
     elif not lo <= own[0].step <= hi:
         problems.append(
             (
-                "the first head of layer {layer} took the role at update {step}, outside {lo}..{hi}",
+                "the first head of layer {layer} took the role at update {step:,}, outside {lo:,}..{hi:,}",
                 {"layer": claim.layer, "step": own[0].step, "lo": lo, "hi": hi},
             )
         )
@@ -200,14 +200,14 @@ def check_claim(
     if low is not None and low[1] > claim.low[1]:
         problems.append(
             (
-                "held-out accuracy was already {accuracy:.0%} at update {step}",
+                "held-out accuracy was already {accuracy:.0%} at update {step:,}",
                 {"accuracy": low[1], "step": low[0]},
             )
         )
     if high is None or high[1] < claim.high[1]:
         step, acc = high if high is not None else (0, 0.0)
         problems.append(
-            ("held-out accuracy was {accuracy:.0%} at update {step}", {"accuracy": acc, "step": step})
+            ("held-out accuracy was {accuracy:.0%} at update {step:,}", {"accuracy": acc, "step": step})
         )
     return problems
 
