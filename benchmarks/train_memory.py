@@ -30,7 +30,8 @@ from tformer.training.memory import MemoryRow, SweepSetup, accumulation_sweep, c
 def _cells(row: MemoryRow) -> list[object]:
     shape: list[object] = [row.layers, row.length, row.batch, row.micro, "yes" if row.checkpoint else "no"]
     if row.cost is None:
-        return [*shape, "-", "-", "-", row.skipped or ""]
+        note = row.skipped.render(lambda template, **values: template.format(**values)) if row.skipped else ""
+        return [*shape, "-", "-", "-", note]
     t = row.cost.timing
     peak = "-" if row.cost.peak_bytes is None else f"{row.cost.peak_bytes / 2**20:.1f}"
     note = ("settled" if t.settled else "unsettled") + (", busy" if t.load.busy else "")

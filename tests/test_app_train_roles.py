@@ -66,14 +66,20 @@ def test_a_preset_fills_the_settings_and_says_what_the_class_should_see():
     preset = PRESETS["reverse"]
     assert at.selectbox(key="train.task").value == "reverse"
     assert at.number_input(key="train.n_heads").value == preset.model["n_heads"]
-    assert at.select_slider(key="train.lr").value == "3e-4"
+    assert at.select_slider(key="train.lr").value == "1e-4"
+    assert at.number_input(key="train.warmup").value == preset.recipe.warmup
     assert at.number_input(key="train.steps").value == preset.recipe.steps
     assert at.number_input(key="train.snapshot_every").value == preset.recipe.snapshot_every
     assert at.checkbox(key="train.stop_at_99").value is False
     [said] = [i.value for i in at.info if "What the class should see" in i.value]
-    assert f"Around update {preset.claim.around}" in said
+    assert f"Around update {preset.claim.around:,}" in said
     assert "anti-diagonal" in said
     assert not at.warning
+    first, whole = preset.cpu_seconds
+    [when] = [c.value for c in at.caption if "This preset trains" in c.value]
+    assert (
+        f"the first head forms after about {first:.0f} s and the run ends after about {whole:.0f} s" in when
+    )
 
     at.number_input(key="train.n_heads").set_value(4).run()  # no longer the preset
     assert not [i.value for i in at.info if "What the class should see" in i.value]
@@ -87,6 +93,72 @@ def test_a_preset_fills_the_settings_and_says_what_the_class_should_see():
     at.selectbox(key="train.preset").set_value("").run()  # own settings: nothing changes
     assert at.selectbox(key="train.task").value == "reverse"
     assert not [i.value for i in at.info if "What the class should see" in i.value]
+
+
+def tiny_shift_preset(monkeypatch):
+    """A preset as small as SHIFT_RUN standing in for "shift" on the Train page (the real one
+    trains for minutes); returns it."""
+    from types import MappingProxyType
+
+    from tformer.training.presets import Claim, Preset
+    from tformer.training.recipe import Recipe
+    from tformer.training.tasks import TaskSpec
+    from tformer.ui.views.train import roles
+
+    tiny = Preset(
+        key="shift",
+        title=PRESETS["shift"].title,
+        task=TaskSpec("shift", length=8, vocab=8, shift=1),
+        model={"n_layers": 1, "n_heads": 1, "d_model": 32},
+        recipe=Recipe(lr=1e-2, warmup=20, steps=150, snapshot_every=10, eval_every=20),
+        claim=Claim(role="previous", layer=0, window=(10, 150), around=50, low=(20, 0.5), high=(150, 0.6)),
+        shows=PRESETS["shift"].shows,
+        cpu_seconds=(1.0, 2.0),
+    )
+    monkeypatch.setattr(roles, "PRESETS", MappingProxyType({"shift": tiny}))
+    return tiny
+
+
+def test_a_presets_run_says_whether_its_claim_held_and_how_long_its_first_head_took(monkeypatch):
+    """The page's whole preset flow on a tiny preset: chosen, trained, its claim checked at the
+    end and the time to its first head said."""
+    import dataclasses
+    from types import MappingProxyType
+
+    from tformer.ui.views.train import roles
+
+    tiny = tiny_shift_preset(monkeypatch)
+    at = open_train()
+    at.selectbox(key="train.preset").set_value("shift").run()
+    assert at.number_input(key="train.steps").value == 150
+    finish(at)
+    [held] = [s.value for s in at.success if "did what the preset says" in s.value]
+    [formed] = timelines(at)[0]["layout"]["meta"]["formed"]
+    [took] = [c.value for c in at.caption if "took the role at update" in c.value]
+    assert f"the first head of layer 0 took the role at update {formed:,}, after" in took
+    assert held
+
+    late = dataclasses.replace(tiny.claim, window=(formed + 10, formed + 10), around=formed + 10)
+    monkeypatch.setattr(roles, "PRESETS", MappingProxyType({"shift": dataclasses.replace(tiny, claim=late)}))
+    at.run()  # the same finished run, held against a claim it misses
+    assert_clean(at)
+    assert not [s.value for s in at.success if "did what the preset says" in s.value]
+    [missed] = [w.value for w in at.warning if "did not do all the preset says" in w.value]
+    assert f"took the role at update {formed:,}, outside {formed + 10:,}..{formed + 10:,}" in missed
+
+
+def test_a_presets_finished_run_in_chinese_shows_no_english(monkeypatch):
+    tiny_shift_preset(monkeypatch)
+    at = open_train(lang="zh")
+    at.selectbox(key="train.preset").set_value("shift").run()
+    finish(at)
+    assert [s.value for s in at.success if "这次训练做到了预设所说的" in s.value]
+    [formed] = timelines(at)[0]["layout"]["meta"]["formed"]
+    assert [
+        c.value for c in at.caption if f"第 0 层的第一个头在第 {formed:,} 次更新时承担了这个角色" in c.value
+    ]
+    left = english_words(visible_strings(at), saved_run_words())  # a saved run's name is data
+    assert not left, left
 
 
 # --- a run's timeline, live and saved ------------------------------------------------------------
@@ -109,10 +181,11 @@ def test_a_run_names_its_previous_token_head_and_its_saved_run_shows_it_again(ru
     assert f"layer 0 head 0 became a previous-token head at update {formed:,}" in said
     assert meta["current"] == 150  # the slider's default: the newest snapshot
 
-    at.selectbox(key="train.roles_role").set_value("antidiagonal").run()
+    at.selectbox(key="train.role").set_value("antidiagonal").run()  # its callback, as Streamlit calls it
     [live] = timelines(at)
     assert live["layout"]["meta"]["role"] == "anti-diagonal"
     assert live["layout"]["meta"]["formed"] == []  # no head reverses on the shift task
+    assert at.session_state["view"].to_query()["train.role"] == "antidiagonal"  # in the share link
     at.slider(key="train.snap_slider").set_value(3).run()  # the fourth snapshot: update 30
     [live] = timelines(at)
     assert live["layout"]["meta"]["current"] == 30
@@ -135,8 +208,15 @@ def test_a_run_names_its_previous_token_head_and_its_saved_run_shows_it_again(ru
     assert again["panels"] == ["loss", "accuracy", "heads"]
     assert again["formed"] == [formed]
     assert again["current"] is None
+    assert again["role"] == "previous-token"  # its own picker: "auto" until chosen
     assert at.code
     assert at.code[-1].value == history["roles"]["text"]
+
+    at.selectbox(key="train.saved_role").set_value("self").run()
+    assert timelines(at)[1]["layout"]["meta"]["role"] == "self"
+    assert timelines(at)[0]["layout"]["meta"]["role"] == "anti-diagonal"  # the live one keeps its own
+    query = at.session_state["view"].to_query()
+    assert (query["train.saved_role"], query["train.roles_run"]) == ("self", saved.name)
 
 
 def test_a_saved_run_without_or_with_a_hostile_timeline_gets_a_message(runs_dir):
@@ -156,6 +236,27 @@ def test_a_saved_run_without_or_with_a_hostile_timeline_gets_a_message(runs_dir)
     assert "cannot be read" in error
     assert "heads in all" in error
     assert not timelines(at)
+
+
+def test_a_link_opens_a_saved_timeline_on_the_role_it_names(runs_dir):
+    """The role pickers are view-state fields: a share link restores the role, and a role the
+    picker does not offer falls back to "auto"."""
+    from ._folders import tiny_run
+
+    folder = tiny_run(runs_dir, "linked-role")
+    _with_timeline(folder)
+    at = open_train(**{"train.roles_run": folder.name, "train.saved_role": "antidiagonal"})
+    assert at.selectbox(key="train.saved_role").value == "antidiagonal"
+    [shown] = timelines(at)
+    assert shown["layout"]["meta"]["role"] == "anti-diagonal"
+    assert shown["layout"]["meta"]["formed"] == []  # its head reads the previous token
+    at.selectbox(key="train.saved_role").set_value("previous").run()
+    assert timelines(at)[0]["layout"]["meta"]["formed"] == [20]
+
+    bad = open_train(clean=False, **{"train.roles_run": folder.name, "train.saved_role": "<b>x</b>"})
+    assert not bad.exception
+    assert bad.selectbox(key="train.saved_role").value == "auto"
+    assert timelines(bad)[0]["layout"]["meta"]["role"] == "previous-token"  # the strongest at the end
 
 
 def _with_timeline(folder, **history) -> None:

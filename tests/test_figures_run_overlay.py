@@ -102,6 +102,18 @@ def test_the_overlay_in_chinese_holds_no_english():
     assert not english_words(texts(fig)), texts(fig)
 
 
+def test_the_runs_a_note_names_are_joined_as_the_language_lists_them():
+    """Labels hold commas of their own ("warm-up 50, no clipping"): the runs are set apart by a
+    semicolon, the language's own (a full-width one in Chinese)."""
+    old = dataclasses.replace(curves(seed=1), lr=None)
+    runs = [curves(), old, dataclasses.replace(old)]
+    fig = runs_overlay(runs, ["new", "old, no clipping", "old, no warm-up"])
+    assert "not recorded by old, no clipping; old, no warm-up" in texts(fig)
+    with use_language("zh"):
+        zh = runs_overlay(runs, ["新", "旧，不裁剪", "旧，不预热"])
+    assert "未记录：旧，不裁剪；旧，不预热" in texts(zh)
+
+
 @pytest.mark.parametrize(
     ("runs", "labels", "message"),
     [

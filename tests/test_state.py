@@ -28,6 +28,7 @@ def test_a_changed_view_survives_a_round_trip():
     v.set("attention.kind", "attn_scores")
     v.set("positional.dims", [0, 5, 9])
     v.set("heads.compare", ["L0H1", "L5H11"])
+    v.set("train.memory_lengths", [512, 16])
     w, notices = ViewState.from_query(v.to_query())
     assert notices == []
     assert w == v
@@ -68,6 +69,8 @@ def test_round_trip_property(text, n_heads, k, causal, dims):
         ("positional.dims", "1,2," + "9" * 50, "out of range"),
         ("heads.compare", "L0H1,<img src=x>", "not an allowed name"),
         ("text", "x" * (MAX_CHARS + 1), "longer than"),
+        ("train.memory_lengths", "16,100", "'100' is not one of 16, 32"),
+        ("train.memory_layers", "2,2", "repeated"),
     ],
 )
 def test_hostile_values_fall_back_to_the_default_with_a_notice(key, value, why):
@@ -117,3 +120,11 @@ def test_links_made_before_a_rename_open_the_same_view():
     assert "costs.heads" not in query
     assert query["costs.n_heads"] == "5"
     assert query["finder.role"] == "cls"
+
+
+def test_the_role_fields_offer_the_head_finders_roles():
+    from tformer.analysis.head_roles import ROLES
+
+    v = ViewState()
+    assert v.choices("finder.role") == tuple(ROLES)
+    assert v.choices("train.role") == v.choices("train.saved_role") == ("auto", *ROLES)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from tformer.i18n import tr as english  # the notes' templates, filled in English
 from tformer.model.encoder import Encoder
 from tformer.training.memory import (
     SweepSetup,
@@ -14,6 +15,7 @@ from tformer.training.memory import (
     checkpoint_sweep,
     checkpointed,
     step_cost,
+    step_work,
 )
 from tformer.training.recipe import model_config
 from tformer.training.tasks import TaskSpec, make_batch
@@ -96,7 +98,41 @@ def test_sweeps_give_two_rows_per_shape_and_refuse_what_the_budget_cannot_hold()
     refused = accumulation_sweep([8, 16], SweepSetup(1, d_model=32), micro=4, length=16, layers=1)
     assert [(r.batch, r.micro) for r in refused] == [(8, 1), (8, 4), (16, 1), (16, 4)]
     assert all(r.cost is None for r in refused)
-    assert all(r.skipped is not None and "over the budget" in r.skipped for r in refused)
+    assert all(r.skipped is not None and "over the budget" in r.skipped.render(english) for r in refused)
+
+
+def test_a_sweep_measures_each_shape_once_in_increasing_order() -> None:
+    setup = SweepSetup(2**30, d_model=16, max_seconds=0.01)
+    rows = checkpoint_sweep([32, 16, 32], [2, 1, 2], setup, batch=4)
+    assert [(r.length, r.layers, r.checkpoint) for r in rows] == [
+        (n, layers, ck) for n in (16, 32) for layers in (1, 2) for ck in (False, True)
+    ]
+    assert all(r.cost is not None for r in rows)
+
+
+def test_a_sweep_starts_no_row_it_predicts_past_its_time() -> None:
+    """The first row always runs; every later one is predicted from the row measured before it
+    (its time per step scaled by `step_work`) and refused when it would end past the budget."""
+    setup = SweepSetup(2**30, d_model=16, max_seconds=0.01, total_seconds=1e-6)
+    first, *rest = checkpoint_sweep([16], [1, 2], setup, batch=4)
+    assert first.cost is not None
+    assert first.skipped is None
+    assert [r.cost for r in rest] == [None] * 3
+    for r in rest:
+        assert r.skipped is not None
+        said = r.skipped.render(english)
+        assert said.startswith("not run: about")
+        assert "past the sweep's 0 s" in said
+    roomy = SweepSetup(2**30, d_model=16, max_seconds=0.01, total_seconds=600.0)
+    assert all(r.cost is not None for r in checkpoint_sweep([16], [1, 2], roomy, batch=4))
+
+
+def test_step_work_grows_with_every_dimension_of_the_step() -> None:
+    base = step_work(2, 64, 32, 64)
+    assert step_work(4, 64, 32, 64) == 2 * base  # layers and batch: linear
+    assert step_work(2, 64, 64, 64) == 2 * base
+    # length: linear in the projections and the FFN, quadratic in attention's two products
+    assert 2 * base < step_work(2, 128, 32, 64) < 4 * base
 
 
 def test_accumulation_sweep_wants_equal_micro_batches() -> None:

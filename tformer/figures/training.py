@@ -733,7 +733,7 @@ def _overlay_notes(labels: Sequence[str], recorded: Sequence[set[str]]) -> list[
             notes.append(_note(tr(NOT_RECORDED), sfx))
         elif missing:
             x, y = NOTE_CORNERS[p]
-            note = _note(tr(NOT_RECORDED_BY, runs="; ".join(missing)), sfx)
+            note = _note(tr(NOT_RECORDED_BY, runs=tr("; ").join(missing)), sfx)  # "；" in Chinese
             notes.append({**note, "x": 0.02 + 0.96 * x, "y": 0.04 + 0.92 * y, "xanchor": "right" if x else "left",
                           "yanchor": "top" if y else "bottom", "font": {**note["font"], "size": LABEL_FONT_PX}})  # fmt: skip
     return notes

@@ -25,16 +25,18 @@ project's rule (`tformer.timing.measure`: repeated until the spread is small).
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 from torch.utils.checkpoint import checkpoint
 
-from ..efficiency.measure import memory_method, peak_memory
+from ..efficiency.measure import Note, memory_method, peak_memory
 from ..model.encoder import Encoder
 from ..timing import Timing, measure
 from .recipe import Recipe, model_config
@@ -50,6 +52,7 @@ __all__ = [
     "checkpoint_sweep",
     "checkpointed",
     "step_cost",
+    "step_work",
 ]
 
 Batch = tuple[torch.Tensor, torch.Tensor]  # inputs [batch, pos], targets [batch, pos]
@@ -137,6 +140,22 @@ def step_cost(
 
 # --- sweeps: one row per shape, each guarded before anything is built -------------------------
 
+# A checkpointed step runs each block's forward pass twice: about 4/3 of a plain step's work
+# (the backward pass costs about two forward passes).
+CHECKPOINT_WORK = 4 / 3
+# A row runs its step at most about this many times besides the timed repeats' max_seconds: the
+# profiler's call (slower than a plain one), measure's warm-up, and a timed call that may end
+# past max_seconds (`tformer.timing.measure` stops timing once max_seconds have passed).
+ROW_CALLS = 4
+
+
+def step_work(layers: int, length: int, batch: int, d_model: int) -> float:
+    r"""A training step's work, up to a constant factor, to predict a shape's time from another's:
+    per token and layer, the four :math:`d_{model} \times d_{model}` projections and the FFN's two
+    :math:`d_{model} \times 4d_{model}` matrices (:math:`12\,d_{model}^2` multiply-adds) and
+    attention's two products over ``length`` keys (:math:`2\,\text{length}\cdot d_{model}`)."""
+    return float(batch * length * layers * (12 * d_model + 2 * length) * d_model)
+
 
 @dataclass(frozen=True)
 class MemoryRow:
@@ -144,7 +163,8 @@ class MemoryRow:
 
     ``micro`` micro-batches of ``batch // micro`` sequences each; ``estimate_bytes`` is
     `training_memory_bytes` for the shape, checked against the budget before the model is
-    built; ``skipped`` says why a row was not run (``cost`` is then None)."""
+    built; ``skipped`` says why a row was not run (``cost`` is then None), as an English
+    template and its values (`Note.render`)."""
 
     layers: int
     length: int
@@ -153,7 +173,7 @@ class MemoryRow:
     checkpoint: bool
     estimate_bytes: int
     cost: StepCost | None
-    skipped: str | None = None
+    skipped: Note | None = None
 
 
 def _batches(spec: TaskSpec, batch: int, micro: int, device: torch.device, seed: int) -> list[Batch]:
@@ -168,7 +188,8 @@ def _batches(spec: TaskSpec, batch: int, micro: int, device: torch.device, seed:
 @dataclass(frozen=True)
 class SweepSetup:
     """What every row of a sweep shares: the task, the model width, the memory budget a shape's
-    estimate must fit, the device, the time each row's timing may take, the seed."""
+    estimate must fit, the device, the time each row's timing may take, the seed, and the time
+    the whole sweep may take (``total_seconds``: a row predicted to end past it is not run)."""
 
     budget_bytes: int
     task: str = "reverse"
@@ -176,27 +197,73 @@ class SweepSetup:
     device: str = "cpu"
     max_seconds: float = 1.0
     seed: int = 0
+    total_seconds: float = math.inf
+
+
+@dataclass
+class _Clock:
+    """A sweep's time so far and its last measured row, to predict the next row's time."""
+
+    setup: SweepSetup
+    start: float = field(default_factory=time.perf_counter)
+    last: tuple[float, float] | None = None  # (work, seconds per step) of the last measured row
+
+    def refuse(self, work: float) -> Note | None:
+        """Why a row of this much work is not run: the row before it predicts that it would end
+        past the sweep's time; None when it may run (always the first row)."""
+        if self.last is None or math.isinf(self.setup.total_seconds):
+            return None
+        guess = self.setup.max_seconds + ROW_CALLS * self.last[1] * work / self.last[0]
+        spent = time.perf_counter() - self.start
+        if spent + guess <= self.setup.total_seconds:
+            return None
+        return Note.of(
+            "not run: about {guess:.0f} s more, past the sweep's {total:.0f} s",
+            guess=guess,
+            total=self.setup.total_seconds,
+        )
+
+    def measured(self, row: MemoryRow, work: float) -> None:
+        if row.cost is not None:
+            self.last = (work, row.cost.timing.median)
 
 
 def _row(
-    spec: TaskSpec, layers: int, batch: int, micro: int, checkpoint_blocks: bool, setup: SweepSetup
+    spec: TaskSpec,
+    layers: int,
+    batch: int,
+    micro: int,
+    checkpoint_blocks: bool,
+    setup: SweepSetup,
+    clock: _Clock | None = None,
 ) -> MemoryRow:
-    """One shape: refused when its estimate exceeds the budget, else built and measured."""
+    """One shape: refused when its estimate exceeds the budget or (with ``clock``) when it
+    would end past the sweep's time, else built and measured."""
     cfg = model_config(spec, n_layers=layers, d_model=setup.d_model)
     estimate = training_memory_bytes(cfg, Recipe(batch=batch))
+    work = step_work(layers, spec.length, batch, setup.d_model) * (
+        CHECKPOINT_WORK if checkpoint_blocks else 1
+    )
     skipped = None
     cost = None
     if estimate > setup.budget_bytes:
-        skipped = (
-            f"needs up to {estimate / 2**20:.0f} MiB, over the budget of {setup.budget_bytes / 2**20:.0f} MiB"
+        skipped = Note.of(
+            "needs up to {need:.0f} MiB, over the budget of {budget:.0f} MiB",
+            need=estimate / 2**20,
+            budget=setup.budget_bytes / 2**20,
         )
-    else:
+    elif clock is not None:
+        skipped = clock.refuse(work)
+    if skipped is None:
         device = torch.device(setup.device)
         torch.manual_seed(setup.seed)
         model = Encoder(cfg).to(device).train()
         batches = _batches(spec, batch, micro, device, setup.seed)
         cost = step_cost(model, batches, checkpoint_blocks=checkpoint_blocks, max_seconds=setup.max_seconds)
-    return MemoryRow(layers, spec.length, batch, micro, checkpoint_blocks, estimate, cost, skipped)
+    row = MemoryRow(layers, spec.length, batch, micro, checkpoint_blocks, estimate, cost, skipped)
+    if clock is not None:
+        clock.measured(row, work)
+    return row
 
 
 def checkpoint_sweep(
@@ -207,12 +274,14 @@ def checkpoint_sweep(
     batch: int = 32,
 ) -> list[MemoryRow]:
     """A training step with and without `checkpointed` blocks, for every length and layer
-    count: two rows per shape (plain first). A shape whose estimate exceeds the budget
-    is refused before anything is built."""
+    count (each once, in increasing order): two rows per shape (plain first). A shape whose
+    estimate exceeds the budget is refused before anything is built; a row that the row
+    measured before it predicts past ``setup.total_seconds`` is not run."""
+    clock = _Clock(setup)
     return [
-        _row(TaskSpec(setup.task, length=n), n_layers, batch, 1, ck, setup)
-        for n in lengths
-        for n_layers in layers
+        _row(TaskSpec(setup.task, length=n), n_layers, batch, 1, ck, setup, clock)
+        for n in sorted(set(lengths))
+        for n_layers in sorted(set(layers))
         for ck in (False, True)
     ]
 

@@ -1,7 +1,9 @@
-"""Runs to show a class: a task, a model and a recipe slow enough that the heads form over about
-half of a run's updates (the first head takes its role around update 500 of 1,000; how long that
-takes on a machine is in docs/training.md), with snapshots often enough that the replay slider
-shows the forming, and what the class should see, as a claim that a run can be checked against.
+"""Runs to show a class: a task, a model and a recipe slow enough that the heads form after about
+a minute on a core of its own (the first head takes its role at update 3,660 or 4,020 of 6,000,
+after 58 or 65 s of the training thread's CPU time; `benchmarks/presets.py`, figures in
+docs/training.md), with snapshots often enough that the replay slider shows the forming (61 and
+67 of them before the first head), and what the class should see, as a claim that a run can be
+checked against.
 
 Each `Preset` trains with a fixed seed and no early stop, so a run of it repeats the run its
 claim was measured on (up to the rounding of a different thread count). Its `Claim` names the
@@ -16,7 +18,7 @@ The titles and the sentences are English catalog templates (a page shows them th
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -26,9 +28,20 @@ from .role_timeline import NAMED_ROLES, RoleRecorder, RoleTimeline
 from .tasks import TaskSpec
 
 if TYPE_CHECKING:
+    import numpy.typing as npt
+
     from .trainer import RunSummary
 
-__all__ = ["PRESETS", "Claim", "Preset", "PresetRun", "check_claim", "claim_sentence", "run_preset"]
+__all__ = [
+    "PRESETS",
+    "Claim",
+    "Preset",
+    "PresetRun",
+    "check_claim",
+    "claim_sentence",
+    "first_head_time",
+    "run_preset",
+]
 
 
 @dataclass(frozen=True)
@@ -61,7 +74,10 @@ class Preset:
 
     ``model``: the `tformer.training.recipe.model_config` arguments (layers, heads, d_model...).
     ``title`` and ``shows`` are English templates: the preset's name, and one sentence on what
-    to point at while it trains (``claim_sentence`` adds the measured numbers).
+    to point at while it trains (``claim_sentence`` adds the measured numbers). ``cpu_seconds``:
+    the training thread's CPU time until the claim's first head took its role and for the whole
+    run, medians measured with one torch thread (`benchmarks/presets.py`): about what a run takes
+    on a core of its own.
     """
 
     key: str
@@ -71,6 +87,7 @@ class Preset:
     recipe: Recipe
     claim: Claim
     shows: str
+    cpu_seconds: tuple[float, float]
     stop_at_99: bool = field(default=False)  # presets run their whole length: the heads keep sharpening
 
 
@@ -84,6 +101,12 @@ ROLE_PHRASES = {
     "antidiagonal": "an anti-diagonal head",
 }
 
+# Both presets' recipe: a peak learning rate of 1e-4 (the default 7e-3 solves reverse in ~120
+# updates, 3e-4 in ~600: ten seconds of one core), reached after 40 updates and decaying as
+# 1/√step, so the first head forms between updates 3,600 and 4,100; a snapshot every 60 updates
+# keeps the slider's 100 frames over the whole run, an evaluation as often.
+SLOW = Recipe(lr=1e-4, warmup=40, steps=6000, snapshot_every=60, eval_every=60, seed=0)
+
 PRESETS: Mapping[str, Preset] = MappingProxyType(
     {
         p.key: p
@@ -93,30 +116,27 @@ PRESETS: Mapping[str, Preset] = MappingProxyType(
                 title="reverse: the anti-diagonal forms in layer 1",
                 task=TaskSpec("reverse", length=16, vocab=16),
                 model={"n_layers": 2, "n_heads": 2, "d_model": 64},
-                recipe=Recipe(lr=3e-4, warmup=50, steps=1000, snapshot_every=10, eval_every=20, seed=0),
+                recipe=SLOW,
                 claim=Claim(
-                    role="antidiagonal",
-                    layer=1,
-                    window=(400, 700),
-                    around=530,
-                    low=(300, 0.5),
-                    high=(700, 0.99),
+                    "antidiagonal", 1, window=(3500, 4500), around=4020, low=(2400, 0.5), high=(4800, 0.99)
                 ),
                 shows="Point at layer 1 in the snapshots: its heads start as a blur and draw the "
                 "anti-diagonal, query i reading key 15 - i. No head of layer 0 draws it: one layer "
                 "of attention is enough to reverse.",
+                cpu_seconds=(65.0, 97.0),
             ),
             Preset(
                 key="shift",
                 title="shift by one: a previous-token head forms",
                 task=TaskSpec("shift", length=16, vocab=16, shift=1),
                 model={"n_layers": 2, "n_heads": 2, "d_model": 64},
-                recipe=Recipe(lr=3e-4, warmup=50, steps=1000, snapshot_every=10, eval_every=20, seed=0),
+                recipe=SLOW,
                 claim=Claim(
-                    role="previous", layer=1, window=(350, 650), around=490, low=(250, 0.5), high=(700, 0.99)
+                    "previous", 1, window=(3200, 4100), around=3660, low=(2100, 0.5), high=(4000, 0.99)
                 ),
                 shows="Point at the line just left of the diagonal: each query reads the token "
                 "before it, the one it has to output.",
+                cpu_seconds=(58.0, 96.0),
             ),
         )
     }
@@ -128,9 +148,9 @@ def claim_sentence(preset: Preset) -> tuple[str, dict[str, Any]]:
     ``role`` is a template too)."""
     c = preset.claim
     template = (
-        "Around update {around} (the rule names it between {lo} and {hi}) a head of layer {layer} "
+        "Around update {around:,} (the rule names it between {lo:,} and {hi:,}) a head of layer {layer} "
         "becomes {role}, and no head of another layer does. Held-out accuracy climbs as it forms: "
-        "at most {low:.0%} at update {low_at}, at least {high:.0%} by update {high_at}."
+        "at most {low:.0%} at update {low_at:,}, at least {high:.0%} by update {high_at:,}."
     )
     values = {
         "around": c.around,
@@ -169,7 +189,7 @@ def check_claim(
     elif not lo <= own[0].step <= hi:
         problems.append(
             (
-                "the first head of layer {layer} took the role at update {step}, outside {lo}..{hi}",
+                "the first head of layer {layer} took the role at update {step:,}, outside {lo:,}..{hi:,}",
                 {"layer": claim.layer, "step": own[0].step, "lo": lo, "hi": hi},
             )
         )
@@ -180,16 +200,33 @@ def check_claim(
     if low is not None and low[1] > claim.low[1]:
         problems.append(
             (
-                "held-out accuracy was already {accuracy:.0%} at update {step}",
+                "held-out accuracy was already {accuracy:.0%} at update {step:,}",
                 {"accuracy": low[1], "step": low[0]},
             )
         )
     if high is None or high[1] < claim.high[1]:
         step, acc = high if high is not None else (0, 0.0)
         problems.append(
-            ("held-out accuracy was {accuracy:.0%} at update {step}", {"accuracy": acc, "step": step})
+            ("held-out accuracy was {accuracy:.0%} at update {step:,}", {"accuracy": acc, "step": step})
         )
     return problems
+
+
+def first_head_time(
+    claim: Claim, timeline: RoleTimeline, steps: Sequence[Mapping[str, Any]]
+) -> tuple[int, float] | None:
+    """The update at which the first head of ``claim``'s layer took its role in a finished run,
+    and the seconds the run's updates took until then (``steps``: one record an update, with
+    ``step`` and ``seconds``); None when no such head took it or an update's time is missing."""
+    first = next(
+        (c for c in timeline.formed(final=True) if c.role == claim.role and c.layer == claim.layer), None
+    )
+    if first is None:
+        return None
+    seconds = [
+        x for s in steps if s.get("step", 0) <= first.step and isinstance(x := s.get("seconds"), float)
+    ]
+    return (first.step, sum(seconds)) if len(seconds) == first.step else None
 
 
 @dataclass(frozen=True)
@@ -202,20 +239,34 @@ class PresetRun:
     summary: RunSummary
 
 
-def run_preset(preset: Preset, device: str = "cpu", *, steps: int | None = None) -> PresetRun:
+def run_preset(
+    preset: Preset,
+    device: str = "cpu",
+    *,
+    steps: int | None = None,
+    on_snapshot: Callable[[int], object] | None = None,
+) -> PresetRun:
     """Train ``preset`` as the Train page does (its seed, a snapshot every ``snapshot_every``
     updates, an evaluation every ``eval_every``, no early stop) and record its role timeline.
     ``steps``: stop after this many updates instead (the schedule depends on the warm-up only,
-    so the first updates are the same). Loads torch (the trainer) when called."""
+    so the first updates are the same). ``on_snapshot(step)``: called after each snapshot's role
+    scores are recorded (`benchmarks/presets.py` reads the CPU time there). Loads torch (the
+    trainer) when called."""
     from .trainer import Trainer
 
     recipe = preset.recipe if steps is None else replace(preset.recipe, steps=steps)
     trainer = Trainer(model_config(preset.task, **preset.model), preset.task, recipe, device)
     recorder = RoleRecorder(trainer.probe, trainer.probe_text)
     evals: list[dict[str, Any]] = []
+
+    def snapshot(step: int, patterns: npt.ArrayLike) -> None:
+        recorder.add(step, patterns)
+        if on_snapshot is not None:
+            on_snapshot(step)
+
     summary = trainer.run(
         until_acc=0.99 if preset.stop_at_99 else None,
-        on_snapshot=recorder.add,
+        on_snapshot=snapshot,
         on_eval=lambda step, accuracy: evals.append({"step": step, "accuracy": accuracy}),
     )
     return PresetRun(recorder.timeline(), evals, summary)

@@ -60,6 +60,11 @@ def _one_of(default: Any, choices: tuple[Any, ...]) -> Any:
     return field(default=default, metadata={"choices": choices})
 
 
+def _items_of(choices: tuple[Any, ...]) -> dict[str, Any]:
+    """A list field's metadata: its items are ``choices`` (a multiselect's options), each at most once."""
+    return {"choices": choices, "max_items": len(choices)}
+
+
 # --- each page's own choices ------------------------------------------------------------------
 
 
@@ -147,9 +152,13 @@ class QKSpaceState:
     pairs: int = _bounded(8, 0, 30)
 
 
+# The head finder's roles, in its order (`tformer.analysis.head_roles.ROLES`; a test holds them equal).
+ROLES = ("previous", "next", "self", "cls", "duplicate", "antidiagonal", "broad")
+
+
 @dataclass
 class FinderState:
-    role: str = _one_of("previous", ("previous", "next", "self", "cls", "duplicate", "antidiagonal", "broad"))
+    role: str = _one_of("previous", ROLES)
     over: str = _one_of("text", ("text", "examples"))
 
 
@@ -191,11 +200,21 @@ class TrainState:
     # the saved run whose role timeline is shown (issue 26)
     preset: str = _one_of("", ("", "reverse", "shift"))
     roles_run: str | None = field(default=None, metadata={"pattern": RUN_NAME})
+    # the role a timeline colours the heads by ("auto": the strongest at the end): the timeline of
+    # the run training now, and that of the saved run shown
+    role: str = _one_of("auto", ("auto", *ROLES))
+    saved_role: str = _one_of("auto", ("auto", *ROLES))
     # compare runs: the saved runs overlaid, the run a comparison starts from, the updates the
     # loss and gradient norm are averaged over
     runs: list[str] | None = field(default=None, metadata={"pattern": RUN_NAME, "max_items": 4})
     base: str | None = field(default=None, metadata={"pattern": RUN_NAME})
     smooth: str = _one_of("10", ("1", "5", "10", "25", "50"))
+    # memory of a step: the lengths and layer counts the checkpointing sweep measures (each
+    # shape is checked against the memory and time budgets before it is built)
+    memory_lengths: list[int] = field(
+        default_factory=lambda: [32, 64], metadata=_items_of((16, 32, 64, 128, 256, 512))
+    )
+    memory_layers: list[int] = field(default_factory=lambda: [2, 4], metadata=_items_of((1, 2, 3, 4, 6, 8)))
     # heads and overfitting: the grid's task and how many seeds train it
     overfit_task: str = _one_of("reverse", ("copy", "reverse", "sort", "shift", "lookup"))
     overfit_seeds: int = _bounded(3, 1, 5)
@@ -482,6 +501,10 @@ def _short(value: str, n: int = 40) -> str:
     return repr(value if len(value) <= n else value[:n] + "...")
 
 
+def _listed(choices: typing.Iterable[Any]) -> str:
+    return ", ".join(str(c) for c in choices)
+
+
 def _format(value: Any) -> str:
     if isinstance(value, bool):
         return "1" if value else "0"
@@ -556,6 +579,16 @@ def _check(spec: dataclasses.Field[Any], hint: Any, value: Any, key: str) -> Any
                 raise ValueError(tr("{value} is not an allowed number", value=_short(str(v))))
             if item is str and (not isinstance(v, str) or not re.fullmatch(meta.get("pattern", ".*"), v)):
                 raise ValueError(tr("{value} is not an allowed name", value=_short(str(v))))
+            if "choices" in meta and v not in meta["choices"]:
+                raise ValueError(
+                    tr(
+                        "{value} is not one of {choices}",
+                        value=_short(str(v)),
+                        choices=_listed(meta["choices"]),
+                    )
+                )
+        if "choices" in meta and len(set(value)) < len(value):
+            raise ValueError(tr("an item is repeated"))
         return list(value)
     if not isinstance(value, str):
         raise ValueError(tr("{value} is not text", value=_short(str(value))))

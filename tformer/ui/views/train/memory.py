@@ -2,8 +2,11 @@
 accumulation measured on this server (`tformer.training.memory`), with the identity that makes
 accumulation exact and the code that computed it.
 
-Measured on request (a button): the two sweeps take a few seconds. Results are cached per device
-and shape list, so a class sees one measurement. Every string goes through `tformer.i18n.tr`.
+Measured on request (a button), then again whenever the chosen lengths or layer counts change:
+the sweeps take a few seconds, and the checkpointing sweep stops starting rows past
+`SWEEP_SECONDS`. Results are cached per device (the accumulation sweep and the gradient checks)
+and per device and chosen shapes (the checkpointing sweep), so a class sees one measurement.
+Every string goes through `tformer.i18n.tr`.
 """
 
 from __future__ import annotations
@@ -28,22 +31,23 @@ from ....training.memory import (
 )
 from ....training.recipe import model_config
 from ....training.tasks import TaskSpec, make_batch
+from ...binding import bind, view
 from ...timing_view import busy_method, load_note
 
-LENGTHS = (32, 64)
-LAYERS = (2, 4)
 BATCHES = (16, 32, 64)
 MICRO = 4
 BUDGET_BYTES = 1 << 30  # no shape above 1 GiB by its estimate is built
 ROW_SECONDS = 0.2  # the timing bound of one row
+SWEEP_SECONDS = 60.0  # the checkpointing sweep starts no row it predicts past this
+SHAPES = ("train.memory_lengths", "train.memory_layers")  # the view-state keys of the chosen shapes
+_SHOWN = "_train_memory_shown"  # session_state: the button was pressed in this session
 
 
 @dataclass(frozen=True)
 class Measured:
-    """Both sweeps and the two gradient checks, on one device."""
+    """The accumulation sweep and the two gradient checks, on one device."""
 
     device: str
-    checkpoint: tuple[MemoryRow, ...]
     accumulation: tuple[MemoryRow, ...]
     checkpoint_diff: float  # max |grad plain - grad checkpointed|
     accumulation_diff: float  # max |grad whole batch - grad of MICRO micro-batches|
@@ -72,13 +76,37 @@ def _gradient_checks() -> tuple[float, float, float]:
 
 @st.cache_resource(max_entries=4, show_spinner=False)
 def measure_memory(device: str) -> Measured:
-    """Both sweeps on ``device`` (one measurement per server and device, shared by every session)."""
+    """The accumulation sweep and the gradient checks on ``device`` (one measurement per server
+    and device, shared by every session)."""
     setup = SweepSetup(BUDGET_BYTES, device=device, max_seconds=ROW_SECONDS)
     with activity("memory sweep"):
-        ck = checkpoint_sweep(LENGTHS, LAYERS, setup)
         acc = accumulation_sweep(BATCHES, setup, micro=MICRO)
         ck_diff, acc_diff, largest = _gradient_checks()
-    return Measured(device_name(torch.device(device)), tuple(ck), tuple(acc), ck_diff, acc_diff, largest)
+    return Measured(device_name(torch.device(device)), tuple(acc), ck_diff, acc_diff, largest)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def measure_checkpointing(
+    device: str, lengths: tuple[int, ...], layers: tuple[int, ...]
+) -> tuple[MemoryRow, ...]:
+    """The checkpointing sweep over ``lengths`` x ``layers`` on ``device`` (one measurement per
+    server, device and set of shapes, shared by every session)."""
+    setup = SweepSetup(BUDGET_BYTES, device=device, max_seconds=ROW_SECONDS, total_seconds=SWEEP_SECONDS)
+    with activity("memory sweep"):
+        return tuple(checkpoint_sweep(lengths, layers, setup))
+
+
+def shape_pickers() -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The lengths and the layer counts the checkpointing sweep measures (bound to the view
+    state: a share link opens the same choice), each sorted."""
+    v = view()
+    labels = (tr("lengths (tokens)"), tr("layer counts"))
+    picked = []
+    for column, key, label in zip(st.columns(2), SHAPES, labels, strict=True):
+        options = list(v.choices(key))
+        chosen = column.multiselect(label, options, max_selections=v.max_items(key), **bind(key, options))
+        picked.append(tuple(sorted(chosen)))
+    return picked[0], picked[1]
 
 
 def _mib(row: MemoryRow) -> str:
@@ -111,15 +139,15 @@ def _table(rows: tuple[MemoryRow, ...], *, kind: str) -> list[dict[str, str]]:
                 tr("step"): how,
                 tr("peak memory (MiB)"): _mib(r),
                 tr("ms per step (quartiles)"): _ms(r),
-                tr("note"): r.skipped or "",
+                tr("note"): r.skipped.render(tr) if r.skipped is not None else "",
             }
         )
     return out
 
 
-def _load(m: Measured) -> Load:
+def _load(rows: tuple[MemoryRow, ...]) -> Load:
     load = Load()
-    for r in (*m.checkpoint, *m.accumulation):
+    for r in rows:
         if r.cost is not None:
             load = load.merge(r.cost.timing.load)
     return load
@@ -150,18 +178,33 @@ def _explain() -> None:
 
 def _part(title: str, rows: tuple[MemoryRow, ...], kind: str, caption: str) -> None:
     st.subheader(title)
-    st.dataframe(_table(rows, kind=kind), hide_index=True)
+    st.dataframe(_table(rows, kind=kind), hide_index=True, height="content")  # every row, no scrolling
     st.caption(caption)
 
 
-def _results(m: Measured) -> None:
+def _checkpoint_part(m: Measured, rows: tuple[MemoryRow, ...]) -> None:
+    if not rows:
+        st.subheader(tr("Activation checkpointing"))
+        st.info(tr("Choose at least one length and one layer count to measure checkpointing."))
+        return
     checkpoint_note = tr(
         "Batch 32, reverse task, d_model 64. Gradients checkpointed against plain: largest "
         "difference {diff:.1e} (largest gradient {largest:.2g}).",
         diff=m.checkpoint_diff,
         largest=m.largest_grad,
     )
-    _part(tr("Activation checkpointing"), m.checkpoint, "checkpoint", checkpoint_note)
+    if any(r.skipped is not None for r in rows):
+        checkpoint_note += " " + tr(
+            "A shape is not built when its memory estimate passes {mib:,.0f} MiB, nor started when "
+            "the row measured before it predicts that the sweep would pass {s:.0f} s.",
+            mib=BUDGET_BYTES / 2**20,
+            s=SWEEP_SECONDS,
+        )
+    _part(tr("Activation checkpointing"), rows, "checkpoint", checkpoint_note)
+
+
+def _results(m: Measured, checkpoint_rows: tuple[MemoryRow, ...]) -> None:
+    _checkpoint_part(m, checkpoint_rows)
     accumulation_note = tr(
         "Length 64, 4 layers: the same sequences as one batch and as {k} micro-batches. "
         "Gradients against the whole batch's: largest difference {diff:.1e}.",
@@ -179,7 +222,7 @@ def _results(m: Measured) -> None:
         + " "
         + busy_method()
     )
-    note = load_note(_load(m))
+    note = load_note(_load((*checkpoint_rows, *m.accumulation)))
     if note:
         st.warning(note)
     with st.expander(tr("The code that computed it")):
@@ -188,11 +231,15 @@ def _results(m: Measured) -> None:
 
 
 def memory_view() -> None:
-    """The section: the lesson, a button that measures (once per device), the results."""
+    """The section: the lesson, the shapes to sweep, a button that measures (once per device and
+    shapes; after it, a change of the shapes measures them), the results."""
     _explain()
+    lengths, layers = shape_pickers()
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    shown = st.session_state.get("_train_memory_shown", False)
-    if st.button(tr("Measure memory and time"), key="train.memory.measure", type="primary") or shown:
-        st.session_state["_train_memory_shown"] = True
-        with st.spinner(tr("Measuring training steps on this server...")):
-            _results(measure_memory(device))
+    if st.button(tr("Measure memory and time"), key="train.memory.measure", type="primary"):
+        st.session_state[_SHOWN] = True
+    if not st.session_state.get(_SHOWN, False):
+        return
+    with st.spinner(tr("Measuring training steps on this server...")):
+        rows = measure_checkpointing(device, lengths, layers) if lengths and layers else ()
+        _results(measure_memory(device), rows)

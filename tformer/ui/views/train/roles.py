@@ -22,7 +22,14 @@ from ....i18n import language, tr
 from ....model.model_files import folder_stamp
 from ....training.checkpoints import read_run_meta, runs_dir
 from ....training.compare import curves_of, listed
-from ....training.presets import PRESETS, ROLE_PHRASES, Preset, check_claim, claim_sentence
+from ....training.presets import (
+    PRESETS,
+    ROLE_PHRASES,
+    Preset,
+    check_claim,
+    claim_sentence,
+    first_head_time,
+)
 from ....training.recipe import model_config
 from ....training.role_timeline import MAX_SAVED_SNAPSHOTS, Change, RoleRecorder, RoleTimeline, Rule
 from ....training.runs import Run, RunHandle
@@ -136,14 +143,19 @@ def preset_controls() -> Preset | None:
         ),
         icon="🎓",
     )
+    first, whole = preset.cpu_seconds
     st.caption(
         tr(
             "This preset trains {steps:,} updates without stopping at 99 % (the heads keep sharpening), "
             "a snapshot every {every} updates, seed {seed}: a run of it repeats the run the sentence "
-            "was measured on.",
+            "was measured on. On a core of its own the first head forms after about {first:.0f} s and "
+            "the run ends after about {whole:.0f} s (the training thread's CPU time, measured when the "
+            "preset was made); a busy server takes longer, and the page says how long this run took.",
             steps=preset.recipe.steps,
             every=preset.recipe.snapshot_every,
             seed=preset.recipe.seed,
+            first=first,
+            whole=whole,
         )
     )
     return preset
@@ -204,9 +216,13 @@ def change_sentence(c: Change) -> str:
 
 
 def _role_picker(key: str) -> str:
+    """The role picker bound to the view state's ``key`` (a share link opens the same role)."""
+    options = list(view().choices(key))
     # labels translated now, in the script run: a format_func may be called later, elsewhere
-    shown = {role: tr(label) for role, label in ROLE_LABELS.items()}
-    return str(st.selectbox(tr("color the heads by"), list(shown), format_func=shown.__getitem__, key=key))
+    shown = {role: tr(ROLE_LABELS[role]) for role in options}
+    return str(
+        st.selectbox(tr("color the heads by"), options, format_func=shown.__getitem__, **bind(key, options))
+    )
 
 
 def draw_timeline(
@@ -217,10 +233,11 @@ def draw_timeline(
     final: bool,
     current: int | None,
     key: str,
+    role_key: str,
 ) -> list[Change]:
-    """The role picker, the timeline figure, the role changes in words and the rule; returns
-    the changes (under the default `Rule`)."""
-    choice = _role_picker(f"train.{key}_role")
+    """The role picker (bound to the view state's ``role_key``), the timeline figure (``key``),
+    the role changes in words and the rule; returns the changes (under the default `Rule`)."""
+    choice = _role_picker(role_key)
     role = (timeline.strongest_role() or "previous") if choice == "auto" else choice
     changes = timeline.changes(final=final)
     formed = [
@@ -278,6 +295,7 @@ def roles_view(run: Run, steps: Sequence[Mapping[str, Any]], evals: Sequence[Map
         final=run.is_final,
         current=current if current is not None else (timeline.steps[-1] if timeline.steps else None),
         key="roles",
+        role_key="train.role",
     )
     preset = _run_preset(run)
     if preset is not None and run.is_final:
@@ -291,6 +309,17 @@ def roles_view(run: Run, steps: Sequence[Mapping[str, Any]], evals: Sequence[Map
             )
         else:
             st.success(tr("This run did what the preset says."))
+        took = first_head_time(preset.claim, timeline, steps)
+        if took is not None:
+            st.caption(
+                tr(
+                    "Here the first head of layer {layer} took the role at update {step:,}, after {seconds:.0f} s "
+                    "of training (the updates' own times added up; evaluations and snapshots left out).",
+                    layer=preset.claim.layer,
+                    step=took[0],
+                    seconds=took[1],
+                )
+            )
 
 
 @dataclass(frozen=True)
@@ -358,6 +387,7 @@ def saved_roles_view() -> None:
             final=True,
             current=None,
             key="saved_roles",
+            role_key="train.saved_role",
         )
         if saved.curves_error is not None:
             st.caption(
