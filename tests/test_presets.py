@@ -123,27 +123,48 @@ def test_a_presets_sentence_names_its_measured_numbers_in_both_languages(key):
     assert c.window[0] // preset.recipe.snapshot_every >= 30  # many frames before the head forms
 
 
-@pytest.fixture
-def one_thread():
+def claim_steps(preset) -> int:
+    """How far a preset must train for its claim to be checked: its window's end and a held
+    rule's snapshots after it, and its last accuracy check."""
+    c = preset.claim
+    return max(c.window[1] + Rule().held * preset.recipe.snapshot_every, c.high[0])
+
+
+def train_for_claim(key: str) -> tuple[int, list[str]]:
+    """Train preset ``key`` as far as its claim reaches; its updates and the claim's problems
+    (a run holds mapping proxies, which do not cross processes)."""
+    preset = PRESETS[key]
+    run = run_preset(preset, steps=claim_steps(preset))
+    return run.summary.steps, [t.format(**v) for t, v in check_claim(preset.claim, run.timeline, run.evals)]
+
+
+@pytest.fixture(scope="module")
+def preset_runs():
+    """Every preset trained with its seed as far as its claim reaches, each in a process of its
+    own with one torch thread (as the one-thread measurements of docs/training.md), all at once:
+    on two cores the two presets take the wall time of one."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     import torch
 
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with ProcessPoolExecutor(
+        max_workers=len(PRESETS),
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=torch.set_num_threads,
+        initargs=(1,),
+    ) as pool:
+        futures = {k: pool.submit(train_for_claim, k) for k in PRESETS}
+        return {k: f.result() for k, f in futures.items()}
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("key", list(PRESETS))
-def test_each_preset_trained_with_its_seed_does_what_the_page_says(key, one_thread):
+def test_each_preset_trained_with_its_seed_does_what_the_page_says(key, preset_runs):
     """Trained only as far as the claim reaches (its window's end, a held rule's snapshots
     after it, its last accuracy check): the first updates are the full preset's. Reverse trains
     4,800 updates, shift 4,280 (the 99 % check; the window's end and three held snapshots):
     86 and 78 s of CPU here (docs/training.md)."""
-    preset = PRESETS[key]
-    c = preset.claim
-    steps = max(c.window[1] + Rule().held * preset.recipe.snapshot_every, c.high[0])
-    run = run_preset(preset, steps=steps)
-    assert run.summary.steps == steps
-    problems = check_claim(c, run.timeline, run.evals)
-    assert problems == [], [t.format(**v) for t, v in problems]
+    steps, problems = preset_runs[key]
+    assert steps == claim_steps(PRESETS[key])
+    assert problems == []
