@@ -924,8 +924,11 @@ def grid_button(page: Page, layer: int, head: int, grid_index: int = 0):  # -> L
 # description and cell names). Streamlit's and plotly's own controls (toolbars, the modebar)
 # are theirs, not the app's, and are left out.
 _DRAWN_WORDS_JS = """() => {
+  // Material icons are a ligature font: the span's text is the icon's name ("visibility", the
+  // password field's eye), drawn as a glyph, not a word (Streamlit marks it translate=no)
   const skip = 'textarea, input, pre, code, .katex, .modebar-container, .xtick, .ytick, script, style, ' +
-               '[data-testid=stElementToolbar], [data-testid=stToolbar], [data-testid=stCode]';
+               '[data-testid=stElementToolbar], [data-testid=stToolbar], [data-testid=stCode], ' +
+               '[data-testid=stIconMaterial], [translate=no][aria-hidden=true]';
   const text = [], tex = [];
   for (const root of document.querySelectorAll('[data-testid=stMain], [data-testid=stSidebar]')) {
     const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
