@@ -24,22 +24,23 @@ LN_WINDOW = 32  # tokens of box plots on one screen
 with ui.page_context(__file__, steps.STATS_NAMES) as ctx:
     from tformer.ui.views import encoder as view  # after the frame: a view loads torch
 
-    cap, cfg = ctx.capture, ctx.capture.cfg
+    cfg = ctx.cfg
     part = ui.section("encoder.section", SECTIONS)
 
-    if part == "architecture":
-        spec = view.architecture_of(ctx.choice, cap.n_pos)
+    if part == "architecture":  # drawn from the shapes alone: no forward pass on a text edit
+        spec = view.architecture_of(ctx.choice, ctx.n_pos)
         ui.chart(architecture_figure(spec, title=ctx.choice.label), key="architecture")
         st.caption(
             tr(
                 "The model in use, read from the bottom: shapes are for this text ({n} tokens), "
                 "parameter counts are the model's own and add up to {total}. Change layers, heads, "
                 "d_model or d_ff in the sidebar (from-scratch encoder) and the drawing follows.",
-                n=cap.n_pos,
+                n=ctx.n_pos,
                 total=f"{spec.total:,}",
             )
         )
     else:
+        cap = ctx.capture
         c1, c2 = st.columns([1, 3])
         layers = range(cap.n_layers)
         layer = int(

@@ -185,19 +185,28 @@ def get_capture(
     entries: so a long text's arrays are let go after a few edits (their memory is then recycled
     for the next capture, `tformer.model.buffers`) while many short texts stay cached.
     """
+    wanted = normalize_names(names)
+    only = None if layers is None else tuple(sorted(set(layers)))
+    stored = check_capture(choice, text, wanted, only)
+    cache = _large_capture if stored >= LARGE_CAPTURE_BYTES else _capture
+    return cache(choice, text, wanted, only)
+
+
+def check_capture(
+    choice: ModelChoice, text: str, names: Iterable[str], layers: Iterable[int] | None = None
+) -> int:
+    """The memory guard of `get_capture` alone (nothing runs): raises CaptureTooLarge when the
+    capture of ``names`` for ``text`` would pass MAX_CAPTURE_BYTES, else returns the bytes it keeps."""
     from .memory import refusal  # it reads this module's limit
 
     wanted = normalize_names(names)
     only = None if layers is None else tuple(sorted(set(layers)))
     model, _ = get_model(choice)
-    n_pos = len(encode_text(choice, text).ids)
-
-    memory = capture_memory(model.cfg, n_pos, wanted, only)
+    memory = capture_memory(model.cfg, len(encode_text(choice, text).ids), wanted, only)
     refused = refusal(memory, wanted)
     if refused is not None:
         raise CaptureTooLarge(refused)
-    cache = _large_capture if memory.stored >= LARGE_CAPTURE_BYTES else _capture
-    return cache(choice, text, wanted, only)
+    return memory.stored
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)

@@ -7,6 +7,7 @@ import inspect
 import types
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -20,9 +21,9 @@ from ..i18n import tr
 from ..model.capture import ATTENTION, TextCapture, available_names
 from ..model.config import EncoderConfig
 from ..model.encoder import Encoder
-from ..model.tokenizer import UNK_MARK, Tokenizer
+from ..model.tokenizer import UNK_MARK, Encoded, Tokenizer
 from .binding import bind, pop_link_asks, set_values, view
-from .caches import SCRATCH_MAX_LEN, ModelChoice, get_capture, get_model
+from .caches import SCRATCH_MAX_LEN, ModelChoice, check_capture, encode_text, get_capture, get_model
 from .guard import plain
 from .head_grid import head_grid
 from .lesson_questions import figure_hidden
@@ -45,24 +46,46 @@ def row_focus(choice: ModelChoice, text: str, names: tuple[str, ...]) -> tuple[f
 class PageContext:
     frame: Frame
     choice: ModelChoice
-    capture: TextCapture
     model: Encoder
     # the text this page shows: the sidebar's, or its first tokens on a page with a
     # ``max_tokens`` (`tformer.ui.registry.PageSpec`)
     text: str
+    encoded: Encoded  # ``text`` tokenized by the model's tokenizer
+    names: tuple[str, ...]  # what `capture` holds
+    layers: tuple[int, ...] | None = None  # the layers `capture`'s per-layer names hold (None: all)
+
+    @cached_property
+    def capture(self) -> TextCapture:
+        """The activations ``names`` of the text, run on first use: a page whose view reads none
+        (the sinusoid table, the architecture drawing) runs no forward pass on a text edit.
+        open_page has checked the memory guard already; a model that fails to run stops the
+        page with the message open_page gives."""
+        try:
+            return get_capture(self.choice, self.text, self.names, self.layers)
+        except (ValueError, MemoryError, RuntimeError) as err:
+            st.error(tr("Could not run {model}: {err}", model=self.choice.label, err=err))
+            st.stop()
 
     @property
     def view(self) -> ViewState:
         return self.frame.view
 
     @property
+    def cfg(self) -> EncoderConfig:
+        return self.model.cfg
+
+    @property
     def labels(self) -> list[str]:
-        return self.capture.labels
+        return self.encoded.labels
+
+    @property
+    def n_pos(self) -> int:
+        return len(self.encoded.ids)
 
     def chosen(self) -> tuple[int, int]:
         """The layer and head shown: the user's, else the one this model and text open on
         (`tformer.ui.opening`)."""
-        return chosen_head(self.choice, self.text, self.capture.n_layers, self.capture.n_heads)
+        return chosen_head(self.choice, self.text, self.cfg.n_layers, self.cfg.n_heads)
 
 
 def open_page(script: str, names: Iterable[str] | None = None, *, one_layer: bool = False) -> PageContext:
@@ -89,7 +112,9 @@ def open_page(script: str, names: Iterable[str] | None = None, *, one_layer: boo
         limit = fr.spec.max_tokens
         text, n_full = (fr.text, None) if limit is None else shown_text(choice, fr.text, limit)
         layers = (chosen_head(choice, text, cfg.n_layers, cfg.n_heads)[0],) if one_layer else None
-        capture = get_capture(choice, text, [n for n in names if n in has], layers)
+        wanted = tuple(n for n in names if n in has)
+        encoded = encode_text(choice, text)
+        check_capture(choice, text, wanted, layers)  # the memory guard, before the page draws
     except (ValueError, MemoryError, RuntimeError) as err:  # a refused folder, a model too big here
         st.error(tr("Could not run {model}: {err}", model=choice.label, err=err))
         st.stop()
@@ -98,23 +123,23 @@ def open_page(script: str, names: Iterable[str] | None = None, *, one_layer: boo
             tr(
                 "This page shows the first {shown:,} of the {n:,} tokens the model reads: {why} The "
                 "Attention page shows all {n:,}.",
-                shown=capture.n_pos,
+                shown=len(encoded.ids),
                 n=n_full,
                 why=tr(fr.spec.max_tokens_why, limit=fr.spec.max_tokens, n=n_full),
             ),
             icon="✂️",
         )
-    beyond = link_beyond_shape(capture)
+    beyond = link_beyond_shape(cfg, len(encoded.ids))
     if beyond:
         st.info(tr("From the link: {listed}.", listed="; ".join(beyond)))
     if choice.source == "scratch":
-        whole = "pattern" in capture and capture.layers is None
-        focus = row_focus(choice, text, capture.names) if whole else None
+        whole = "pattern" in wanted and layers is None
+        focus = row_focus(choice, text, wanted) if whole else None
         st.info(random_weights_note(choice, focus), icon="🎲")
-    unknown = unknown_tokens(capture, tokenizer)
+    unknown = unknown_tokens(encoded, tokenizer)
     if unknown:
         st.warning(unknown, icon="❓")
-    enc = capture.encoded
+    enc = encoded
     if enc.truncated:
         st.warning(
             tr(
@@ -124,7 +149,7 @@ def open_page(script: str, names: Iterable[str] | None = None, *, one_layer: boo
                 limit=f"{len(enc.ids):,}",
             )
         )
-    return PageContext(fr, choice, capture, model, text)
+    return PageContext(fr, choice, model, text, encoded, wanted, layers)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -163,37 +188,37 @@ def length_limit_note(choice: ModelChoice, cfg: EncoderConfig) -> str:
     return tr("At most {n:,} tokens for this model.", n=n)
 
 
-def link_beyond_shape(capture: TextCapture) -> list[str]:
+def link_beyond_shape(cfg: EncoderConfig, n_pos: int) -> list[str]:
     """What the session's link asked for beyond this model's shape (a layer it does not have,
     a head, a token past the text's end), each with what is shown instead; said once."""
     asked = pop_link_asks()
     out = []
     layer, head, query = asked.get("layer"), asked.get("head"), asked.get("query")
-    if layer is not None and layer >= capture.n_layers:
+    if layer is not None and layer >= cfg.n_layers:
         out.append(
             tr(
                 "layer {asked} is not in this model ({n} layers, 0–{last}): layer {last} is shown",
                 asked=layer,
-                n=capture.n_layers,
-                last=capture.n_layers - 1,
+                n=cfg.n_layers,
+                last=cfg.n_layers - 1,
             )
         )
-    if head is not None and head >= capture.n_heads:
+    if head is not None and head >= cfg.n_heads:
         out.append(
             tr(
                 "head {asked} is not in this model ({n} heads a layer, 0–{last}): head {last} is shown",
                 asked=head,
-                n=capture.n_heads,
-                last=capture.n_heads - 1,
+                n=cfg.n_heads,
+                last=cfg.n_heads - 1,
             )
         )
-    if query is not None and query >= capture.n_pos:
+    if query is not None and query >= n_pos:
         out.append(
             tr(
                 "token {asked} is past the text's end ({n} tokens, 0–{last}): token {last} is shown",
                 asked=query,
-                n=capture.n_pos,
-                last=capture.n_pos - 1,
+                n=n_pos,
+                last=n_pos - 1,
             )
         )
     return out
@@ -226,11 +251,11 @@ def _weight(w: float) -> str:
     return f"{w:.3f}" if w >= 0.01 else f"{w:.2g}"
 
 
-def unknown_tokens(capture: TextCapture, tokenizer: Tokenizer) -> str | None:
+def unknown_tokens(encoded: Encoded, tokenizer: Tokenizer) -> str | None:
     """A warning when much of the text is outside the model's vocabulary, else None."""
     unk = tokenizer.unk_id
-    n = sum(1 for i in capture.encoded.ids if i == unk) if unk is not None else 0
-    if n == 0 or n < 0.2 * capture.n_pos:
+    n = sum(1 for i in encoded.ids if i == unk) if unk is not None else 0
+    if n == 0 or n < 0.2 * len(encoded.ids):
         return None
     return (
         tr(
@@ -239,15 +264,13 @@ def unknown_tokens(capture: TextCapture, tokenizer: Tokenizer) -> str | None:
             "was trained on English text; the from-scratch encoder's vocabulary has every Chinese "
             "character (its weights are random until trained).",
             n=n,
-            total=capture.n_pos,
+            total=len(encoded.ids),
         )
         + " "
         + tr(
             "On the axes each of them keeps its characters followed by “{mark}” (“{example}”).",
             mark=UNK_MARK,
-            example=plain(
-                next(lab for lab, i in zip(capture.labels, capture.encoded.ids, strict=True) if i == unk)
-            ),
+            example=plain(next(lab for lab, i in zip(encoded.labels, encoded.ids, strict=True) if i == unk)),
         )
     )
 
@@ -256,7 +279,7 @@ def layer_head(ctx: PageContext, columns: Sequence[Any] | None = None) -> tuple[
     """Layer and head pickers, shared by every page (the choice follows the user around), in
     two new columns or the two given."""
     c1, c2 = st.columns(2) if columns is None else columns
-    layers, heads = range(ctx.capture.n_layers), range(ctx.capture.n_heads)
+    layers, heads = range(ctx.cfg.n_layers), range(ctx.cfg.n_heads)
     first_layer, first_head = ctx.chosen()
     layer = c1.selectbox(tr("layer"), layers, **bind("layer", layers, clamp=True, fallback=first_layer))
     head = c2.selectbox(tr("head"), heads, **bind("head", heads, clamp=True, fallback=first_head))
@@ -266,7 +289,7 @@ def layer_head(ctx: PageContext, columns: Sequence[Any] | None = None) -> tuple[
 def query_token(ctx: PageContext, label: str = "query token") -> int:
     """The query token picker (the row a page follows), shared by every page that has one;
     ``label`` is an English template, translated here."""
-    n = ctx.capture.n_pos
+    n = ctx.n_pos
     labels = ctx.labels
     return int(
         st.selectbox(
