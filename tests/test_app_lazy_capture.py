@@ -27,42 +27,44 @@ def forwards(monkeypatch):
     return ran
 
 
+EDIT = "Lanterns glow over the quiet harbour tonight."
+
+
 @pytest.mark.parametrize(
-    ("page", "params"),
+    ("page", "params", "reads_activations"),
     [
-        ("pages/positional.py", {}),  # the sinusoid table
-        ("pages/positional.py", {"positional.section": "offsets"}),
-        ("pages/positional.py", {"positional.section": "rotation"}),
-        ("pages/encoder.py", {}),  # the architecture drawing
+        ("pages/positional.py", {}, False),  # the sinusoid table
+        ("pages/positional.py", {"positional.section": "offsets"}, False),
+        ("pages/positional.py", {"positional.section": "rotation"}, False),
+        ("pages/encoder.py", {}, False),  # the architecture drawing
+        ("pages/positional.py", {"positional.section": "without"}, True),
+        ("pages/encoder.py", {"encoder.section": "ffn"}, True),
+        ("pages/attention.py", {}, True),
     ],
-    ids=["positional-table", "positional-offsets", "positional-rotation", "encoder-architecture"],
+    ids=[
+        "positional-table",
+        "positional-offsets",
+        "positional-rotation",
+        "encoder-architecture",
+        "positional-without",
+        "encoder-ffn",
+        "attention",
+    ],
 )
-def test_a_view_without_activations_runs_no_forward_on_an_edit(forwards, page, params):
+def test_an_edit_runs_the_model_only_for_a_view_that_reads_activations(
+    forwards, page, params, reads_activations
+):
     at = open_app(page, **params)
     assert_clean(at)
     before = len(forwards)
-    at.text_area(key="text").input("Lanterns glow over the quiet harbour tonight.").run()
+    at.text_area(key="text").input(EDIT).run()
     assert_clean(at)
     assert charts(at)
-    assert forwards[before:] == [], f"{page} ran the model for a view that shows no activation"
-
-
-@pytest.mark.parametrize(
-    ("page", "params"),
-    [
-        ("pages/positional.py", {"positional.section": "without"}),
-        ("pages/encoder.py", {"encoder.section": "ffn"}),
-        ("pages/attention.py", {}),
-    ],
-    ids=["positional-without", "encoder-ffn", "attention"],
-)
-def test_a_view_with_activations_runs_the_model_on_the_new_text(forwards, page, params):
-    at = open_app(page, **params)
-    assert_clean(at)
-    before = len(forwards)
-    at.text_area(key="text").input("Lanterns glow over the quiet harbour tonight.").run()
-    assert_clean(at)
-    assert any("harbour" in t for t in forwards[before:]), f"{page} showed activations it did not compute"
+    ran = [t for t in forwards[before:] if "harbour" in t]
+    if reads_activations:
+        assert ran, f"{page} showed activations it did not compute"
+    else:
+        assert forwards[before:] == [], f"{page} ran the model for a view that shows no activation"
 
 
 def test_the_memory_guard_still_stops_a_lazy_page_before_it_draws(monkeypatch):
