@@ -8,8 +8,9 @@ p50 / p95 / max, errors, and how nginx spread the sessions over the replicas.
 
 Modes (--mode):
 
-- "edit": each session opens the Attention page and edits its text --edits times with its own
-  words, checking the words come back in the chart (tests/e2e/ws_client.py's load run).
+- "edit": each session opens the Attention page (or --url-path) and edits its text --edits times
+  with its own words, checking the words come back in the chart (tests/e2e/ws_client.py's load
+  run, as benchmarks/load.py runs it against one server).
 - "follow": a live class. The sessions are students: each opens the join link of one room, types
   a name and joins, then polls as the browser does (a run of the page's poll fragment whenever
   its one-second timer comes round). This process is the teacher: it opens the room in the
@@ -21,6 +22,7 @@ Modes (--mode):
 
     .venv/bin/python benchmarks/class_load.py                        # 1 and 2 replicas, 100 sessions
     .venv/bin/python benchmarks/class_load.py --replicas 1,2,4 --sessions 50 --edits 3
+    .venv/bin/python benchmarks/class_load.py --replicas 2 --edits 5 --url-path steps
     .venv/bin/python benchmarks/class_load.py --mode follow --sessions 100 --edits 5 --every 5
 
 Loopback only; at most 100 sessions x 50 edits; --max-seconds bounds each run. Exit status 1
@@ -61,7 +63,11 @@ class Mode:
 
 def _edit(d: ClassDeployment, args: argparse.Namespace) -> Row:
     rep = run_load(
-        d.ws_url, sessions=args.sessions, edits=args.edits, url_path="attention", max_seconds=args.max_seconds
+        d.ws_url,
+        sessions=args.sessions,
+        edits=args.edits,
+        url_path=args.url_path,
+        max_seconds=args.max_seconds,
     )
     lat = sorted(x * 1000 for x in rep.edit_latencies_s)
     rate = len(lat) / rep.wall_s if rep.wall_s else 0.0
@@ -179,10 +185,15 @@ def measure(replicas: int, mode: Mode, args: argparse.Namespace) -> Row:
         tempfile.TemporaryDirectory(prefix="class-load-") as tmp,
         ClassDeployment(Path(tmp), replicas=replicas) as d,
     ):
-        warm(d, mode.url_path)
+        warm(d, page_of(mode, args))
         before = len(d.hits())
         row, errors = mode.run(d, args)
         return [replicas, *row, spread(d, before)], errors
+
+
+def page_of(mode: Mode, args: argparse.Namespace) -> str:
+    """The page the sessions open: --url-path in edit mode, the Attention page when following."""
+    return args.url_path if mode.name == "edit" else mode.url_path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -191,6 +202,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sessions", type=int, default=100, help=f"concurrent sessions (1..{MAX_SESSIONS})")
     ap.add_argument("--edits", type=int, default=3, help=f"edits per session (1..{MAX_EDITS})")
     ap.add_argument("--mode", choices=sorted(MODES), default="edit")
+    ap.add_argument(
+        "--url-path",
+        default="attention",
+        help="edit: the page every session opens and edits (attention, heads, steps...)",
+    )
     ap.add_argument("--max-seconds", type=float, default=300.0, help="bound on each load run")
     ap.add_argument("--every", type=float, default=5.0, help="follow: seconds between the teacher's views")
     ap.add_argument("--idle", type=float, default=15.0, help="follow: seconds of polls before the first view")
@@ -208,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         errors += errs
         print(f"{n} replica(s) done", file=sys.stderr, flush=True)
-    print(f"mode {mode.name}: page {mode.url_path}, {mode.caption}")
+    print(f"mode {mode.name}: page {page_of(mode, args)}, {mode.caption}")
     print_table(header, rows)
     for e in errors[:20]:
         print(f"  {e}")

@@ -10,6 +10,12 @@ Loopback servers only; at most 100 sessions x 50 edits; --max-seconds bounds the
     .venv/bin/python benchmarks/load.py                      # starts the repo's app
     .venv/bin/python benchmarks/load.py --sessions 20 --edits 3 --app-dir /tmp/other
     .venv/bin/python benchmarks/load.py --port 8501          # a server already running
+    .venv/bin/python benchmarks/load.py --sessions 100 --replicas 2 --url-path steps
+
+One server is one Python process: every session's script runs under its one GIL. --replicas N
+(N > 1) runs the same load through nginx against N replicas instead, the deployment a class
+uses (deploy/serve_class.py; Debian's nginx and redis-server must be installed): it is
+`benchmarks/class_load.py --mode edit --replicas N`, which prints its table.
 
 Exit status 1 when any session saw an error.
 """
@@ -46,7 +52,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--url-path", default="attention", help='page to load ("" = the start page)')
     ap.add_argument("--key", default="text", help="key of the text widget")
     ap.add_argument("--max-seconds", type=float, default=300.0, help="bound on the whole run")
+    ap.add_argument(
+        "--replicas",
+        type=int,
+        default=1,
+        help="N > 1: through nginx against N replicas (benchmarks/class_load.py)",
+    )
     args = ap.parse_args(argv)
+    if args.replicas > 1:
+        if args.port is not None or args.app_dir is not None or args.key != "text":
+            ap.error("--replicas starts its own deployment of this checkout: no --port, --app-dir or --key")
+        from benchmarks.class_load import main as class_load
+
+        return class_load(
+            [
+                *("--mode", "edit", "--replicas", str(args.replicas), "--url-path", args.url_path),
+                *("--sessions", str(args.sessions), "--edits", str(args.edits)),
+                *("--max-seconds", str(args.max_seconds)),
+            ]
+        )
 
     server = None
     if args.port is None:

@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ from .streamlit_driver import (
     selectbox_value,
     set_widget,
 )
-from .ws_client import StreamlitWsSession, run_sync
+from .ws_client import StreamlitWsSession, run_load, run_sync
 
 
 @pytest.fixture(scope="module")
@@ -107,6 +108,23 @@ def test_a_page_runs_over_the_websocket_on_each_replica(deployment: ClassDeploym
         h.upstream for h in deployment.hits() if h.path.startswith("/_stcore/stream") and h.status == 101
     }
     assert streams == set(cookies)
+
+
+@pytest.mark.parametrize("page", ["heads", "steps"])
+def test_a_class_editing_at_once_spreads_over_the_replicas(deployment: ClassDeployment, page: str):
+    """benchmarks/load.py --replicas 2 (class_load.py's edit mode), small: sessions without a
+    cookie land on both replicas, and every edit comes back with the session's own words."""
+    since = len(deployment.hits())
+    rep = run_load(deployment.ws_url, sessions=6, edits=2, url_path=page, max_seconds=180)
+    assert rep.errors == []
+    assert len(rep.edit_latencies_s) == 12
+    time.sleep(0.2)
+    streams = Counter(
+        h.upstream
+        for h in deployment.hits()[since:]
+        if h.path.startswith("/_stcore/stream") and h.status == 101
+    )
+    assert len(streams) == 2, streams
 
 
 def test_a_browser_runs_the_app_through_nginx(deployment: ClassDeployment, browser: Any):
