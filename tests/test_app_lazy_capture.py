@@ -76,3 +76,21 @@ def test_the_memory_guard_still_stops_a_lazy_page_before_it_draws(monkeypatch):
     assert not at.exception
     assert any("Could not run" in e.value for e in at.error), [e.value for e in at.error]
     assert not charts(at)
+
+
+def test_a_model_that_fails_on_first_use_stops_the_page_with_a_message(monkeypatch):
+    """The capture runs inside the page now: a forward that fails there still gives open_page's
+    message, not a traceback."""
+    from tformer.ui import caches
+
+    at = open_app("pages/attention.py")
+
+    def failing(*args, **kwargs):
+        raise RuntimeError("out of device memory")
+
+    monkeypatch.setattr(caches, "capture_ids", failing)
+    at.text_area(key="text").input("A text the model cannot run on.").run()
+    assert not at.exception
+    assert any("Could not run" in e.value and "out of device memory" in e.value for e in at.error), [
+        e.value for e in at.error
+    ]

@@ -187,9 +187,16 @@ def get_capture(
     """
     wanted = normalize_names(names)
     only = None if layers is None else tuple(sorted(set(layers)))
-    stored = check_capture(choice, text, wanted, only)
+    return checked_capture(choice, text, wanted, only, check_capture(choice, text, wanted, only))
+
+
+def checked_capture(
+    choice: ModelChoice, text: str, names: tuple[str, ...], layers: tuple[int, ...] | None, stored: int
+) -> TextCapture:
+    """`get_capture` past its guard: ``names`` and ``layers`` normalized as it does, ``stored``
+    what `check_capture` returned for them (it picks the cache that keeps this capture)."""
     cache = _large_capture if stored >= LARGE_CAPTURE_BYTES else _capture
-    return cache(choice, text, wanted, only)
+    return cache(choice, text, names, layers)
 
 
 def check_capture(

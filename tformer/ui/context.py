@@ -18,12 +18,20 @@ from ..figures.colors import WEIGHT_SCALE_NAMES
 from ..figures.overview import head_grid_data
 from ..formulas import latex_of, localized
 from ..i18n import tr
-from ..model.capture import ATTENTION, TextCapture, available_names
+from ..model.capture import ATTENTION, TextCapture, available_names, normalize_names
 from ..model.config import EncoderConfig
 from ..model.encoder import Encoder
 from ..model.tokenizer import UNK_MARK, Encoded, Tokenizer
 from .binding import bind, pop_link_asks, set_values, view
-from .caches import SCRATCH_MAX_LEN, ModelChoice, check_capture, encode_text, get_capture, get_model
+from .caches import (
+    SCRATCH_MAX_LEN,
+    ModelChoice,
+    check_capture,
+    checked_capture,
+    encode_text,
+    get_capture,
+    get_model,
+)
 from .guard import plain
 from .head_grid import head_grid
 from .lesson_questions import figure_hidden
@@ -51,17 +59,18 @@ class PageContext:
     # ``max_tokens`` (`tformer.ui.registry.PageSpec`)
     text: str
     encoded: Encoded  # ``text`` tokenized by the model's tokenizer
-    names: tuple[str, ...]  # what `capture` holds
-    layers: tuple[int, ...] | None = None  # the layers `capture`'s per-layer names hold (None: all)
+    names: tuple[str, ...]  # what `capture` holds (normalized, `normalize_names`)
+    layers: tuple[int, ...] | None  # the layers `capture`'s per-layer names hold (None: all)
+    stored: int  # the bytes `capture` keeps, from the memory guard open_page ran
 
     @cached_property
     def capture(self) -> TextCapture:
         """The activations ``names`` of the text, run on first use: a page whose view reads none
         (the sinusoid table, the architecture drawing) runs no forward pass on a text edit.
-        open_page has checked the memory guard already; a model that fails to run stops the
+        open_page has run the memory guard (`check_capture`); a model that fails to run stops the
         page with the message open_page gives."""
         try:
-            return get_capture(self.choice, self.text, self.names, self.layers)
+            return checked_capture(self.choice, self.text, self.names, self.layers, self.stored)
         except (ValueError, MemoryError, RuntimeError) as err:
             st.error(tr("Could not run {model}: {err}", model=self.choice.label, err=err))
             st.stop()
@@ -112,9 +121,9 @@ def open_page(script: str, names: Iterable[str] | None = None, *, one_layer: boo
         limit = fr.spec.max_tokens
         text, n_full = (fr.text, None) if limit is None else shown_text(choice, fr.text, limit)
         layers = (chosen_head(choice, text, cfg.n_layers, cfg.n_heads)[0],) if one_layer else None
-        wanted = tuple(n for n in names if n in has)
+        wanted = normalize_names(n for n in names if n in has)
         encoded = encode_text(choice, text)
-        check_capture(choice, text, wanted, layers)  # the memory guard, before the page draws
+        stored = check_capture(choice, text, wanted, layers)  # the memory guard, before the page draws
     except (ValueError, MemoryError, RuntimeError) as err:  # a refused folder, a model too big here
         st.error(tr("Could not run {model}: {err}", model=choice.label, err=err))
         st.stop()
@@ -139,17 +148,16 @@ def open_page(script: str, names: Iterable[str] | None = None, *, one_layer: boo
     unknown = unknown_tokens(encoded, tokenizer)
     if unknown:
         st.warning(unknown, icon="❓")
-    enc = encoded
-    if enc.truncated:
+    if encoded.truncated:
         st.warning(
             tr(
                 "The text has {n} tokens; this model reads at most {limit}, so only the first {limit} "
                 "are shown.",
-                n=f"{enc.n_input_tokens:,}{'' if enc.n_input_exact else '+'}",
-                limit=f"{len(enc.ids):,}",
+                n=f"{encoded.n_input_tokens:,}{'' if encoded.n_input_exact else '+'}",
+                limit=f"{len(encoded.ids):,}",
             )
         )
-    return PageContext(fr, choice, model, text, encoded, wanted, layers)
+    return PageContext(fr, choice, model, text, encoded, wanted, layers, stored)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
